@@ -1,0 +1,35 @@
+# redwood_add_library(NAME FOLDER [DEPS ...]): one static library per folder, built from every
+# source file under it (new files need no CMake edit), aliased as redwood::NAME.
+function(redwood_add_library name)
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS;GLOBS" ${ARGN})
+  if(NOT ARG_GLOBS)
+    set(ARG_GLOBS *.cpp)
+  endif()
+  set(patterns)
+  foreach(g IN LISTS ARG_GLOBS)
+    list(APPEND patterns ${CMAKE_CURRENT_SOURCE_DIR}/${g})
+  endforeach()
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${patterns})
+  add_library(redwood_${name} STATIC ${sources})
+  add_library(redwood::${name} ALIAS redwood_${name})
+  target_include_directories(redwood_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(redwood_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  redwood_set_warnings(redwood_${name})
+endfunction()
+
+function(redwood_set_warnings target)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  if(REDWOOD_SANITIZE)
+    target_compile_options(${target} PUBLIC -fsanitize=${REDWOOD_SANITIZE} -fno-omit-frame-pointer)
+    target_link_options(${target} PUBLIC -fsanitize=${REDWOOD_SANITIZE})
+  endif()
+endfunction()
+
+# Kernels and stages register themselves from static initializers at the bottom of their own
+# files; a plain static link would drop those objects, so consumers take the whole archive.
+function(redwood_link_registered target)
+  foreach(lib IN LISTS ARGN)
+    target_link_libraries(${target} PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${lib}>")
+  endforeach()
+endfunction()

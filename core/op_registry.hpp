@@ -1,0 +1,96 @@
+#pragma once
+// The op registry maps (op type, device) to a kernel factory. Backends register what they
+// support at the bottom of the file that defines the kernel (RW_REGISTER_KERNEL); the executor
+// and, later, the partitioner ask the registry and nothing else.
+//
+// A factory runs at load time: it reads and checks the node's attributes and the dtypes of its
+// inputs, and throws Unsupported (with the reason) for what the kernel cannot do, so that a model
+// Redwood cannot run fails at load, naming the node, never at frame 10 000.
+
+#include "core/graph/graph.hpp"
+#include "core/tensor.hpp"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+/// What a factory knows about a node besides its attributes.
+struct KernelInfo {
+  const Graph* graph = nullptr;
+  /// dtype of each input (kUndefined when absent or unknown before the run).
+  std::vector<DType> input_dtypes;
+  /// The constant value of each input that is an initializer (nullptr otherwise).
+  std::vector<const Tensor*> constant_inputs;
+  std::int64_t opset = 0;
+};
+
+/// One run of a kernel: inputs as given (an absent optional input is an undefined Tensor), and
+/// outputs the kernel allocates and fills (one per node output).
+struct KernelContext {
+  std::span<const Tensor> inputs;
+  std::span<Tensor> outputs;
+  const Node& node;
+
+  const Tensor& input(std::size_t i) const;  // throws InvalidArgument if absent
+  bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i].defined(); }
+  std::size_t num_outputs() const { return outputs.size(); }
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  /// Computes the node's outputs for the given inputs. Shapes are resolved here, per run.
+  virtual void run(KernelContext& ctx) = 0;
+};
+
+using KernelFactory = std::function<std::unique_ptr<Kernel>(const Node&, const KernelInfo&)>;
+
+class OpRegistry {
+ public:
+  static OpRegistry& instance();
+
+  /// Registers a factory; a second registration for the same (op, device) replaces nothing and
+  /// throws, so two kernels never silently compete.
+  void add(const std::string& op_type, Device device, KernelFactory factory);
+  const KernelFactory* find(const std::string& op_type, Device device) const;
+  /// Sorted op types a device has kernels for.
+  std::vector<std::string> ops(Device device) const;
+
+ private:
+  std::vector<std::tuple<std::string, Device, KernelFactory>> entries_;
+};
+
+namespace detail {
+struct KernelRegistrar {
+  KernelRegistrar(const char* op_type, Device device, KernelFactory factory) {
+    OpRegistry::instance().add(op_type, device, std::move(factory));
+  }
+};
+}  // namespace detail
+
+/// Helper for the common case: a kernel type constructible from (const Node&, const KernelInfo&).
+template <typename K>
+KernelFactory make_factory() {
+  return [](const Node& node, const KernelInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<K>(node, info);
+  };
+}
+
+/// Throws Unsupported naming the node unless `dtype` is one of `allowed` (kUndefined passes: the
+/// type is checked again at run time).
+void expect_dtype(const Node& node, DType dtype, std::initializer_list<DType> allowed,
+                  const char* what = "input");
+
+}  // namespace redwood
+
+#define RW_CONCAT_INNER(a, b) a##b
+#define RW_CONCAT(a, b) RW_CONCAT_INNER(a, b)
+/// RW_REGISTER_KERNEL("Conv", redwood::Device::kCpu, factory): at the bottom of the kernel's file.
+#define RW_REGISTER_KERNEL(op_type, device, factory)                                   \
+  static const ::redwood::detail::KernelRegistrar RW_CONCAT(rw_kernel_registrar_, __LINE__)( \
+      op_type, device, factory)

@@ -1,0 +1,86 @@
+#include "stages/preprocess/image_tensor.hpp"
+
+#include "core/error.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+
+namespace redwood {
+
+cv::Mat read_image_or_first_frame(const std::filesystem::path& file) {
+  RW_EXPECTS(std::filesystem::is_regular_file(file), IoError, "{}: no such file", file.string());
+  cv::Mat image = cv::imread(file.string(), cv::IMREAD_COLOR);
+  if (!image.empty()) return image;
+  cv::VideoCapture capture(file.string());
+  RW_EXPECTS(capture.isOpened(), IoError, "{}: neither an image nor a video OpenCV can open",
+             file.string());
+  cv::Mat frame;
+  RW_EXPECTS(capture.read(frame) && !frame.empty(), IoError, "{}: the video has no readable frame",
+             file.string());
+  return frame;
+}
+
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options) {
+  RW_EXPECTS(!bgr.empty() && bgr.type() == CV_8UC3, InvalidArgument,
+             "input '{}': expected an 8-bit 3-channel picture", input.name);
+  RW_EXPECTS(input.dtype == DType::kF32 || input.dtype == DType::kUndefined, Unsupported,
+             "input '{}' is {}; pictures can only feed float inputs", input.name, input.description());
+  RW_EXPECTS(input.has_shape && input.dims.size() == 4, InvalidArgument,
+             "input '{}' is {}; a picture feeds a rank-4 input (NCHW or NHWC)", input.name,
+             input.description());
+  ImageLayout layout = options.layout;
+  if (layout == ImageLayout::kAuto) {
+    const Dim& last = input.dims[3];
+    const Dim& second = input.dims[1];
+    layout = (last.known() && (last.value == 3 || last.value == 1) &&
+              !(second.known() && (second.value == 3 || second.value == 1)))
+                 ? ImageLayout::kNHWC
+                 : ImageLayout::kNCHW;
+  }
+  const bool nchw = layout == ImageLayout::kNCHW;
+  const Dim& c_dim = nchw ? input.dims[1] : input.dims[3];
+  const Dim& h_dim = nchw ? input.dims[2] : input.dims[1];
+  const Dim& w_dim = nchw ? input.dims[3] : input.dims[2];
+  const std::int64_t channels = c_dim.known() ? c_dim.value : 3;
+  RW_EXPECTS(channels == 3 || channels == 1, InvalidArgument,
+             "input '{}' is {}: {} channels, a picture has 3 (or 1 as grey)", input.name,
+             input.description(), channels);
+  RW_EXPECTS(!input.dims[0].known() || input.dims[0].value == 1, InvalidArgument,
+             "input '{}' is {}: batch {} from one picture", input.name, input.description(),
+             input.dims[0].value);
+  const int height = h_dim.known() ? static_cast<int>(h_dim.value) : bgr.rows;
+  const int width = w_dim.known() ? static_cast<int>(w_dim.value) : bgr.cols;
+
+  cv::Mat resized;
+  if (height != bgr.rows || width != bgr.cols) {
+    cv::resize(bgr, resized, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+  } else {
+    resized = bgr;
+  }
+  cv::Mat ordered;
+  if (channels == 1) {
+    cv::cvtColor(resized, ordered, cv::COLOR_BGR2GRAY);
+  } else if (options.rgb) {
+    cv::cvtColor(resized, ordered, cv::COLOR_BGR2RGB);
+  } else {
+    ordered = resized;
+  }
+  Shape shape = nchw ? Shape{1, channels, height, width} : Shape{1, height, width, channels};
+  Tensor out = Tensor::empty(DType::kF32, shape);
+  float* dst = out.data<float>();
+  const std::size_t plane = static_cast<std::size_t>(height) * width;
+  for (int y = 0; y < height; ++y) {
+    const std::uint8_t* row = ordered.ptr<std::uint8_t>(y);
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        const float v = (row[x * channels + c] * options.scale - options.mean[c]) / options.std[c];
+        const std::size_t pixel = static_cast<std::size_t>(y) * width + x;
+        dst[nchw ? c * plane + pixel : pixel * channels + c] = v;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace redwood

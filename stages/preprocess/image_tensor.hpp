@@ -1,0 +1,34 @@
+#pragma once
+// Turning a picture into a model input: read an image or a video's first frame, resize it to
+// the input's fixed extents (dynamic ones keep the picture's size), convert BGR to RGB, scale and
+// normalize, and lay it out as NCHW or NHWC. The pipeline's preprocess stage builds on this.
+
+#include "core/graph/graph.hpp"
+#include "core/tensor.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <array>
+#include <filesystem>
+
+namespace redwood {
+
+enum class ImageLayout { kAuto, kNCHW, kNHWC };
+
+struct ImageTensorOptions {
+  ImageLayout layout = ImageLayout::kAuto;  // kAuto: NHWC when the last dim is 3, else NCHW
+  bool rgb = true;                          // channel order the model wants
+  float scale = 1.0f / 255.0f;              // applied to 0..255 pixel values first
+  std::array<float, 3> mean{0.f, 0.f, 0.f}; // then (x - mean) / std, per channel
+  std::array<float, 3> std{1.f, 1.f, 1.f};
+};
+
+/// Reads a still image (PNG, JPEG, ...) or the first frame of a video file as 8-bit BGR.
+/// Throws IoError naming the file when it is missing, unreadable, or a video with no frame.
+cv::Mat read_image_or_first_frame(const std::filesystem::path& file);
+
+/// Makes a float tensor of the shape `input` declares from a BGR image. The input must be
+/// rank 4 with 3 channels (or 1: the picture is then converted to grey).
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
+
+}  // namespace redwood

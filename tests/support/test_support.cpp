@@ -1,0 +1,97 @@
+#include "support/test_support.hpp"
+
+#include "core/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+namespace redwood::testing {
+
+Tensor random_tensor(DType dtype, Shape shape, double lo, double hi, std::uint32_t seed) {
+  Tensor f = Tensor::empty(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  const bool integral = !is_floating(dtype);
+  for (float& v : f.values<float>()) {
+    const double x = dist(rng);
+    v = static_cast<float>(integral ? std::round(x) : x);
+  }
+  return dtype == DType::kF32 ? f : f.cast(dtype);
+}
+
+std::vector<Tensor> run_node(const NodeSpec& spec) {
+  auto graph = std::make_shared<Graph>();
+  graph->name = "test_" + spec.op_type;
+  graph->opset = spec.opset;
+  Node node;
+  node.name = spec.op_type + "_0";
+  node.op_type = spec.op_type;
+  node.attributes = spec.attributes;
+  std::map<std::string, Tensor> feeds;
+  for (std::size_t i = 0; i < spec.inputs.size(); ++i) {
+    const Tensor& t = spec.inputs[i];
+    if (!t.defined()) {
+      node.inputs.push_back("");
+      continue;
+    }
+    const std::string name = "in" + std::to_string(i);
+    node.inputs.push_back(name);
+    ValueInfo vi{name, t.dtype(), dtype_to_onnx(t.dtype()), true, {}};
+    for (auto d : t.shape()) vi.dims.push_back(Dim{d, {}});
+    graph->value_info[name] = vi;
+    if (i < spec.constant.size() && spec.constant[i]) {
+      graph->initializers[name] = t;
+    } else {
+      graph->inputs.push_back(vi);
+      feeds[name] = t;
+    }
+  }
+  for (std::size_t o = 0; o < spec.num_outputs; ++o) {
+    const std::string name = "out" + std::to_string(o);
+    node.outputs.push_back(name);
+    graph->outputs.push_back(ValueInfo{name, DType::kUndefined, 0, false, {}});
+  }
+  graph->nodes.push_back(std::move(node));
+  Executor exec(graph);
+  return exec.run(feeds);
+}
+
+void expect_close(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  ASSERT_TRUE(actual.defined());
+  ASSERT_EQ(shape_str(actual.shape()), shape_str(expected.shape()));
+  std::int64_t worst = -1;
+  double worst_excess = 0;
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < expected.numel(); ++i) {
+    const double a = actual.get_as_double(i);
+    const double e = expected.get_as_double(i);
+    if (std::isnan(e) && std::isnan(a)) continue;
+    const double excess = std::abs(a - e) - (atol + rtol * std::abs(e));
+    if (excess > 0 || std::isnan(a) != std::isnan(e)) {
+      ++bad;
+      if (worst < 0 || excess > worst_excess) {
+        worst = i;
+        worst_excess = excess;
+      }
+    }
+  }
+  if (bad > 0) {
+    ADD_FAILURE() << bad << " of " << expected.numel() << " elements differ; worst at flat index "
+                  << worst << ": actual " << actual.get_as_double(worst) << ", expected "
+                  << expected.get_as_double(worst) << " (rtol " << rtol << ", atol " << atol << ")";
+  }
+}
+
+std::filesystem::path assets_dir() {
+  if (const char* env = std::getenv("REDWOOD_ASSETS")) return env;
+#ifdef REDWOOD_ASSETS_DIR
+  return REDWOOD_ASSETS_DIR;
+#else
+  return "assets";
+#endif
+}
+
+}  // namespace redwood::testing

@@ -1,0 +1,40 @@
+#pragma once
+// Helpers shared by Redwood's tests: random tensors, one-node graphs run through the executor,
+// and tensor comparison with numpy-style tolerances.
+
+#include "core/graph/graph.hpp"
+#include "core/tensor.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace redwood::testing {
+
+/// Uniform random values in [lo, hi) (integers: rounded), deterministic for a seed.
+Tensor random_tensor(DType dtype, Shape shape, double lo = -1.0, double hi = 1.0,
+                     std::uint32_t seed = 1);
+
+struct NodeSpec {
+  std::string op_type;
+  std::vector<Tensor> inputs;           // an undefined Tensor is an absent optional input
+  std::map<std::string, AttributeValue> attributes;
+  std::size_t num_outputs = 1;
+  std::int64_t opset = 17;
+  std::vector<bool> constant;           // inputs given as initializers (default: none)
+};
+
+/// Builds a graph of one node and runs it on the CPU through the Executor.
+std::vector<Tensor> run_node(const NodeSpec& spec);
+
+/// Expects equal shapes and |a - e| <= atol + rtol * |e| element-wise; reports the worst element.
+void expect_close(const Tensor& actual, const Tensor& expected, double rtol = 1e-5,
+                  double atol = 1e-6);
+
+/// The folder scripts/setup.sh fetched assets into (REDWOOD_ASSETS_DIR at build time, or the
+/// REDWOOD_ASSETS environment variable).
+std::filesystem::path assets_dir();
+
+}  // namespace redwood::testing
