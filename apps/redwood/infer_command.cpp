@@ -1,11 +1,220 @@
-// redwood infer MODEL: load an ONNX model, feed it inputs, print what comes out and how long it took.
+// redwood infer MODEL: load an ONNX model, feed it inputs (pictures, video frames, .npy tensors
+// or random values), run it, and print each output's shape and a summary with the latency.
+//
+//   redwood infer assets/models/ch_PP-OCRv4_det_infer.onnx --input x=assets/video/vtest.avi \
+//       --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --repeat 10 --save out/
+
 #include "apps/redwood/commands.hpp"
+#include "apps/redwood/tensor_summary.hpp"
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "core/npy.hpp"
+#include "core/onnx/onnx_import.hpp"
+#include "stages/preprocess/image_tensor.hpp"
+
+#include <fmt/format.h>
+#include <oneapi/tbb/global_control.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <random>
 
 namespace redwood::app {
+
+namespace {
+
+struct InferArgs {
+  std::string model;
+  std::vector<std::string> inputs;   // NAME=FILE
+  std::vector<std::string> randoms;  // NAME=SHAPE
+  int repeat = 1;
+  int warmup = 1;
+  int threads = 0;
+  std::string save_dir;
+  std::vector<float> mean{0.f, 0.f, 0.f};
+  std::vector<float> std{1.f, 1.f, 1.f};
+  float scale = 1.0f / 255.0f;
+  bool bgr = false;
+  std::string layout = "auto";
+  bool profile = false;
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* option) {
+  const auto eq = arg.find('=');
+  RW_EXPECTS(eq != std::string::npos && eq > 0 && eq + 1 < arg.size(), InvalidArgument,
+             "{} '{}': expected NAME=VALUE", option, arg);
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+Shape parse_shape(const std::string& text, const std::string& option) {
+  Shape shape;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const auto next = text.find_first_of("x,", pos);
+    const std::string part = text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    try {
+      std::size_t used = 0;
+      const long long v = std::stoll(part, &used);
+      RW_EXPECTS(used == part.size() && v >= 0, InvalidArgument, "");
+      shape.push_back(v);
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("{}: '{}' is not a shape such as 1x3x640x640", option, text));
+    }
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+  return shape;
+}
+
+const ValueInfo& find_input(const Graph& graph, const std::string& name, const char* option) {
+  for (const auto& vi : graph.inputs) {
+    if (vi.name == name) return vi;
+  }
+  std::string names;
+  for (const auto& vi : graph.inputs) names += (names.empty() ? "" : ", ") + vi.name;
+  throw InvalidArgument(fmt::format("{} {}: the model has no input '{}' (its inputs: {})", option, name,
+                                    name, names));
+}
+
+Tensor random_input(const ValueInfo& vi, const Shape& shape, std::uint32_t seed) {
+  RW_EXPECTS(vi.dtype != DType::kUndefined, Unsupported, "input '{}': cannot make random {}", vi.name,
+             vi.description());
+  Tensor f = Tensor::empty(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(0.f, 1.f);
+  for (float& v : f.values<float>()) v = is_floating(vi.dtype) ? dist(rng) : std::floor(dist(rng) * 10.f);
+  return vi.dtype == DType::kF32 ? f : f.cast(vi.dtype);
+}
+
+std::string file_safe(const std::string& name) {
+  std::string out = name;
+  for (char& c : out) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
+}
+
+int run_infer(const InferArgs& args) {
+  std::optional<oneapi::tbb::global_control> threads;
+  if (args.threads > 0) {
+    threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, args.threads);
+  }
+  RW_EXPECTS(args.repeat >= 1, InvalidArgument, "--repeat must be at least 1 (got {})", args.repeat);
+  RW_EXPECTS(args.mean.size() == 3 && args.std.size() == 3, InvalidArgument,
+             "--mean and --std take three values each (got {} and {})", args.mean.size(), args.std.size());
+  for (float s : args.std) RW_EXPECTS(s != 0.f, InvalidArgument, "--std values must not be zero");
+  RW_EXPECTS(args.layout == "auto" || args.layout == "nchw" || args.layout == "nhwc", InvalidArgument,
+             "--layout must be auto, nchw or nhwc (got '{}')", args.layout);
+
+  const auto load_start = std::chrono::steady_clock::now();
+  std::shared_ptr<Graph> graph = load_onnx(args.model);
+  Executor executor(graph);
+  const std::chrono::duration<double, std::milli> load_ms = std::chrono::steady_clock::now() - load_start;
+  fmt::print("model: {} (opset {}, {} nodes), loaded in {:.1f} ms\n", args.model, graph->opset,
+             graph->nodes.size(), load_ms.count());
+
+  ImageTensorOptions image_options;
+  image_options.rgb = !args.bgr;
+  image_options.scale = args.scale;
+  std::copy(args.mean.begin(), args.mean.end(), image_options.mean.begin());
+  std::copy(args.std.begin(), args.std.end(), image_options.std.begin());
+  image_options.layout = args.layout == "nchw"   ? ImageLayout::kNCHW
+                         : args.layout == "nhwc" ? ImageLayout::kNHWC
+                                                 : ImageLayout::kAuto;
+
+  std::map<std::string, Tensor> feeds;
+  for (const auto& arg : args.inputs) {
+    const auto [name, file] = split_assignment(arg, "--input");
+    const ValueInfo& vi = find_input(*graph, name, "--input");
+    RW_EXPECTS(!feeds.count(name), InvalidArgument, "input '{}' is given twice", name);
+    if (std::filesystem::path(file).extension() == ".npy") {
+      feeds[name] = read_npy(file);
+    } else {
+      feeds[name] = image_to_tensor(read_image_or_first_frame(file), vi, image_options);
+    }
+  }
+  std::uint32_t seed = 1;
+  for (const auto& arg : args.randoms) {
+    const auto [name, shape_text] = split_assignment(arg, "--random");
+    const ValueInfo& vi = find_input(*graph, name, "--random");
+    RW_EXPECTS(!feeds.count(name), InvalidArgument, "input '{}' is given twice", name);
+    feeds[name] = random_input(vi, parse_shape(shape_text, "--random " + name), seed++);
+  }
+  for (const auto& vi : graph->inputs) {
+    RW_EXPECTS(feeds.count(vi.name), InvalidArgument,
+               "input '{}' ({}) is not given: use --input {}=FILE or --random {}=SHAPE", vi.name,
+               vi.description(), vi.name, vi.name);
+  }
+  for (const auto& [name, t] : feeds) fmt::print("input: {} {}\n", name, t.description());
+
+  executor.set_profiling(args.profile);
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < (args.repeat > 1 ? args.warmup : 0); ++i) outputs = executor.run(feeds);
+  std::vector<double> times;
+  for (int i = 0; i < args.repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = executor.run(feeds);
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    fmt::print("output: {} {}\n", graph->outputs[i].name, summarize_tensor(outputs[i]));
+  }
+  fmt::print("latency: p50 {:.2f} ms, p99 {:.2f} ms over {} run(s) (threads: {})\n", percentile(times, 50),
+             percentile(times, 99), times.size(),
+             args.threads > 0 ? std::to_string(args.threads) : std::string("default"));
+  if (args.profile) {
+    std::map<std::string, double> per_op;
+    for (const auto& t : executor.last_timings()) per_op[t.op_type] += t.milliseconds;
+    std::vector<std::pair<std::string, double>> sorted(per_op.begin(), per_op.end());
+    std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    for (const auto& [op, ms] : sorted) fmt::print("  {:<20} {:9.2f} ms\n", op, ms);
+  }
+  if (!args.save_dir.empty()) {
+    std::filesystem::create_directories(args.save_dir);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const auto file = std::filesystem::path(args.save_dir) / (file_safe(graph->outputs[i].name) + ".npy");
+      write_npy(file, outputs[i]);
+      fmt::print("saved: {}\n", file.string());
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 Command make_infer_command() {
+  auto args = std::make_shared<InferArgs>();
   Command c;
-  c.attach_fn = [](CLI::App& app) { return app.add_subcommand("infer", "Run an ONNX model once or repeatedly"); };
-  c.run = [] { return 1; };
+  c.attach_fn = [args](CLI::App& app) {
+    CLI::App* sub = app.add_subcommand("infer", "Run an ONNX model on given or random inputs; print outputs and latency");
+    sub->add_option("model", args->model, "ONNX model file")->required();
+    sub->add_option("--input", args->inputs,
+                    "NAME=FILE: an image, a video (its first frame) or a .npy tensor");
+    sub->add_option("--random", args->randoms, "NAME=SHAPE: uniform random values, e.g. x=1x3x640x640");
+    sub->add_option("--repeat", args->repeat, "timed runs (after one warm-up run when > 1)")->default_val(1);
+    sub->add_option("--threads", args->threads, "CPU threads (0: all cores)")->default_val(0);
+    sub->add_option("--save", args->save_dir, "write each output as DIR/<output name>.npy");
+    sub->add_option("--mean", args->mean, "per-channel mean subtracted from pictures (after --scale)")
+        ->delimiter(',')->expected(3);
+    sub->add_option("--std", args->std, "per-channel std dividing pictures (after --mean)")
+        ->delimiter(',')->expected(3);
+    sub->add_option("--scale", args->scale, "factor applied to 0..255 pixel values first")->default_val(1.0f / 255.0f);
+    sub->add_flag("--bgr", args->bgr, "feed pictures in BGR channel order (default RGB)");
+    sub->add_option("--layout", args->layout, "picture layout: auto, nchw or nhwc")->default_val("auto");
+    sub->add_flag("--profile", args->profile, "print time per op type of the last run");
+    return sub;
+  };
+  c.run = [args] { return run_infer(*args); };
   return c;
 }
+
 }  // namespace redwood::app

@@ -1,0 +1,124 @@
+#include "core/npy.hpp"
+
+#include "core/error.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace redwood {
+
+namespace {
+const char kMagic[] = "\x93NUMPY";
+
+std::string npy_descr(DType t) {
+  switch (t) {
+    case DType::kF32: return "<f4";
+    case DType::kF16: return "<f2";
+    case DType::kI64: return "<i8";
+    case DType::kI32: return "<i4";
+    case DType::kU8: return "|u1";
+    case DType::kBool: return "|b1";
+    default: break;
+  }
+  throw Unsupported(fmt::format(".npy has no type for {}", dtype_name(t)));
+}
+
+DType dtype_from_descr(const std::string& d, const std::string& file) {
+  if (d == "<f4") return DType::kF32;
+  if (d == "<f2") return DType::kF16;
+  if (d == "<i8") return DType::kI64;
+  if (d == "<i4") return DType::kI32;
+  if (d == "|u1") return DType::kU8;
+  if (d == "|b1") return DType::kBool;
+  throw InvalidArgument(fmt::format("{}: .npy dtype '{}' is not supported (float32, float16, int64, "
+                                    "int32, uint8, bool)", file, d));
+}
+}  // namespace
+
+Tensor read_npy(const std::filesystem::path& file) {
+  const std::string name = file.string();
+  std::ifstream in(file, std::ios::binary);
+  RW_EXPECTS(in.good(), IoError, "{}: cannot open", name);
+  char magic[6];
+  in.read(magic, 6);
+  RW_EXPECTS(in.good() && std::memcmp(magic, kMagic, 6) == 0, InvalidArgument,
+             "{}: not a .npy file (bad magic)", name);
+  unsigned char version[2];
+  in.read(reinterpret_cast<char*>(version), 2);
+  std::uint32_t header_len = 0;
+  if (version[0] == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    header_len = b[0] | (b[1] << 8);
+  } else if (version[0] == 2 || version[0] == 3) {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (std::uint32_t(b[3]) << 24);
+  } else {
+    throw InvalidArgument(fmt::format("{}: .npy format version {} is not supported", name, int(version[0])));
+  }
+  RW_EXPECTS(in.good() && header_len < (1u << 20), InvalidArgument, "{}: truncated .npy header", name);
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  RW_EXPECTS(in.good(), InvalidArgument, "{}: truncated .npy header", name);
+
+  std::smatch m;
+  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']+)')")), InvalidArgument,
+             "{}: .npy header has no descr", name);
+  const DType dtype = dtype_from_descr(m[1], name);
+  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")),
+             InvalidArgument, "{}: .npy header has no fortran_order", name);
+  RW_EXPECTS(m[1] == "False", Unsupported, "{}: Fortran-ordered .npy files are not supported", name);
+  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")), InvalidArgument,
+             "{}: .npy header has no shape", name);
+  Shape shape;
+  const std::string dims = m[1];
+  std::regex num(R"(\d+)");
+  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
+    shape.push_back(std::stoll(it->str()));
+  }
+  Tensor t = Tensor::empty(dtype, shape);
+  in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+  RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == t.nbytes(), InvalidArgument,
+             "{}: truncated .npy data ({} of {} bytes for {})", name, in.gcount(), t.nbytes(),
+             t.description());
+  return t;
+}
+
+void write_npy(const std::filesystem::path& file, const Tensor& tensor) {
+  Tensor t = tensor.contiguous();
+  std::string dims;  // "(2, 3)", "(5,)", "()"
+  for (std::size_t i = 0; i < t.shape().size(); ++i) {
+    dims += (i ? ", " : "") + std::to_string(t.shape()[i]);
+  }
+  if (t.rank() == 1) dims += ",";
+  std::string header = "{'descr': '" + npy_descr(t.dtype()) +
+                       "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const std::size_t total = 6 + 2 + 2 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  const auto tmp = std::filesystem::path(file.string() + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    RW_EXPECTS(out.good(), IoError, "{}: cannot write", file.string());
+    out.write(kMagic, 6);
+    const char version[2] = {1, 0};
+    out.write(version, 2);
+    const std::uint16_t len = static_cast<std::uint16_t>(header.size());
+    const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+    out.write(len_bytes, 2);
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+    out.flush();
+    if (!out.good()) {
+      out.close();
+      std::filesystem::remove(tmp);
+      throw IoError(fmt::format("{}: write failed", file.string()));
+    }
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+}  // namespace redwood

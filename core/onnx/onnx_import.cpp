@@ -1,0 +1,277 @@
+#include "core/onnx/onnx_import.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace redwood {
+
+namespace {
+
+std::string read_file(const std::filesystem::path& file) {
+  RW_EXPECTS(std::filesystem::exists(file), IoError, "{}: no such file", file.string());
+  RW_EXPECTS(std::filesystem::is_regular_file(file), IoError, "{}: not a regular file", file.string());
+  std::ifstream in(file, std::ios::binary);
+  RW_EXPECTS(in.good(), IoError, "{}: cannot open", file.string());
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+// Copies `count` elements of a typed repeated field into dst, converting to the tensor's type.
+template <typename Dst, typename Field>
+void copy_field(const Field& field, Dst* dst, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) dst[i] = static_cast<Dst>(field.Get(static_cast<int>(i)));
+}
+
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& where,
+                         const std::filesystem::path& model_dir) {
+  const DType dtype = dtype_from_onnx(proto.data_type());
+  RW_EXPECTS(dtype != DType::kUndefined, Unsupported, "{}: tensor '{}' has element type {}, which Redwood does not hold",
+             where, proto.name(), onnx_type_name(proto.data_type()));
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (auto d : shape) {
+    RW_EXPECTS(d >= 0, InvalidArgument, "{}: tensor '{}' has a negative dimension", where, proto.name());
+  }
+  Tensor t = Tensor::empty(dtype, shape);
+  const std::int64_t n = t.numel();
+  const auto nbytes = t.nbytes();
+
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    std::int64_t offset = 0, length = -1;
+    for (const auto& kv : proto.external_data()) {
+      if (kv.key() == "location") location = kv.value();
+      if (kv.key() == "offset") offset = std::stoll(kv.value());
+      if (kv.key() == "length") length = std::stoll(kv.value());
+    }
+    RW_EXPECTS(!location.empty(), InvalidArgument, "{}: tensor '{}' has external data without a location",
+               where, proto.name());
+    const auto path = model_dir / location;
+    std::ifstream in(path, std::ios::binary);
+    RW_EXPECTS(in.good(), IoError, "{}: external data file {} of tensor '{}' cannot be opened", where,
+               path.string(), proto.name());
+    RW_EXPECTS(length < 0 || static_cast<std::size_t>(length) == nbytes, InvalidArgument,
+               "{}: tensor '{}' external length {} differs from its size {}", where, proto.name(), length, nbytes);
+    in.seekg(offset);
+    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(nbytes));
+    RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == nbytes, InvalidArgument,
+               "{}: external data of tensor '{}' in {} is truncated", where, proto.name(), path.string());
+    return t;
+  }
+  if (proto.has_raw_data()) {
+    RW_EXPECTS(proto.raw_data().size() == nbytes, InvalidArgument,
+               "{}: tensor '{}' holds {} bytes of raw data but {} needs {}", where, proto.name(),
+               proto.raw_data().size(), t.description(), nbytes);
+    std::memcpy(t.raw_data(), proto.raw_data().data(), nbytes);
+    return t;
+  }
+  auto expect_count = [&](int have) {
+    RW_EXPECTS(have == n, InvalidArgument, "{}: tensor '{}' holds {} values but {} needs {}", where,
+               proto.name(), have, t.description(), n);
+  };
+  switch (dtype) {
+    case DType::kF32:
+      expect_count(proto.float_data_size());
+      copy_field(proto.float_data(), t.data<float>(), n);
+      break;
+    case DType::kI64:
+      expect_count(proto.int64_data_size());
+      copy_field(proto.int64_data(), t.data<std::int64_t>(), n);
+      break;
+    case DType::kI32:
+      expect_count(proto.int32_data_size());
+      copy_field(proto.int32_data(), t.data<std::int32_t>(), n);
+      break;
+    case DType::kU8:
+    case DType::kBool:
+      expect_count(proto.int32_data_size());
+      copy_field(proto.int32_data(), static_cast<std::uint8_t*>(t.raw_data()), n);
+      break;
+    case DType::kF16:
+    case DType::kBF16:  // 16-bit floats are kept as their bit patterns in int32_data
+      expect_count(proto.int32_data_size());
+      copy_field(proto.int32_data(), static_cast<std::uint16_t*>(t.raw_data()), n);
+      break;
+    case DType::kUndefined:
+      break;
+  }
+  return t;
+}
+
+ValueInfo value_from_proto(const onnx::ValueInfoProto& proto) {
+  ValueInfo vi;
+  vi.name = proto.name();
+  if (!proto.has_type() || !proto.type().has_tensor_type()) return vi;
+  const auto& tt = proto.type().tensor_type();
+  vi.onnx_type = tt.elem_type();
+  vi.dtype = dtype_from_onnx(tt.elem_type());
+  if (tt.has_shape()) {
+    vi.has_shape = true;
+    for (const auto& d : tt.shape().dim()) {
+      Dim dim;
+      if (d.has_dim_value()) {
+        dim.value = d.dim_value();
+      } else if (d.has_dim_param()) {
+        dim.symbol = d.dim_param();
+      }
+      vi.dims.push_back(dim);
+    }
+  }
+  return vi;
+}
+
+AttributeValue attribute_from_proto(const onnx::AttributeProto& a, const Node& node,
+                                    const std::filesystem::path& model_dir) {
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: return a.i();
+    case A::FLOAT: return a.f();
+    case A::STRING: return a.s();
+    case A::INTS: return std::vector<std::int64_t>(a.ints().begin(), a.ints().end());
+    case A::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    case A::STRINGS: return std::vector<std::string>(a.strings().begin(), a.strings().end());
+    case A::TENSOR: return tensor_from_proto(a.t(), node.where() + " attribute '" + a.name() + "'", model_dir);
+    case A::GRAPH:
+    case A::GRAPHS:
+      throw Unsupported(fmt::format("{}: attribute '{}' holds a subgraph; control flow (If, Loop, Scan) is not supported",
+                                    node.where(), a.name()));
+    default:
+      throw Unsupported(fmt::format("{}: attribute '{}' has type {}, which Redwood does not read",
+                                    node.where(), a.name(), A::AttributeType_Name(a.type())));
+  }
+}
+
+// A Constant node's value as a tensor (every attribute form the op has).
+Tensor constant_value(const Node& node) {
+  if (node.has_attr("value")) return node.attr_tensor("value");
+  if (node.has_attr("value_float")) return Tensor::scalar<float>(node.attr_float("value_float", 0));
+  if (node.has_attr("value_int")) return Tensor::scalar<std::int64_t>(node.attr_int("value_int", 0));
+  if (node.has_attr("value_floats")) {
+    auto v = node.attr_floats("value_floats");
+    return Tensor::from_vector<float>({static_cast<std::int64_t>(v.size())}, v);
+  }
+  if (node.has_attr("value_ints")) {
+    auto v = node.attr_ints("value_ints");
+    return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
+  }
+  throw Unsupported(fmt::format("{}: only tensor, float and int constants are supported (not sparse or string)",
+                                node.where()));
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> load_onnx(const std::filesystem::path& file, const OnnxImportOptions& options) {
+  const std::string bytes = read_file(file);
+  auto graph = load_onnx_bytes(bytes, file.string(), options);
+  return graph;
+}
+
+std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::string& source,
+                                       const OnnxImportOptions& options) {
+  onnx::ModelProto model;
+  RW_EXPECTS(!bytes.empty(), InvalidArgument, "{}: the file is empty, not an ONNX model", source);
+  RW_EXPECTS(model.ParseFromString(bytes), InvalidArgument,
+             "{}: not a valid ONNX model (the protobuf does not parse: truncated or corrupt file?)", source);
+  RW_EXPECTS(model.has_graph() && model.graph().node_size() + model.graph().output_size() > 0,
+             InvalidArgument, "{}: the ONNX model has no graph (truncated or corrupt file?)", source);
+  const std::filesystem::path model_dir = std::filesystem::path(source).parent_path();
+  if (options.check) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      throw InvalidArgument(fmt::format("{}: the ONNX checker rejects the model: {}", source, e.what()));
+    }
+  }
+  if (options.infer_shapes) {
+    try {
+      onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception& e) {
+      // Shape inference only adds information; a model it cannot follow may still run.
+      log().warn("{}: ONNX shape inference stopped: {}", source, e.what());
+    }
+  }
+
+  auto graph = std::make_shared<Graph>();
+  const auto& g = model.graph();
+  graph->name = g.name();
+  graph->source = source;
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") graph->opset = op.version();
+  }
+  for (const auto& n : g.node()) {
+    RW_EXPECTS(graph->opset > 0 || !(n.domain().empty() || n.domain() == "ai.onnx"), InvalidArgument,
+               "{}: node '{}' ({}) is in the default domain but the model imports no default-domain opset",
+               source, n.name(), n.op_type());
+  }
+
+  for (const auto& init : g.initializer()) {
+    graph->initializers[init.name()] = tensor_from_proto(init, source, model_dir);
+  }
+  RW_EXPECTS(g.sparse_initializer_size() == 0, Unsupported, "{}: sparse initializers are not supported", source);
+  for (const auto& in : g.input()) {
+    ValueInfo vi = value_from_proto(in);
+    graph->value_info[vi.name] = vi;
+    if (graph->initializers.count(in.name())) continue;  // older models list initializers as inputs
+    RW_EXPECTS(in.type().has_tensor_type(), Unsupported, "{}: input '{}' is not a tensor (sequences and maps are not supported)",
+               source, in.name());
+    RW_EXPECTS(vi.dtype != DType::kUndefined, Unsupported,
+               "{}: input '{}' has element type {}, which Redwood does not hold", source, vi.name,
+               onnx_type_name(vi.onnx_type));
+    graph->inputs.push_back(std::move(vi));
+  }
+  for (const auto& v : g.value_info()) {
+    ValueInfo vi = value_from_proto(v);
+    graph->value_info[vi.name] = vi;
+  }
+  for (const auto& out : g.output()) {
+    ValueInfo vi = value_from_proto(out);
+    RW_EXPECTS(out.type().has_tensor_type(), Unsupported, "{}: output '{}' is not a tensor", source, out.name());
+    graph->value_info[vi.name] = vi;
+    graph->outputs.push_back(std::move(vi));
+  }
+
+  std::set<std::string> names;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    Node node;
+    node.op_type = n.op_type();
+    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    node.name = n.name().empty() || names.count(n.name()) ? n.op_type() + "_" + std::to_string(i) : n.name();
+    names.insert(node.name);
+    node.inputs.assign(n.input().begin(), n.input().end());
+    node.outputs.assign(n.output().begin(), n.output().end());
+    for (const auto& a : n.attribute()) {
+      RW_EXPECTS(a.ref_attr_name().empty(), Unsupported, "{}: attribute references (functions) are not supported",
+                 node.where());
+      node.attributes[a.name()] = attribute_from_proto(a, node, model_dir);
+    }
+    // Constants become initializers: kernels then see them as constant inputs at load.
+    if (node.op_type == "Constant" && node.domain.empty() && node.outputs.size() == 1) {
+      graph->initializers[node.outputs[0]] = constant_value(node);
+      continue;
+    }
+    graph->nodes.push_back(std::move(node));
+  }
+  graph->sort_topologically();
+  log().debug("{}: {} nodes, {} initializers, opset {}", source, graph->nodes.size(),
+              graph->initializers.size(), graph->opset);
+  return graph;
+}
+
+Tensor load_onnx_tensor(const std::filesystem::path& file) {
+  const std::string bytes = read_file(file);
+  onnx::TensorProto proto;
+  RW_EXPECTS(proto.ParseFromString(bytes), InvalidArgument, "{}: not a serialized ONNX TensorProto", file.string());
+  return tensor_from_proto(proto, file.string(), file.parent_path());
+}
+
+}  // namespace redwood

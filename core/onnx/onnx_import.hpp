@@ -1,0 +1,32 @@
+#pragma once
+// ONNX import: parse a model with the ONNX library (protobuf), run ONNX's checker and shape
+// inference, and build Redwood's IR. Every problem is reported with the file and, where there is
+// one, the node: a truncated or corrupt file, a graph-valued attribute (If/Loop bodies), an
+// element type Redwood does not hold.
+
+#include "core/graph/graph.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace redwood {
+
+struct OnnxImportOptions {
+  /// Run onnx::checker::check_model (structure, opset, op schemas).
+  bool check = true;
+  /// Run ONNX shape inference so that intermediates get dtypes and (partial) shapes.
+  bool infer_shapes = true;
+};
+
+/// Loads an ONNX model file into Redwood's IR.
+std::shared_ptr<Graph> load_onnx(const std::filesystem::path& file, const OnnxImportOptions& options = {});
+
+/// Loads an ONNX model from serialized bytes; `source` names it in messages.
+std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::string& source,
+                                       const OnnxImportOptions& options = {});
+
+/// Reads a serialized onnx.TensorProto (the input_N.pb / output_N.pb of ONNX's node tests).
+Tensor load_onnx_tensor(const std::filesystem::path& file);
+
+}  // namespace redwood

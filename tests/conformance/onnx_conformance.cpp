@@ -1,0 +1,184 @@
+#include "conformance/onnx_conformance.hpp"
+
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "core/onnx/onnx_import.hpp"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+namespace redwood::testing {
+
+namespace {
+
+// Tests of training-mode behaviour: Redwood is an inference runtime.
+bool is_training_test(const std::string& name) {
+  return name.find("training") != std::string::npos;
+}
+
+std::vector<std::filesystem::path> numbered_files(const std::filesystem::path& dir, const std::string& prefix) {
+  std::vector<std::filesystem::path> files;
+  for (int i = 0;; ++i) {
+    const auto f = dir / (prefix + std::to_string(i) + ".pb");
+    if (!std::filesystem::exists(f)) break;
+    files.push_back(f);
+  }
+  return files;
+}
+
+// Compares like numpy.testing.assert_allclose; returns "" when equal, else what differs.
+std::string compare(const Tensor& actual, const Tensor& expected, const std::string& name) {
+  if (actual.dtype() != expected.dtype()) {
+    return fmt::format("output '{}' is {}, expected {}", name, actual.description(), expected.description());
+  }
+  if (actual.shape() != expected.shape()) {
+    return fmt::format("output '{}' has shape {}, expected {}", name, shape_str(actual.shape()),
+                       shape_str(expected.shape()));
+  }
+  std::int64_t bad = 0, worst = -1;
+  double worst_excess = 0;
+  for (std::int64_t i = 0; i < expected.numel(); ++i) {
+    const double a = actual.get_as_double(i);
+    const double e = expected.get_as_double(i);
+    if (std::isnan(e) || std::isnan(a)) {
+      if (std::isnan(e) != std::isnan(a)) {
+        ++bad;
+        worst = i;
+      }
+      continue;
+    }
+    if (std::isinf(e) || std::isinf(a)) {
+      if (a != e) {
+        ++bad;
+        worst = i;
+      }
+      continue;
+    }
+    const double excess = std::abs(a - e) - (kConformanceAtol + kConformanceRtol * std::abs(e));
+    if (excess > 0) {
+      ++bad;
+      if (worst < 0 || excess > worst_excess) {
+        worst = i;
+        worst_excess = excess;
+      }
+    }
+  }
+  if (bad == 0) return "";
+  return fmt::format("output '{}': {} of {} elements differ, e.g. [{}] = {} vs expected {}", name, bad,
+                     expected.numel(), worst, actual.get_as_double(worst), expected.get_as_double(worst));
+}
+
+// The op types of a model, read straight from the protobuf (also for models Redwood cannot
+// import), domain-qualified outside the default domain.
+std::set<std::string> model_ops(const std::filesystem::path& file) {
+  std::set<std::string> ops;
+  std::ifstream in(file, std::ios::binary);
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&in)) return ops;
+  for (const auto& n : model.graph().node()) {
+    const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    ops.insert(default_domain ? n.op_type() : n.domain() + "." + n.op_type());
+  }
+  return ops;
+}
+
+// Messages name the model file; the table names the test, so drop the path.
+std::string without_path(std::string message, const std::filesystem::path& file) {
+  const std::string prefix = file.string() + ": ";
+  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+  return message;
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> list_node_tests(const std::filesystem::path& root) {
+  std::vector<std::filesystem::path> dirs;
+  if (!std::filesystem::is_directory(root)) return dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "model.onnx")) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
+  ConformanceOutcome out;
+  out.test = dir.filename().string();
+  const auto model_file = dir / "model.onnx";
+  const std::set<std::string> ops = model_ops(model_file);
+  out.group = ops.empty() ? "(no nodes)" : fmt::format("{}", fmt::join(ops, "+"));
+  if (is_training_test(out.test)) {
+    out.reason = "training-mode behaviour (Redwood runs inference only)";
+    return out;
+  }
+  std::vector<std::string> missing;
+  for (const auto& op : ops) {
+    if (op != "Constant" && OpRegistry::instance().find(op, Device::kCpu) == nullptr) missing.push_back(op);
+  }
+  if (!missing.empty()) {
+    out.reason = fmt::format("op {} not supported", fmt::join(missing, ", "));
+    return out;
+  }
+  std::shared_ptr<Graph> graph;
+  try {
+    graph = load_onnx(model_file);
+  } catch (const Unsupported& e) {
+    out.reason = without_path(e.what(), model_file);
+    return out;
+  } catch (const Error& e) {
+    out.status = ConformanceStatus::kFailed;
+    out.reason = e.what();
+    return out;
+  }
+  const auto data = dir / "test_data_set_0";
+  std::map<std::string, Tensor> feeds;
+  std::vector<Tensor> expected;
+  try {
+    // Inputs are numbered in the order of the graph's inputs (initializers excluded).
+    const auto in_files = numbered_files(data, "input_");
+    std::vector<std::string> names;
+    for (const auto& vi : graph->inputs) names.push_back(vi.name);
+    if (in_files.size() != names.size()) {
+      out.status = ConformanceStatus::kFailed;
+      out.reason = fmt::format("{} input files for {} graph inputs", in_files.size(), names.size());
+      return out;
+    }
+    for (std::size_t i = 0; i < in_files.size(); ++i) feeds[names[i]] = load_onnx_tensor(in_files[i]);
+    for (const auto& f : numbered_files(data, "output_")) expected.push_back(load_onnx_tensor(f));
+  } catch (const Unsupported& e) {
+    out.reason = without_path(e.what(), data / "input_0.pb");
+    return out;
+  }
+  try {
+    Executor executor(graph);
+    const std::vector<Tensor> actual = executor.run(feeds);
+    if (actual.size() != expected.size()) {
+      out.status = ConformanceStatus::kFailed;
+      out.reason = fmt::format("{} outputs, expected {}", actual.size(), expected.size());
+      return out;
+    }
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      const std::string diff = compare(actual[i], expected[i], graph->outputs[i].name);
+      if (!diff.empty()) {
+        out.status = ConformanceStatus::kFailed;
+        out.reason = diff;
+        return out;
+      }
+    }
+    out.status = ConformanceStatus::kPassed;
+  } catch (const Unsupported& e) {
+    out.status = ConformanceStatus::kSkipped;
+    out.reason = without_path(e.what(), model_file);
+  } catch (const std::exception& e) {
+    out.status = ConformanceStatus::kFailed;
+    out.reason = e.what();
+  }
+  return out;
+}
+
+}  // namespace redwood::testing

@@ -1,0 +1,62 @@
+#include "core/error.hpp"
+#include "core/npy.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+namespace redwood {
+namespace {
+
+TEST(Npy, RoundTripsEveryDtype) {
+  const auto dir = testing::temp_dir("npy");
+  for (DType t : {DType::kF32, DType::kF16, DType::kI64, DType::kI32, DType::kU8, DType::kBool}) {
+    for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3, 4}}) {
+      Tensor a = testing::random_tensor(t, shape, 0, 3, 11);
+      const auto file = dir / "a.npy";
+      write_npy(file, a);
+      Tensor b = read_npy(file);
+      EXPECT_EQ(b.dtype(), t);
+      EXPECT_EQ(b.shape(), shape);
+      testing::expect_close(b, a, 0, 0);
+      EXPECT_FALSE(std::filesystem::exists(dir / "a.npy.tmp"));
+    }
+  }
+}
+
+TEST(Npy, ReadsNumpyWrittenHeader) {
+  // The header numpy 1.24 writes for np.arange(6, dtype=np.float32).reshape(2, 3).
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append(118 - header.size() - 1, ' ');
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  for (int i = 0; i < 6; ++i) {
+    float v = static_cast<float>(i);
+    bytes.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  const auto file = testing::temp_dir("npy-numpy") / "n.npy";
+  std::ofstream(file, std::ios::binary) << bytes;
+  Tensor t = read_npy(file);
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  EXPECT_EQ(t.to_float_vector(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(Npy, RejectsBadFiles) {
+  const auto dir = testing::temp_dir("npy-bad");
+  EXPECT_THROW(read_npy(dir / "missing.npy"), IoError);
+  std::ofstream(dir / "junk.npy", std::ios::binary) << "hello world";
+  EXPECT_THROW(read_npy(dir / "junk.npy"), InvalidArgument);
+  write_npy(dir / "ok.npy", Tensor::zeros(DType::kF32, {100}));
+  std::filesystem::resize_file(dir / "ok.npy", 200);
+  try {
+    read_npy(dir / "ok.npy");
+    FAIL() << "no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated .npy data"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace redwood
