@@ -13,6 +13,8 @@
 #include "stages/preprocess/image_tensor.hpp"
 
 #include <fmt/format.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/videoio.hpp>
 #include <oneapi/tbb/global_control.h>
 
 #include <algorithm>
@@ -39,6 +41,8 @@ struct InferArgs {
   bool bgr = false;
   std::string layout = "auto";
   bool profile = false;
+  int frames = 0;
+  std::string size;  // WxH for pictures fed to dynamic extents  // > 0: run on this many successive frames of the (one) video input
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* option) {
@@ -123,6 +127,13 @@ int run_infer(const InferArgs& args) {
 
   ImageTensorOptions image_options;
   image_options.rgb = !args.bgr;
+  if (!args.size.empty()) {
+    const Shape wh = parse_shape(args.size, "--size");
+    RW_EXPECTS(wh.size() == 2 && wh[0] > 0 && wh[1] > 0, InvalidArgument, "--size '{}': expected WIDTHxHEIGHT",
+               args.size);
+    image_options.width = static_cast<int>(wh[0]);
+    image_options.height = static_cast<int>(wh[1]);
+  }
   image_options.scale = args.scale;
   std::copy(args.mean.begin(), args.mean.end(), image_options.mean.begin());
   std::copy(args.std.begin(), args.std.end(), image_options.std.begin());
@@ -131,6 +142,7 @@ int run_infer(const InferArgs& args) {
                                                  : ImageLayout::kAuto;
 
   std::map<std::string, Tensor> feeds;
+  std::vector<std::pair<std::string, std::string>> video_inputs;  // (input name, file)
   for (const auto& arg : args.inputs) {
     const auto [name, file] = split_assignment(arg, "--input");
     const ValueInfo& vi = find_input(*graph, name, "--input");
@@ -139,6 +151,7 @@ int run_infer(const InferArgs& args) {
       feeds[name] = read_npy(file);
     } else {
       feeds[name] = image_to_tensor(read_image_or_first_frame(file), vi, image_options);
+      if (cv::imread(file, cv::IMREAD_UNCHANGED).empty()) video_inputs.emplace_back(name, file);
     }
   }
   std::uint32_t seed = 1;
@@ -157,12 +170,35 @@ int run_infer(const InferArgs& args) {
 
   executor.set_profiling(args.profile);
   std::vector<Tensor> outputs;
-  for (int i = 0; i < (args.repeat > 1 ? args.warmup : 0); ++i) outputs = executor.run(feeds);
   std::vector<double> times;
-  for (int i = 0; i < args.repeat; ++i) {
+  auto timed_run = [&] {
     const auto start = std::chrono::steady_clock::now();
     outputs = executor.run(feeds);
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  };
+  if (args.frames > 0) {
+    // Successive frames of the video input, one run each, a line per frame as results arrive.
+    RW_EXPECTS(video_inputs.size() == 1, InvalidArgument,
+               "--frames needs exactly one --input that is a video file (got {})", video_inputs.size());
+    const auto& [name, file] = video_inputs.front();
+    const ValueInfo& vi = find_input(*graph, name, "--input");
+    cv::VideoCapture capture(file);
+    RW_EXPECTS(capture.isOpened(), IoError, "{}: cannot open the video", file);
+    cv::Mat frame;
+    int done = 0;
+    for (; done < args.frames && capture.read(frame) && !frame.empty(); ++done) {
+      feeds[name] = image_to_tensor(frame, vi, image_options);
+      timed_run();
+      fmt::print("frame {:4d}: {:7.1f} ms", done, times.back());
+      for (std::size_t i = 0; i < outputs.size(); ++i) fmt::print("  {}: {}", graph->outputs[i].name, summarize_tensor(outputs[i]));
+      fmt::print("\n");
+      std::fflush(stdout);
+    }
+    RW_EXPECTS(done > 0, IoError, "{}: the video has no readable frame", file);
+    if (done < args.frames) fmt::print("{}: the video ended after {} frame(s)\n", file, done);
+  } else {
+    for (int i = 0; i < (args.repeat > 1 ? args.warmup : 0); ++i) outputs = executor.run(feeds);
+    for (int i = 0; i < args.repeat; ++i) timed_run();
   }
 
   for (std::size_t i = 0; i < outputs.size(); ++i) {
@@ -208,9 +244,12 @@ Command make_infer_command() {
     sub->add_option("--std", args->std, "per-channel std dividing pictures (after --mean)")
         ->delimiter(',')->expected(3);
     sub->add_option("--scale", args->scale, "factor applied to 0..255 pixel values first")->default_val(1.0f / 255.0f);
+    sub->add_option("--size", args->size, "WIDTHxHEIGHT for pictures fed to dynamic extents (default: as read)");
     sub->add_flag("--bgr", args->bgr, "feed pictures in BGR channel order (default RGB)");
     sub->add_option("--layout", args->layout, "picture layout: auto, nchw or nhwc")->default_val("auto");
     sub->add_flag("--profile", args->profile, "print time per op type of the last run");
+    sub->add_option("--frames", args->frames,
+                    "run on this many successive frames of the video --input, printing each")->default_val(0);
     return sub;
   };
   c.run = [args] { return run_infer(*args); };

@@ -49,8 +49,8 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   RW_EXPECTS(!input.dims[0].known() || input.dims[0].value == 1, InvalidArgument,
              "input '{}' is {}: batch {} from one picture", input.name, input.description(),
              input.dims[0].value);
-  const int height = h_dim.known() ? static_cast<int>(h_dim.value) : bgr.rows;
-  const int width = w_dim.known() ? static_cast<int>(w_dim.value) : bgr.cols;
+  const int height = h_dim.known() ? static_cast<int>(h_dim.value) : options.height > 0 ? options.height : bgr.rows;
+  const int width = w_dim.known() ? static_cast<int>(w_dim.value) : options.width > 0 ? options.width : bgr.cols;
 
   cv::Mat resized;
   if (height != bgr.rows || width != bgr.cols) {

@@ -21,6 +21,8 @@ struct ImageTensorOptions {
   float scale = 1.0f / 255.0f;              // applied to 0..255 pixel values first
   std::array<float, 3> mean{0.f, 0.f, 0.f}; // then (x - mean) / std, per channel
   std::array<float, 3> std{1.f, 1.f, 1.f};
+  int width = 0;   // > 0: size for dynamic extents (fixed extents always win); else the picture's
+  int height = 0;
 };
 
 /// Reads a still image (PNG, JPEG, ...) or the first frame of a video file as 8-bit BGR.

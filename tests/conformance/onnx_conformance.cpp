@@ -87,10 +87,16 @@ std::set<std::string> model_ops(const std::filesystem::path& file) {
   return ops;
 }
 
-// Messages name the model file; the table names the test, so drop the path.
-std::string without_path(std::string message, const std::filesystem::path& file) {
-  const std::string prefix = file.string() + ": ";
-  if (message.rfind(prefix, 0) == 0) message.erase(0, prefix.size());
+// Messages name files inside the test's folder; the table names the test, so drop the folder,
+// and keep each reason on one line.
+std::string short_reason(std::string message, const std::filesystem::path& dir) {
+  const std::string prefix = dir.string() + "/";
+  for (auto pos = message.find(prefix); pos != std::string::npos; pos = message.find(prefix)) {
+    message.erase(pos, prefix.size());
+  }
+  for (auto pos = message.find("\n  "); pos != std::string::npos; pos = message.find("\n  ")) {
+    message.replace(pos, 3, " ");
+  }
   return message;
 }
 
@@ -128,7 +134,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
   try {
     graph = load_onnx(model_file);
   } catch (const Unsupported& e) {
-    out.reason = without_path(e.what(), model_file);
+    out.reason = short_reason(e.what(), dir);
     return out;
   } catch (const Error& e) {
     out.status = ConformanceStatus::kFailed;
@@ -151,7 +157,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
     for (std::size_t i = 0; i < in_files.size(); ++i) feeds[names[i]] = load_onnx_tensor(in_files[i]);
     for (const auto& f : numbered_files(data, "output_")) expected.push_back(load_onnx_tensor(f));
   } catch (const Unsupported& e) {
-    out.reason = without_path(e.what(), data / "input_0.pb");
+    out.reason = short_reason(e.what(), dir);
     return out;
   }
   try {
@@ -173,7 +179,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
     out.status = ConformanceStatus::kPassed;
   } catch (const Unsupported& e) {
     out.status = ConformanceStatus::kSkipped;
-    out.reason = without_path(e.what(), model_file);
+    out.reason = short_reason(e.what(), dir);
   } catch (const std::exception& e) {
     out.status = ConformanceStatus::kFailed;
     out.reason = e.what();
