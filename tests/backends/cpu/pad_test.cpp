@@ -1,0 +1,108 @@
+// Pad reference kernel: modes constant/reflect/edge against numpy.pad's results, attribute form
+// (opset < 11) and input form, negative pads (cropping), axes (opset 18), errors.
+
+#include "core/error.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace redwood {
+namespace {
+
+using testing::expect_close;
+using testing::NodeSpec;
+using testing::run_node;
+
+// NodeSpec with the fields these tests set (brace-initializing it leaves `constant` out, which
+// -Wmissing-field-initializers reports).
+NodeSpec make_spec(std::string op, std::vector<Tensor> inputs,
+                   std::map<std::string, AttributeValue> attributes = {},
+                   std::size_t num_outputs = 1) {
+  NodeSpec spec;
+  spec.op_type = std::move(op);
+  spec.inputs = std::move(inputs);
+  spec.attributes = std::move(attributes);
+  spec.num_outputs = num_outputs;
+  return spec;
+}
+
+Tensor f32(Shape shape, std::vector<float> v) {
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+Tensor i64(std::vector<std::int64_t> v) {
+  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
+}
+
+Tensor pad(const Tensor& x, std::vector<std::int64_t> pads, const std::string& mode,
+           Tensor value = Tensor()) {
+  NodeSpec spec = make_spec("Pad", {x, i64(pads)}, {{"mode", mode}});
+  if (value.defined()) spec.inputs.push_back(value);
+  spec.constant = {false, true, true};
+  return run_node(spec).at(0);
+}
+
+const Tensor kX = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+
+TEST(Pad, ConstantWithValueInput) {
+  // numpy.pad(x, ((1, 0), (0, 2)), constant_values=9)
+  expect_close(pad(kX, {1, 0, 0, 2}, "constant", Tensor::scalar<float>(9)),
+               f32({3, 5}, {9, 9, 9, 9, 9, 1, 2, 3, 9, 9, 4, 5, 6, 9, 9}));
+  // Default value 0.
+  expect_close(pad(kX, {0, 1, 0, 0}, "constant"), f32({2, 4}, {0, 1, 2, 3, 0, 4, 5, 6}));
+}
+
+TEST(Pad, Reflect) {
+  // numpy.pad(x, ((0, 0), (2, 2)), 'reflect')
+  expect_close(pad(kX, {0, 2, 0, 2}, "reflect"),
+               f32({2, 7}, {3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4}));
+  // Pad larger than the extent: numpy keeps reflecting. numpy.pad([1,2,3], (5, 4), 'reflect')
+  expect_close(pad(f32({3}, {1, 2, 3}), {5, 4}, "reflect"),
+               f32({12}, {2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3}));
+}
+
+TEST(Pad, Edge) {
+  // numpy.pad(x, ((1, 1), (1, 0)), 'edge')
+  expect_close(pad(kX, {1, 1, 1, 0}, "edge"),
+               f32({4, 4}, {1, 1, 2, 3, 1, 1, 2, 3, 4, 4, 5, 6, 4, 4, 5, 6}));
+}
+
+TEST(Pad, NegativePadsCrop) {
+  expect_close(pad(kX, {0, -1, 0, 1}, "constant"), f32({2, 3}, {2, 3, 0, 5, 6, 0}));
+  EXPECT_THROW(pad(kX, {0, -2, 0, -2}, "constant"), InvalidArgument);
+}
+
+TEST(Pad, Int32AndUint8) {
+  const Tensor x = Tensor::from_vector<std::int32_t>({3}, {7, 8, 9});
+  EXPECT_EQ(pad(x, {1, 2}, "constant", Tensor::scalar<std::int32_t>(-1)).to_int64_vector(),
+            (std::vector<std::int64_t>{-1, 7, 8, 9, -1, -1}));
+  const Tensor u = Tensor::from_vector<std::uint8_t>({2}, {3, 4});
+  EXPECT_EQ(pad(u, {2, 1}, "edge").to_int64_vector(), (std::vector<std::int64_t>{3, 3, 3, 4, 4}));
+}
+
+TEST(Pad, AttributesBeforeOpset11) {
+  NodeSpec spec =
+      make_spec("Pad", {kX}, {{"pads", std::vector<std::int64_t>{0, 1, 0, 0}}, {"value", 2.5f}});
+  spec.opset = 2;
+  expect_close(run_node(spec).at(0), f32({2, 4}, {2.5f, 1, 2, 3, 2.5f, 4, 5, 6}));
+  spec.attributes["mode"] = std::string("reflect");
+  expect_close(run_node(spec).at(0), f32({2, 4}, {2, 1, 2, 3, 5, 4, 5, 6}));
+}
+
+TEST(Pad, AxesInput) {
+  NodeSpec spec =
+      make_spec("Pad", {kX, i64({1, 1}), Tensor(), i64({-1})}, {{"mode", std::string("constant")}});
+  spec.opset = 18;
+  expect_close(run_node(spec).at(0), f32({2, 5}, {0, 1, 2, 3, 0, 0, 4, 5, 6, 0}));
+}
+
+TEST(Pad, Errors) {
+  EXPECT_THROW(pad(kX, {1, 1}, "constant"), InvalidArgument);  // pads length != 2 * rank
+  NodeSpec wrap = make_spec("Pad", {kX, i64({0, 0, 0, 0})}, {{"mode", std::string("wrap")}});
+  EXPECT_THROW(run_node(wrap), Unsupported);
+  EXPECT_THROW(pad(Tensor::empty(DType::kF32, {0}), {1, 1}, "reflect"), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace redwood
