@@ -11,6 +11,7 @@ namespace redwood::app {
 namespace {
 constexpr float kRegionThreshold = 0.3f;  // PP-OCR's DB decoding threshold on the probability map
 constexpr int kMinRegionPixels = 9;       // smaller blobs are noise, not text
+constexpr int kMaxListedRegions = 4;
 }  // namespace
 
 std::string summarize_tensor(const Tensor& t) {
@@ -36,6 +37,7 @@ std::string summarize_tensor(const Tensor& t) {
     const int h = static_cast<int>(t.dim(2)), w = static_cast<int>(t.dim(3));
     int regions = 0;
     std::int64_t above = 0;
+    std::string boxes;  // the first few regions' boxes, in map pixels
     for (std::int64_t n = 0; n < t.dim(0); ++n) {
       cv::Mat map(h, w, CV_32F, const_cast<float*>(v.data() + n * h * w));
       cv::Mat mask = map > kRegionThreshold;
@@ -43,11 +45,17 @@ std::string summarize_tensor(const Tensor& t) {
       cv::Mat labels, stats, centroids;
       const int count = cv::connectedComponentsWithStats(mask, labels, stats, centroids, 8, CV_32S);
       for (int i = 1; i < count; ++i) {
-        if (stats.at<int>(i, cv::CC_STAT_AREA) >= kMinRegionPixels) ++regions;
+        if (stats.at<int>(i, cv::CC_STAT_AREA) < kMinRegionPixels) continue;
+        if (++regions <= kMaxListedRegions) {
+          boxes += fmt::format(" [x {} y {} w {} h {}]", stats.at<int>(i, cv::CC_STAT_LEFT),
+                               stats.at<int>(i, cv::CC_STAT_TOP), stats.at<int>(i, cv::CC_STAT_WIDTH),
+                               stats.at<int>(i, cv::CC_STAT_HEIGHT));
+        }
       }
     }
-    out += fmt::format("; {} region(s) above {} ({:.2f}% of pixels)", regions, kRegionThreshold,
-                       100.0 * static_cast<double>(above) / static_cast<double>(v.size()));
+    out += fmt::format("; {} region(s) above {} ({:.2f}% of pixels){}{}", regions, kRegionThreshold,
+                       100.0 * static_cast<double>(above) / static_cast<double>(v.size()), boxes,
+                       regions > kMaxListedRegions ? " ..." : "");
   }
   // Class scores [.., C]: report the arg-max of the first row.
   if (t.rank() >= 2 && t.dim(-1) > 1 && t.dim(-1) <= 100000 && !(t.rank() == 4 && t.dim(1) == 1)) {

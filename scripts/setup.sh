@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine to build and test Redwood, then fetches the assets and builds.
+# Idempotent: packages already installed skip apt entirely, assets already fetched are only
+# re-hashed, and the build is incremental, so a second run takes seconds.
+#
+#   bash scripts/setup.sh            # as root (CI), or with sudo available
+#   BUILD_DIR=build-asan bash scripts/setup.sh
+#
+# CUDA: CMake picks up /usr/local/cuda by itself when it exists (backends/cuda then builds).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build_dir=${BUILD_DIR:-build}
+
+log() { echo "setup: $*"; }
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git xz-utils ca-certificates
+  libtbb-dev libopencv-dev libdnnl-dev libzmq3-dev cppzmq-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
+  python3 python3-numpy python3-onnx python3-zmq ffmpeg fonts-dejavu-core
+)
+# Node.js (for npm and the ONNX Runtime reference runner) may come from elsewhere, e.g.
+# NodeSource's v20; Debian's nodejs/npm would conflict with it, so add them only when absent.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
+
+# One dpkg-query for all (it prints nothing for a package it has never heard of).
+declare -A installed=()
+while read -r name state; do
+  if [[ $state == "install ok installed" ]]; then installed[${name%%:*}]=1; fi
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null || true)
+missing=()
+for p in "${packages[@]}"; do
+  [[ -n ${installed[$p]:-} ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  sudo=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || {
+      echo "setup: error: not root and no sudo; install as root: ${missing[*]}" >&2
+      exit 1
+    }
+    sudo=(sudo)
+  fi
+  log "installing ${#missing[@]} packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get -q update
+  "${sudo[@]}" apt-get -q install -y --no-install-recommends "${missing[@]}"
+else
+  log "all ${#packages[@]} packages installed"
+fi
+
+log "fetching assets"
+bash "$root/scripts/fetch_assets.sh"
+bash "$root/scripts/make_caption_clip.sh"
+
+log "configuring $build_dir"
+cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# A folder configured before keeps its generator (CMake refuses to switch it).
+[[ -f $build_dir/CMakeCache.txt ]] || cmake_args+=(-G Ninja)
+mkdir -p "$build_dir"
+cmake "${cmake_args[@]}" >"$build_dir/configure.log" 2>&1 || {
+  cat "$build_dir/configure.log" >&2
+  echo "setup: error: cmake configure failed" >&2
+  exit 1
+}
+
+log "building $build_dir (${SECONDS}s so far)"
+cmake --build "$build_dir"
+log "done in ${SECONDS}s"
