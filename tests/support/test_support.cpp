@@ -22,6 +22,16 @@ Tensor random_tensor(DType dtype, Shape shape, double lo, double hi, std::uint32
   return dtype == DType::kF32 ? f : f.cast(dtype);
 }
 
+NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
+                   std::map<std::string, AttributeValue> attributes, std::size_t num_outputs) {
+  NodeSpec spec;
+  spec.op_type = std::move(op_type);
+  spec.inputs = std::move(inputs);
+  spec.attributes = std::move(attributes);
+  spec.num_outputs = num_outputs;
+  return spec;
+}
+
 std::vector<Tensor> run_node(const NodeSpec& spec) {
   auto graph = std::make_shared<Graph>();
   graph->name = "test_" + spec.op_type;

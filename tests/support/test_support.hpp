@@ -26,6 +26,10 @@ struct NodeSpec {
   std::vector<bool> constant;           // inputs given as initializers (default: none)
 };
 
+/// A NodeSpec with the fields most tests set (opset 17, no constant inputs).
+NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
+                   std::map<std::string, AttributeValue> attributes = {}, std::size_t num_outputs = 1);
+
 /// Builds a graph of one node and runs it on the CPU through the Executor.
 std::vector<Tensor> run_node(const NodeSpec& spec);
 

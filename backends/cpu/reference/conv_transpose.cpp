@@ -61,39 +61,17 @@ class ConvTransposeKernel final : public Kernel {
         group_(node.attr_int("group", 1)),
         output_padding_(node.attr_ints("output_padding")),
         output_shape_(node.attr_ints("output_shape")) {
-    for (std::size_t i = 0; i < info.input_dtypes.size() && i < 3; ++i) {
-      expect_dtype(node, info.input_dtypes[i], {DType::kF32}, i == 0 ? "X" : i == 1 ? "W" : "B");
-    }
-    RW_EXPECTS(group_ >= 1, InvalidArgument, "{}: group must be positive, got {}", node.where(),
-               group_);
+    nn::check_conv_node(node, info, group_);
     for (std::int64_t p : output_padding_) {
       RW_EXPECTS(p >= 0, InvalidArgument, "{}: output_padding must not be negative, got [{}]",
                  node.where(), fmt::join(output_padding_, ", "));
-    }
-    if (info.constant_inputs.size() > 1 && info.constant_inputs[1] != nullptr) {
-      const std::int64_t rank = info.constant_inputs[1]->rank();
-      RW_EXPECTS(rank >= 3 && rank - 2 <= nn::kMaxSpatial, Unsupported,
-                 "{}: weight {} has {} spatial axes; 1 to {} are supported", node.where(),
-                 info.constant_inputs[1]->description(), rank - 2, nn::kMaxSpatial);
     }
   }
 
   void run(KernelContext& ctx) override {
     const Node& node = ctx.node;
-    const Tensor x = ctx.input(0).contiguous();
-    const Tensor w = ctx.input(1).contiguous();
-    nn::expect_f32(node, x, "X");
-    nn::expect_f32(node, w, "W");
-    Tensor b;
-    if (ctx.has_input(2)) {
-      b = ctx.input(2).contiguous();
-      nn::expect_f32(node, b, "B");
-    }
-
+    const auto [x, w, b] = nn::read_conv_operands(ctx);
     // Shapes: X [N, Cin, spatial...], W [Cin, Cout/group, kernel...], B [Cout].
-    RW_EXPECTS(x.rank() >= 3 && w.rank() == x.rank(), InvalidArgument,
-               "{}: X {} and W {} must have the same rank, at least 3", node.where(),
-               shape_str(x.shape()), shape_str(w.shape()));
     const std::size_t spatial = static_cast<std::size_t>(x.rank() - 2);
     nn::check_window_rank(node, window_, spatial, x.shape());
     const std::int64_t batch = x.dim(0), cin = x.dim(1);

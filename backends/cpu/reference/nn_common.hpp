@@ -204,4 +204,40 @@ inline Axes3 resolve_forward(const Node& node, const WindowAttrs& w,
   return axes;
 }
 
+// Conv and ConvTranspose share their operands (X, W, optional B) and their load-time checks.
+struct ConvOperands {
+  Tensor x, w, b;  // contiguous; b undefined when absent
+};
+
+/// Load time: X, W and B are float, group is positive, and a constant W has 1 to kMaxSpatial
+/// spatial axes.
+inline void check_conv_node(const Node& node, const KernelInfo& info, std::int64_t group) {
+  for (std::size_t i = 0; i < info.input_dtypes.size() && i < 3; ++i) {
+    expect_dtype(node, info.input_dtypes[i], {DType::kF32}, i == 0 ? "X" : i == 1 ? "W" : "B");
+  }
+  RW_EXPECTS(group >= 1, InvalidArgument, "{}: group must be positive, got {}", node.where(), group);
+  if (info.constant_inputs.size() > 1 && info.constant_inputs[1] != nullptr) {
+    const std::int64_t rank = info.constant_inputs[1]->rank();
+    RW_EXPECTS(rank >= 3 && rank - 2 <= kMaxSpatial, Unsupported,
+               "{}: weight {} has {} spatial axes; 1 to {} are supported", node.where(),
+               info.constant_inputs[1]->description(), rank - 2, kMaxSpatial);
+  }
+}
+
+/// Run time: the operands, contiguous and float, X and W of the same rank (at least 3).
+inline ConvOperands read_conv_operands(const KernelContext& ctx) {
+  const Node& node = ctx.node;
+  ConvOperands ops{ctx.input(0).contiguous(), ctx.input(1).contiguous(), Tensor()};
+  expect_f32(node, ops.x, "X");
+  expect_f32(node, ops.w, "W");
+  if (ctx.has_input(2)) {
+    ops.b = ctx.input(2).contiguous();
+    expect_f32(node, ops.b, "B");
+  }
+  RW_EXPECTS(ops.x.rank() >= 3 && ops.w.rank() == ops.x.rank(), InvalidArgument,
+             "{}: X {} and W {} must have the same rank, at least 3", node.where(),
+             shape_str(ops.x.shape()), shape_str(ops.w.shape()));
+  return ops;
+}
+
 }  // namespace redwood::cpu::nn

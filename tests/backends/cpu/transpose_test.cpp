@@ -14,20 +14,8 @@ namespace {
 
 using testing::expect_close;
 using testing::NodeSpec;
+using testing::make_spec;
 using testing::run_node;
-
-// NodeSpec with the fields these tests set (brace-initializing it leaves `constant` out, which
-// -Wmissing-field-initializers reports).
-NodeSpec make_spec(std::string op, std::vector<Tensor> inputs,
-                   std::map<std::string, AttributeValue> attributes = {},
-                   std::size_t num_outputs = 1) {
-  NodeSpec spec;
-  spec.op_type = std::move(op);
-  spec.inputs = std::move(inputs);
-  spec.attributes = std::move(attributes);
-  spec.num_outputs = num_outputs;
-  return spec;
-}
 
 Tensor iota_f32(Shape shape) {
   std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
