@@ -2,7 +2,9 @@
 
 #include "core/error.hpp"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 
 namespace redwood {
@@ -118,14 +120,24 @@ double load_as_double(DType t, const std::byte* p) {
   throw InvalidArgument("read of an undefined tensor");
 }
 
+// Float to integer conversion saturates and maps NaN to 0: a plain static_cast is undefined
+// behaviour for values the integer cannot hold.
+template <typename I>
+I saturate(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
 void store_from_double(DType t, std::byte* p, double v) {
   switch (t) {
     case DType::kF32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); return; }
     case DType::kF16: { Half h = float_to_half(static_cast<float>(v)); std::memcpy(p, &h, 2); return; }
     case DType::kBF16: { BFloat16 b = float_to_bf16(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
-    case DType::kI64: { auto i = static_cast<std::int64_t>(v); std::memcpy(p, &i, 8); return; }
-    case DType::kI32: { auto i = static_cast<std::int32_t>(v); std::memcpy(p, &i, 4); return; }
-    case DType::kU8: *reinterpret_cast<std::uint8_t*>(p) = static_cast<std::uint8_t>(static_cast<std::int64_t>(v)); return;
+    case DType::kI64: { auto i = saturate<std::int64_t>(v); std::memcpy(p, &i, 8); return; }
+    case DType::kI32: { auto i = saturate<std::int32_t>(v); std::memcpy(p, &i, 4); return; }
+    case DType::kU8: *reinterpret_cast<std::uint8_t*>(p) = static_cast<std::uint8_t>(saturate<std::int64_t>(v)); return;
     case DType::kBool: *reinterpret_cast<std::uint8_t*>(p) = v != 0.0 ? 1 : 0; return;
     case DType::kUndefined: break;
   }

@@ -15,10 +15,16 @@ namespace {
 
 const std::filesystem::path kRoot = REDWOOD_ONNX_TESTDATA_DIR;
 
-class OnnxNodeTest : public ::testing::TestWithParam<std::filesystem::path> {};
+// One test folder; printed as its name so ctest lists "…/test_conv_with_strides_padding" alone.
+struct NodeTestDir {
+  std::filesystem::path dir;
+  friend void PrintTo(const NodeTestDir& t, std::ostream* os) { *os << t.dir.filename().string(); }
+};
+
+class OnnxNodeTest : public ::testing::TestWithParam<NodeTestDir> {};
 
 TEST_P(OnnxNodeTest, MatchesExpectedOutputs) {
-  const ConformanceOutcome outcome = run_node_test(GetParam());
+  const ConformanceOutcome outcome = run_node_test(GetParam().dir);
   switch (outcome.status) {
     case ConformanceStatus::kPassed: break;
     case ConformanceStatus::kFailed: FAIL() << outcome.group << ": " << outcome.reason; break;
@@ -26,15 +32,16 @@ TEST_P(OnnxNodeTest, MatchesExpectedOutputs) {
   }
 }
 
-std::vector<std::filesystem::path> all_tests() {
-  auto dirs = list_node_tests(kRoot);
-  if (dirs.empty()) dirs.push_back(kRoot / "missing");  // one case that reports the missing data
-  return dirs;
+std::vector<NodeTestDir> all_tests() {
+  std::vector<NodeTestDir> tests;
+  for (auto& dir : list_node_tests(kRoot)) tests.push_back({dir});
+  if (tests.empty()) tests.push_back({kRoot / "missing"});  // one case that reports the missing data
+  return tests;
 }
 
 INSTANTIATE_TEST_SUITE_P(Onnx, OnnxNodeTest, ::testing::ValuesIn(all_tests()),
-                         [](const ::testing::TestParamInfo<std::filesystem::path>& info) {
-                           std::string name = info.param.filename().string();
+                         [](const ::testing::TestParamInfo<NodeTestDir>& info) {
+                           std::string name = info.param.dir.filename().string();
                            for (char& c : name) {
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            }

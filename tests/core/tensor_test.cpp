@@ -64,6 +64,12 @@ TEST(Tensor, CastFollowsOnnxRules) {
   EXPECT_EQ(i.cast(DType::kI64).to_int64_vector()[0], big);
 }
 
+TEST(Tensor, FloatToIntegerCastSaturatesAndMapsNanToZero) {
+  Tensor f = Tensor::from_vector<float>({3}, {std::numeric_limits<float>::quiet_NaN(), 1e30f, -1e30f});
+  EXPECT_EQ(f.cast(DType::kI32).to_int64_vector(),
+            (std::vector<std::int64_t>{0, std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::lowest()}));
+}
+
 TEST(Tensor, FromVectorChecksCount) {
   EXPECT_THROW(Tensor::from_vector<float>({2, 2}, {1, 2, 3}), InvalidArgument);
 }
