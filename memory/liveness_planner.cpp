@@ -1,0 +1,89 @@
+#include "memory/liveness_planner.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+namespace redwood::memory {
+namespace {
+
+std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) & ~(a - 1); }
+
+void check_input(const std::vector<TensorLifetime>& tensors, std::size_t alignment) {
+  RW_EXPECTS(alignment != 0 && (alignment & (alignment - 1)) == 0, InvalidArgument,
+             "liveness planner: alignment {} is not a power of two", alignment);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    RW_EXPECTS(tensors[i].last_step >= tensors[i].first_step, InvalidArgument,
+               "liveness planner: tensor {} ends at step {} before it starts at step {}", i,
+               tensors[i].last_step, tensors[i].first_step);
+  }
+}
+
+}  // namespace
+
+std::size_t workspace_lower_bound(const std::vector<TensorLifetime>& tensors, std::size_t alignment) {
+  check_input(tensors, alignment);
+  // Sweep: +bytes at first_step, -bytes after last_step; starts sort before ends at a step.
+  std::vector<std::pair<std::int64_t, std::int64_t>> events;  // (step * 2 + is_end, delta)
+  events.reserve(tensors.size() * 2);
+  for (const auto& t : tensors) {
+    const auto b = static_cast<std::int64_t>(align_up(t.bytes, alignment));
+    if (b == 0) continue;
+    events.emplace_back(t.first_step * 2, b);
+    events.emplace_back((t.last_step + 1) * 2 - 1, -b);  // just before step last+1 starts
+  }
+  std::sort(events.begin(), events.end());
+  std::int64_t live = 0, peak = 0;
+  for (const auto& [key, delta] : events) {
+    live += delta;
+    peak = std::max(peak, live);
+  }
+  return static_cast<std::size_t>(peak);
+}
+
+WorkspacePlan plan_workspace(const std::vector<TensorLifetime>& tensors, std::size_t alignment) {
+  check_input(tensors, alignment);
+  WorkspacePlan plan;
+  plan.offsets.assign(tensors.size(), 0);
+  plan.lower_bound = workspace_lower_bound(tensors, alignment);
+
+  std::vector<std::size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    if (tensors[a].bytes != tensors[b].bytes) return tensors[a].bytes > tensors[b].bytes;
+    return tensors[a].last_step - tensors[a].first_step > tensors[b].last_step - tensors[b].first_step;
+  });
+
+  std::vector<std::size_t> placed;
+  std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of overlapping tensors
+  for (std::size_t i : order) {
+    const auto& t = tensors[i];
+    const std::size_t size = align_up(t.bytes, alignment);
+    if (size == 0) continue;
+    busy.clear();
+    for (std::size_t j : placed) {
+      const auto& u = tensors[j];
+      if (u.first_step <= t.last_step && t.first_step <= u.last_step)
+        busy.emplace_back(plan.offsets[j], plan.offsets[j] + align_up(u.bytes, alignment));
+    }
+    std::sort(busy.begin(), busy.end());
+    // Best fit: the smallest gap that holds it; else the end of the busy ranges.
+    std::size_t cursor = 0, best = 0, best_gap = SIZE_MAX;
+    for (const auto& [b, e] : busy) {
+      if (b > cursor && b - cursor >= size && b - cursor < best_gap) {
+        best = cursor;
+        best_gap = b - cursor;
+      }
+      cursor = std::max(cursor, e);
+    }
+    const std::size_t offset = best_gap != SIZE_MAX ? best : cursor;
+    plan.offsets[i] = offset;
+    plan.workspace_bytes = std::max(plan.workspace_bytes, offset + size);
+    placed.push_back(i);
+  }
+  return plan;
+}
+
+}  // namespace redwood::memory

@@ -1,0 +1,159 @@
+// The MemoryResource suite (resource_suite.hpp) on every host resource: the host upstream, the
+// static arena, and the buddy pool with and without stream ordering (a fake event source here;
+// CUDA events in tests/backends/cuda/memory_resource_test.cpp).
+
+#include "memory/arena.hpp"
+#include "memory/buddy.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/resource_suite.hpp"
+
+#include <map>
+
+namespace redwood::memory::testing {
+namespace {
+
+struct HostFactory {
+  static std::string unavailable() { return {}; }
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) {
+    return std::make_unique<HostResource>("host", limit);
+  }
+  static void release_all(MemoryResource&) {}
+  static constexpr std::size_t kMaxAlignment = 4096;
+  static constexpr bool kPooled = false;
+  static constexpr std::size_t kBlock = 0;
+  using Streams = void;
+};
+
+/// An arena together with the upstream it draws from.
+class OwningArena : public MemoryResource {
+ public:
+  explicit OwningArena(std::size_t capacity) : MemoryResource("weights"), arena_("weights", upstream_, capacity) {}
+  std::string_view kind() const override { return arena_.kind(); }
+  ArenaResource& arena() { return arena_; }
+
+ private:
+  void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return arena_.allocate(b, a, s); }
+  void do_deallocate(void* p, std::size_t b, Stream s) override { arena_.deallocate(p, b, s); }
+  PoolStats do_stats() const override { return arena_.stats(); }
+  HostResource upstream_{"host"};
+  ArenaResource arena_;
+};
+
+struct ArenaFactory {
+  static std::string unavailable() { return {}; }
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) { return std::make_unique<OwningArena>(limit); }
+  static void release_all(MemoryResource& mr) { static_cast<OwningArena&>(mr).arena().reset(); }
+  static constexpr std::size_t kMaxAlignment = 4096;
+  static constexpr bool kPooled = true;
+  static constexpr std::size_t kBlock = 256 << 10;
+  using Streams = void;
+};
+
+/// Streams are small integers; an event completes unless its stream was blocked when recorded
+/// and is still blocked.
+class FakeOrdering final : public StreamOrdering {
+ public:
+  struct FakeEvent {
+    Stream stream;
+    std::uint64_t epoch;
+  };
+  Event record(Stream s) override {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::make_unique<FakeEvent>(FakeEvent{s, blocked_[s]}));
+    return events_.back().get();
+  }
+  bool completed(Event e) override {
+    std::lock_guard lock(mutex_);
+    auto* f = static_cast<FakeEvent*>(e);
+    return f->epoch == 0 || blocked_[f->stream] != f->epoch;
+  }
+  void wait(Event e) override {
+    if (!completed(e)) throw Error("FakeOrdering: wait() on a blocked stream would hang");
+  }
+  void release(Event) override {}
+  void block(Stream s) {
+    std::lock_guard lock(mutex_);
+    blocked_[s] = ++epoch_;
+  }
+  void unblock(Stream s) {
+    std::lock_guard lock(mutex_);
+    blocked_[s] = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Stream, std::uint64_t> blocked_;
+  std::uint64_t epoch_ = 0;
+  std::vector<std::unique_ptr<FakeEvent>> events_;
+};
+
+std::shared_ptr<FakeOrdering>& fake_ordering() {
+  static auto ordering = std::make_shared<FakeOrdering>();
+  return ordering;
+}
+
+class OwningBuddy : public MemoryResource {
+ public:
+  OwningBuddy(std::size_t limit, std::shared_ptr<StreamOrdering> ordering)
+      : MemoryResource("host"),
+        pool_("host", upstream_,
+              BuddyConfig{.max_block_bytes = 256 << 10,
+                          .limit_bytes = std::max<std::size_t>(limit, 256 << 10),
+                          .chunk_alignment = 4096,
+                          .shards = 4,
+                          .ordering = std::move(ordering)}) {}
+  std::string_view kind() const override { return pool_.kind(); }
+  BuddyResource& pool() { return pool_; }
+
+ private:
+  void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return pool_.allocate(b, a, s); }
+  void do_deallocate(void* p, std::size_t b, Stream s) override { pool_.deallocate(p, b, s); }
+  PoolStats do_stats() const override { return pool_.stats(); }
+  HostResource upstream_{"host upstream"};
+  BuddyResource pool_;
+};
+
+struct BuddyFactory {
+  static std::string unavailable() { return {}; }
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) { return std::make_unique<OwningBuddy>(limit, nullptr); }
+  static void release_all(MemoryResource& mr) { static_cast<OwningBuddy&>(mr).pool().trim(); }
+  static constexpr std::size_t kMaxAlignment = 4096;
+  static constexpr bool kPooled = true;
+  static constexpr std::size_t kBlock = 256 << 10;
+  using Streams = void;
+};
+
+struct FakeStreams {
+  Stream a() const { return reinterpret_cast<Stream>(1); }
+  Stream b() const { return reinterpret_cast<Stream>(2); }
+  void block_a() { fake_ordering()->block(a()); }
+  void unblock_a() { fake_ordering()->unblock(a()); }
+  ~FakeStreams() { unblock_a(); }
+};
+
+struct StreamOrderedBuddyFactory : BuddyFactory {
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) {
+    return std::make_unique<OwningBuddy>(limit, fake_ordering());
+  }
+  using Streams = FakeStreams;
+};
+
+using Factories = ::testing::Types<HostFactory, ArenaFactory, BuddyFactory, StreamOrderedBuddyFactory>;
+
+class FactoryNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if constexpr (std::is_same_v<T, HostFactory>) return "Host";
+    if constexpr (std::is_same_v<T, ArenaFactory>) return "Arena";
+    if constexpr (std::is_same_v<T, BuddyFactory>) return "Buddy";
+    if constexpr (std::is_same_v<T, StreamOrderedBuddyFactory>) return "StreamOrderedBuddy";
+    return "Unknown";
+  }
+};
+
+}  // namespace
+
+INSTANTIATE_TYPED_TEST_SUITE_P(Memory, MemoryResourceTest, Factories, FactoryNames);
+
+}  // namespace redwood::memory::testing
