@@ -21,7 +21,10 @@ struct Command {
 
 Command make_infer_command();
 Command make_probe_command();
+Command make_run_command();
 
-inline std::vector<Command> all_commands() { return {make_infer_command(), make_probe_command()}; }
+inline std::vector<Command> all_commands() {
+  return {make_infer_command(), make_probe_command(), make_run_command()};
+}
 
 }  // namespace redwood::app

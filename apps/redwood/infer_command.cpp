@@ -1,7 +1,7 @@
 // redwood infer MODEL: load an ONNX model, feed it inputs (pictures, video frames, .npy tensors
 // or random values), run it, and print each output's shape and a summary with the latency.
 //
-//   redwood infer assets/models/ch_PP-OCRv4_det_infer.onnx --input x=assets/video/vtest.avi \
+//   redwood infer assets/models/ch_PP-OCRv4_det_infer.onnx --input x=assets/video/vtest.avi
 //       --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --repeat 10 --save out/
 
 #include "apps/redwood/commands.hpp"

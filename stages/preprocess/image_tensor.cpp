@@ -6,6 +6,9 @@
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
 
+#include <algorithm>
+#include <cmath>
+
 namespace redwood {
 
 cv::Mat read_image_or_first_frame(const std::filesystem::path& file) {
@@ -22,6 +25,11 @@ cv::Mat read_image_or_first_frame(const std::filesystem::path& file) {
 }
 
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options) {
+  return image_to_tensor(bgr, input, options, nullptr);
+}
+
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
+                       ImageTransform* transform) {
   RW_EXPECTS(!bgr.empty() && bgr.type() == CV_8UC3, InvalidArgument,
              "input '{}': expected an 8-bit 3-channel picture", input.name);
   RW_EXPECTS(input.dtype == DType::kF32 || input.dtype == DType::kUndefined, Unsupported,
@@ -53,11 +61,30 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   const int width = w_dim.known() ? static_cast<int>(w_dim.value) : options.width > 0 ? options.width : bgr.cols;
 
   cv::Mat resized;
-  if (height != bgr.rows || width != bgr.cols) {
+  ImageTransform tf;
+  tf.tensor_width = width;
+  tf.tensor_height = height;
+  if (options.resize == ResizeMode::kLetterbox && (height != bgr.rows || width != bgr.cols)) {
+    const double s = std::min(static_cast<double>(width) / bgr.cols, static_cast<double>(height) / bgr.rows);
+    const int w = std::max(1, static_cast<int>(std::lround(bgr.cols * s)));
+    const int h = std::max(1, static_cast<int>(std::lround(bgr.rows * s)));
+    cv::Mat inner;
+    cv::resize(bgr, inner, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
+    const int left = (width - w) / 2, top = (height - h) / 2;
+    cv::copyMakeBorder(inner, resized, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
+                       cv::Scalar::all(options.pad_value));
+    tf.scale_x = static_cast<float>(w) / bgr.cols;
+    tf.scale_y = static_cast<float>(h) / bgr.rows;
+    tf.pad_x = static_cast<float>(left);
+    tf.pad_y = static_cast<float>(top);
+  } else if (height != bgr.rows || width != bgr.cols) {
     cv::resize(bgr, resized, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+    tf.scale_x = static_cast<float>(width) / bgr.cols;
+    tf.scale_y = static_cast<float>(height) / bgr.rows;
   } else {
     resized = bgr;
   }
+  if (transform) *transform = tf;
   cv::Mat ordered;
   if (channels == 1) {
     cv::cvtColor(resized, ordered, cv::COLOR_BGR2GRAY);

@@ -5,6 +5,7 @@
 
 #include "core/graph/graph.hpp"
 #include "core/tensor.hpp"
+#include "stages/frame.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -14,6 +15,9 @@
 namespace redwood {
 
 enum class ImageLayout { kAuto, kNCHW, kNHWC };
+/// Stretch fills the tensor (aspect ratio changes); letterbox keeps the aspect ratio and pads
+/// the rest, centred, with pad_value.
+enum class ResizeMode { kStretch, kLetterbox };
 
 struct ImageTensorOptions {
   ImageLayout layout = ImageLayout::kAuto;  // kAuto: NHWC when the last dim is 3, else NCHW
@@ -23,6 +27,8 @@ struct ImageTensorOptions {
   std::array<float, 3> std{1.f, 1.f, 1.f};
   int width = 0;   // > 0: size for dynamic extents (fixed extents always win); else the picture's
   int height = 0;
+  ResizeMode resize = ResizeMode::kStretch;
+  float pad_value = 0.f;  // letterbox padding, in 0..255 pixel units (before scale/mean/std)
 };
 
 /// Reads a still image (PNG, JPEG, ...) or the first frame of a video file as 8-bit BGR.
@@ -32,5 +38,8 @@ cv::Mat read_image_or_first_frame(const std::filesystem::path& file);
 /// Makes a float tensor of the shape `input` declares from a BGR image. The input must be
 /// rank 4 with 3 channels (or 1: the picture is then converted to grey).
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
+/// The same, also saying how picture coordinates map into the tensor (for boxes found in it).
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
+                       ImageTransform* transform);
 
 }  // namespace redwood

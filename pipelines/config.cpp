@@ -1,0 +1,89 @@
+#include "pipelines/config.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace redwood {
+
+PipelineFile parse_pipeline_text(const std::string& text, const std::filesystem::path& file,
+                                 const std::vector<std::string>& overrides) {
+  PipelineFile pf;
+  pf.origin = std::make_shared<ConfigOrigin>();
+  pf.origin->file = file;
+  try {
+    pf.root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw ConfigError(fmt::format("{}:{}:{}: {}", file.string(), e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  if (!pf.root.IsMap()) throw ConfigError(fmt::format("{}: a pipeline file is a map (version, sources, models, stages, sinks)", file.string()));
+  for (const auto& o : overrides) apply_override(pf, o);
+  return pf;
+}
+
+PipelineFile load_pipeline_file(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+  std::ifstream in(file);
+  RW_EXPECTS(in, IoError, "{}: cannot read the pipeline file", file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_pipeline_text(text.str(), file, overrides);
+}
+
+void apply_override(PipelineFile& pf, const std::string& assignment) {
+  const std::string where = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) throw ConfigError(where + ": expected KEY.PATH=VALUE");
+  std::vector<std::string> parts;
+  std::stringstream path(assignment.substr(0, eq));
+  for (std::string part; std::getline(path, part, '.');) {
+    if (part.empty()) throw ConfigError(where + ": empty part in the key path");
+    parts.push_back(part);
+  }
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("{}: the value is not valid YAML: {}", where, e.msg));
+  }
+  YAML::Node node = pf.root;
+  std::string walked;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const bool last = i + 1 == parts.size();
+    walked += (walked.empty() ? "" : ".") + part;
+    if (node.IsSequence()) {
+      YAML::Node found;
+      bool matched = false;
+      for (std::size_t k = 0; k < node.size() && !matched; ++k) {
+        YAML::Node element = node[k];
+        if (element.IsMap() && element["name"] && element["name"].as<std::string>() == part) {
+          found.reset(element);
+          matched = true;
+        }
+      }
+      if (!matched && std::all_of(part.begin(), part.end(), ::isdigit) && std::stoul(part) < node.size()) {
+        found.reset(node[std::stoul(part)]);
+        matched = true;
+      }
+      if (!matched) throw ConfigError(fmt::format("{}: no element named '{}' in '{}'", where, part, walked));
+      if (last) throw ConfigError(fmt::format("{}: '{}' is a whole list element; set one of its keys", where, walked));
+      node.reset(found);
+    } else if (node.IsMap() || node.IsNull()) {
+      if (last) {
+        node[part] = value;
+        pf.origin->overrides.emplace_back(node[part], where);
+        return;
+      }
+      if (!node[part]) node[part] = YAML::Node(YAML::NodeType::Map);
+      YAML::Node next = node[part];
+      node.reset(next);
+    } else {
+      throw ConfigError(fmt::format("{}: '{}' is a value, it has no keys", where, walked));
+    }
+  }
+}
+
+}  // namespace redwood

@@ -1,0 +1,131 @@
+// Building a Pipeline from its file: every section read through Params (unknown keys, wrong
+// types and missing files fail at their place), models loaded once, stages made in order and
+// their contracts checked against what earlier stages write.
+
+#include "pipelines/pipeline.hpp"
+
+#include "core/onnx/onnx_import.hpp"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace redwood {
+namespace {
+
+template <typename Registry>
+std::string known_types(const Registry& registry) {
+  std::vector<std::string> names;
+  for (const auto& [n, _] : registry) names.push_back(n);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// A list section: every element a map with a unique name and a registered type.
+template <typename Registry>
+std::vector<std::pair<YAML::Node, std::string>> list_section(const Params& root, Params& top, const std::string& key,
+                                                             const Registry& registry, const std::string& kind,
+                                                             bool required) {
+  const YAML::Node list = top.node(key);
+  std::vector<std::pair<YAML::Node, std::string>> out;
+  if (!list || list.IsNull()) {
+    if (required) top.fail(key, fmt::format("missing required key '{}' (a list of {}s)", key, kind));
+    return out;
+  }
+  if (!list.IsSequence()) root.origin().fail(list, fmt::format("{}: expected a list of {}s", key, kind));
+  std::set<std::string> names;
+  for (const auto& element : list) {
+    if (!element.IsMap()) root.origin().fail(element, fmt::format("{}: each {} is a map with name and type", key, kind));
+    Params p(element, std::make_shared<ConfigOrigin>(root.origin()), kind);
+    const auto name = p.require<std::string>("name");
+    if (!names.insert(name).second) p.fail("name", fmt::format("a second {} named '{}'", kind, name));
+    const auto type = p.require<std::string>("type");
+    if (!registry.count(type)) p.fail("type", fmt::format("unknown {} type '{}' (known: {})", kind, type, known_types(registry)));
+    out.emplace_back(element, name);
+  }
+  return out;
+}
+
+}  // namespace
+
+Pipeline::Pipeline(const PipelineFile& file) {
+  const auto origin = std::shared_ptr<const ConfigOrigin>(file.origin);
+  Params root(file.root, origin, "pipeline");
+  const int version = root.require<int>("version");
+  if (version != 1) root.fail("version", fmt::format("unsupported version {} (this Redwood reads 1)", version));
+  name_ = root.get<std::string>("name", file.origin->file.stem().string());
+  // Unknown top-level keys fail before anything slow (model loading) runs.
+  for (const char* key : {"service", "sources", "models", "stages", "sinks"}) root.has(key);
+  root.finish();
+
+  if (root.has("service")) {
+    Params s(root.node("service"), origin, "service");
+    service_.max_in_flight = s.get<int>("max_in_flight", service_.max_in_flight);
+    service_.queue = s.get<int>("queue", service_.queue);
+    service_.threads = s.get<int>("threads", service_.threads);
+    service_.status_interval_s = s.get<double>("status_interval_s", service_.status_interval_s);
+    if (service_.max_in_flight < 1) s.fail("max_in_flight", "must be at least 1");
+    if (service_.queue < 1) s.fail("queue", "must be at least 1");
+    if (service_.threads < 0) s.fail("threads", "must be >= 0 (0: all cores)");
+    s.finish();
+  }
+
+  for (const auto& [node, name] : list_section(root, root, "sources", source_registry(), "source", true)) {
+    Params p(node, origin, fmt::format("source '{}'", name));
+    p.get<std::string>("name", "");
+    const auto type = p.get<std::string>("type", "");
+    streams_.push_back({name, source_registry().at(type)(p)});
+    p.finish();
+  }
+  if (streams_.empty()) root.fail("sources", "needs at least one source");
+
+  if (root.has("models")) {
+    const YAML::Node models = root.node("models");
+    if (!models.IsMap()) origin->fail(models, "models: expected a map from model name to its settings");
+    for (const auto& kv : models) {
+      const auto name = kv.first.as<std::string>();
+      Params p(kv.second, origin, fmt::format("model '{}'", name));
+      ModelEntry entry;
+      entry.path = p.existing_file("path");
+      try {
+        entry.graph = load_onnx(entry.path);
+      } catch (const Error& e) {
+        p.fail("path", e.what());
+      }
+      p.finish();
+      models_[name] = std::move(entry);
+    }
+  }
+
+  TensorSpecs available;
+  for (const auto& [node, name] : list_section(root, root, "stages", stage_registry(), "stage", false)) {
+    Params p(node, origin, fmt::format("stage '{}'", name));
+    p.get<std::string>("name", "");
+    const auto type = p.get<std::string>("type", "");
+    StageArgs args{name, p, models_};
+    auto stage = stage_registry().at(type)(args);
+    p.finish();
+    stage->check(available);
+    for (const auto& [key, spec] : stage->produces()) available[key] = spec;
+    stages_.push_back(std::move(stage));
+  }
+
+  const auto names = stream_names();
+  for (const auto& [node, name] : list_section(root, root, "sinks", sink_registry(), "sink", false)) {
+    Params p(node, origin, fmt::format("sink '{}'", name));
+    p.get<std::string>("name", "");
+    const auto type = p.get<std::string>("type", "");
+    SinkArgs args{name, p, name_, names};
+    sinks_.push_back({name, sink_registry().at(type)(args)});
+    p.finish();
+  }
+}
+
+Pipeline::~Pipeline() = default;
+
+std::vector<std::string> Pipeline::stream_names() const {
+  std::vector<std::string> names;
+  for (const auto& s : streams_) names.push_back(s.name);
+  return names;
+}
+
+}  // namespace redwood

@@ -1,0 +1,77 @@
+#pragma once
+// Pipeline: a pipeline file built into sources, stages and sinks, checked end to end at
+// construction, and run on a oneTBB flow graph:
+//
+//   source ─► queue ─► pump ─(token)─► stage ─► stage ─► [batcher ─► infer] ─► ... ─► sequencer ─► sinks
+//   (thread   block |   (thread      function_nodes;   one thread per batching     per stream    in frame
+//    each)    drop      each)        stateless ones     stage, frames of all       reorder       order
+//             oldest                 run in parallel    streams together
+//
+// Invariants: at most service.max_in_flight frames of a stream are between pump and sinks; each
+// sink sees a stream's frames in read order; a live stream's drops are counted, a file stream
+// never drops. A stage's exception stops the run: sources stop, frames in flight drain (skipping
+// sinks for the failed ones), and run() throws the error, naming the stage.
+
+#include "pipelines/config.hpp"
+#include "pipelines/stats.hpp"
+#include "stages/sink/sink.hpp"
+#include "stages/source/source.hpp"
+#include "stages/stage.hpp"
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+struct ServiceSettings {
+  int max_in_flight = 4;        // per stream
+  int queue = 2;                // frames waiting between a source and the graph, per stream
+  int threads = 0;              // TBB threads (0: all cores)
+  double status_interval_s = 1;
+};
+
+struct RunOptions {
+  std::int64_t max_frames = 0;                 // per stream (0: until the sources end)
+  const std::atomic<bool>* stop = nullptr;     // set (e.g. by SIGINT) to stop and drain
+  std::function<void(const PipelineStats&)> on_status;  // at most every status_interval_s
+};
+
+class Pipeline {
+ public:
+  /// Builds and checks everything the file names; throws ConfigError at file:line:column.
+  explicit Pipeline(const PipelineFile& file);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  /// Runs until every source ends, max_frames per stream, or *stop; drains the frames in
+  /// flight. Throws the first error a stage or sink raised (after stopping cleanly).
+  PipelineStats run(const RunOptions& options = {});
+
+  const std::string& name() const { return name_; }
+  const ServiceSettings& service() const { return service_; }
+  std::vector<std::string> stream_names() const;
+  const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
+
+  struct Stream {
+    std::string name;
+    std::unique_ptr<Source> source;
+  };
+  struct NamedSink {
+    std::string name;
+    std::unique_ptr<Sink> sink;
+  };
+
+ private:
+  std::string name_;
+  ServiceSettings service_;
+  ModelTable models_;
+  std::vector<Stream> streams_;
+  std::vector<std::unique_ptr<Stage>> stages_;
+  std::vector<NamedSink> sinks_;
+};
+
+}  // namespace redwood

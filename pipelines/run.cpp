@@ -1,0 +1,278 @@
+// Pipeline::run: the flow graph, the source threads, the sequencer and the run lifecycle
+// (pipelines/pipeline.hpp has the picture and the invariants).
+
+#include "core/log.hpp"
+#include "pipelines/batcher.hpp"
+#include "pipelines/frame_gate.hpp"
+#include "pipelines/pipeline.hpp"
+
+#include <fmt/format.h>
+#include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/global_control.h>
+
+#include <map>
+#include <optional>
+#include <thread>
+
+namespace redwood {
+
+namespace flow = oneapi::tbb::flow;
+
+namespace {
+
+/// Per-stream run state: the queue and token limiter between source and graph, the sequencer's
+/// reorder buffer, and the counters.
+struct StreamRun {
+  StreamRun(int queue, bool live, int tokens) : queue(static_cast<std::size_t>(queue), live), limiter(tokens) {}
+  FrameQueue<FramePtr> queue;
+  TokenLimiter limiter;
+  std::map<std::int64_t, FramePtr> waiting;  // sequencer: admitted -> frame, until its turn
+  std::int64_t next_to_deliver = 0;
+  std::thread reader, pump;
+};
+
+class Run {
+ public:
+  Run(const std::string& pipeline, std::vector<Pipeline::Stream>& streams, std::vector<std::unique_ptr<Stage>>& stages,
+      std::vector<Pipeline::NamedSink>& sinks, const ServiceSettings& service, const RunOptions& options)
+      : streams_(streams), stages_(stages), sinks_(sinks), service_(service), options_(options) {
+    for (const auto& s : streams) {
+      stats_.streams.push_back({});
+      stats_.streams.back().name = s.name;
+      runs_.push_back(std::make_unique<StreamRun>(service.queue, s.source->live(), service.max_in_flight));
+    }
+    for (const auto& s : sinks) stats_.sinks.push_back({s.name, 0, 0});
+  }
+
+  PipelineStats execute() {
+    build_graph();
+    start_ = Clock::now();
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      runs_[i]->reader = std::thread([this, i] { read_loop(i); });
+      runs_[i]->pump = std::thread([this, i] { pump_loop(i); });
+    }
+    auto last_status = start_;
+    PipelineStats previous = snapshot();
+    bool stopping = false;
+    while (pumps_done_ < streams_.size() || in_flight_ > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (!stopping && ((options_.stop && options_.stop->load()) || failed_.load())) {
+        stopping = true;
+        stop_readers_ = true;
+        if (failed_) {
+          // Nothing more enters; frames in flight drain (skipping the sinks).
+          for (auto& r : runs_) {
+            r->queue.close();
+            r->limiter.cancel();
+          }
+        }
+      }
+      if (options_.on_status && Clock::now() - last_status >= std::chrono::duration<double>(service_.status_interval_s)) {
+        last_status = Clock::now();
+        PipelineStats now = snapshot();
+        options_.on_status(now);  // the callback compares with what it saw before
+        previous = std::move(now);
+      }
+    }
+    graph_.wait_for_all();
+    for (auto& b : batchers_) {
+      if (b) b->finish();
+    }
+    graph_.wait_for_all();
+    for (auto& r : runs_) {
+      r->reader.join();
+      r->pump.join();
+    }
+    for (auto& s : sinks_) s.sink->close();
+    if (failed_) throw Error(error_message_);
+    return snapshot();
+  }
+
+ private:
+  void build_graph() {
+    deliver_ = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
+        graph_, flow::serial, [this](FramePtr f) { deliver(std::move(f)); return flow::continue_msg(); });
+    flow::receiver<FramePtr>* next = deliver_.get();
+    batchers_.resize(stages_.size());
+    for (std::size_t i = stages_.size(); i-- > 0;) {
+      Stage* stage = stages_[i].get();
+      if (stage->max_batch() > 1) {
+        batchers_[i] = std::make_unique<Batcher>(
+            stage->max_batch(), stage->batch_timeout_ms(), [this, stage](std::vector<FramePtr>& batch) { run_stage(*stage, batch); },
+            [next](FramePtr f) { next->try_put(f); });
+        Batcher* batcher = batchers_[i].get();
+        auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
+            graph_, flow::unlimited, [batcher](FramePtr f) { batcher->push(std::move(f)); return flow::continue_msg(); });
+        next = node.get();
+        sink_nodes_.push_back(std::move(node));
+      } else {
+        auto node = std::make_unique<flow::function_node<FramePtr, FramePtr>>(
+            graph_, stage->serial() ? flow::serial : flow::unlimited, [this, stage](FramePtr f) {
+              std::vector<FramePtr> one{f};
+              run_stage(*stage, one);
+              return f;
+            });
+        flow::make_edge(*node, *next);
+        next = node.get();
+        stage_nodes_.push_back(std::move(node));
+      }
+    }
+    entry_ = next;
+  }
+
+  /// Runs a stage on the frames that have not failed; an exception fails them and stops the run.
+  void run_stage(Stage& stage, std::vector<FramePtr>& frames) {
+    std::vector<Frame*> live;
+    for (auto& f : frames) {
+      if (failed_) f->failed = true;
+      if (!f->failed) live.push_back(f.get());
+    }
+    if (live.empty()) return;
+    try {
+      stage.process(live);
+    } catch (const std::exception& e) {
+      fail(fmt::format("stage '{}' failed on frame {} of stream '{}': {}", stage.name(), live.front()->seq,
+                       live.front()->stream_name, e.what()));
+      for (Frame* f : live) f->failed = true;
+    }
+  }
+
+  void fail(std::string message) {
+    std::lock_guard lock(error_mutex_);
+    if (failed_) return;
+    error_message_ = std::move(message);
+    log().error("{}", error_message_);
+    failed_ = true;
+  }
+
+  void read_loop(std::size_t i) {
+    StreamRun& r = *runs_[i];
+    Source& source = *streams_[i].source;
+    std::int64_t seq = 0;
+    while (!stop_readers_ && (options_.max_frames <= 0 || seq < options_.max_frames)) {
+      auto f = std::make_shared<Frame>();
+      try {
+        if (source.read(f->image, f->pts_ms, stop_readers_) != ReadStatus::kFrame) break;
+      } catch (const std::exception& e) {
+        // A source's exception (OpenCV's, say) must not end a reader thread with terminate().
+        fail(fmt::format("source '{}' failed after {} frame(s): {}", streams_[i].name, seq, e.what()));
+        break;
+      }
+      f->stream = static_cast<int>(i);
+      f->stream_name = streams_[i].name;
+      f->seq = seq++;
+      f->read_at = Clock::now();
+      {
+        std::lock_guard lock(stats_mutex_);
+        ++stats_.streams[i].read;
+      }
+      if (r.queue.push(std::move(f))) {
+        std::lock_guard lock(stats_mutex_);
+        ++stats_.streams[i].dropped;
+      }
+    }
+    r.queue.finish();
+  }
+
+  void pump_loop(std::size_t i) {
+    StreamRun& r = *runs_[i];
+    std::int64_t admitted = 0;
+    // Token first, then the frame: a live source's frame waits in its queue (where newer frames
+    // can replace it), not in the pump's hand.
+    while (r.limiter.acquire()) {
+      auto f = r.queue.pop();
+      if (!f) {
+        r.limiter.release();
+        break;
+      }
+      (*f)->admitted = admitted++;
+      {
+        std::lock_guard lock(stats_mutex_);
+        auto& s = stats_.streams[i];
+        s.max_in_flight = std::max(s.max_in_flight, ++s.in_flight);
+      }
+      ++in_flight_;
+      entry_->try_put(*f);
+    }
+    ++pumps_done_;
+  }
+
+  /// The sequencer: frames of a stream reach the sinks in admission (= read) order.
+  void deliver(FramePtr f) {
+    StreamRun& r = *runs_[static_cast<std::size_t>(f->stream)];
+    r.waiting.emplace(f->admitted, std::move(f));
+    for (auto it = r.waiting.find(r.next_to_deliver); it != r.waiting.end(); it = r.waiting.find(r.next_to_deliver)) {
+      FramePtr frame = std::move(it->second);
+      r.waiting.erase(it);
+      ++r.next_to_deliver;
+      const double latency = std::chrono::duration<double, std::milli>(Clock::now() - frame->read_at).count();
+      const bool ok = !frame->failed && !failed_;
+      for (std::size_t k = 0; ok && k < sinks_.size(); ++k) {
+        try {
+          sinks_[k].sink->write(*frame, latency);
+        } catch (const std::exception& e) {
+          fail(fmt::format("sink '{}' failed on frame {} of stream '{}': {}", sinks_[k].name, frame->seq, frame->stream_name, e.what()));
+        }
+      }
+      {
+        std::lock_guard lock(stats_mutex_);
+        auto& s = stats_.streams[static_cast<std::size_t>(frame->stream)];
+        --s.in_flight;
+        if (ok) {
+          ++s.delivered;
+          s.latencies_ms.push_back(latency);
+        }
+      }
+      r.limiter.release();
+      --in_flight_;
+    }
+  }
+
+  PipelineStats snapshot() {
+    std::lock_guard lock(stats_mutex_);
+    PipelineStats s = stats_;
+    s.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    for (std::size_t i = 0; i < streams_.size(); ++i) s.streams[i].reconnects = streams_[i].source->reconnects();
+    for (std::size_t k = 0; k < sinks_.size(); ++k) {
+      s.sinks[k].written = sinks_[k].sink->written();
+      s.sinks[k].dropped = sinks_[k].sink->dropped();
+    }
+    return s;
+  }
+
+  std::vector<Pipeline::Stream>& streams_;
+  std::vector<std::unique_ptr<Stage>>& stages_;
+  std::vector<Pipeline::NamedSink>& sinks_;
+  const ServiceSettings& service_;
+  const RunOptions& options_;
+
+  // Declared before the nodes and batchers so that they are destroyed after them.
+  flow::graph graph_;
+  std::unique_ptr<flow::function_node<FramePtr, flow::continue_msg>> deliver_;
+  std::vector<std::unique_ptr<flow::function_node<FramePtr, FramePtr>>> stage_nodes_;
+  std::vector<std::unique_ptr<flow::function_node<FramePtr, flow::continue_msg>>> sink_nodes_;
+  std::vector<std::unique_ptr<Batcher>> batchers_;
+  flow::receiver<FramePtr>* entry_ = nullptr;
+
+  std::vector<std::unique_ptr<StreamRun>> runs_;
+  std::atomic<bool> stop_readers_{false};
+  std::atomic<bool> failed_{false};
+  std::atomic<std::size_t> pumps_done_{0};
+  std::atomic<std::int64_t> in_flight_{0};
+  std::mutex error_mutex_;
+  std::string error_message_;
+  std::mutex stats_mutex_;
+  PipelineStats stats_;
+  Clock::time_point start_ = Clock::now();
+};
+
+}  // namespace
+
+PipelineStats Pipeline::run(const RunOptions& options) {
+  std::optional<oneapi::tbb::global_control> threads;
+  if (service_.threads > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, service_.threads);
+  Run run(name_, streams_, stages_, sinks_, service_, options);
+  return run.execute();
+}
+
+}  // namespace redwood

@@ -1,0 +1,57 @@
+#pragma once
+// Frame: what travels through a pipeline. A source fills the picture, stream id and sequence
+// number; stages add tensors (by key) and detections; sinks read them. One Frame is owned by one
+// stage at a time (the flow graph hands the pointer on), so nothing in it is locked.
+
+#include "core/tensor.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+using Clock = std::chrono::steady_clock;
+
+/// How a preprocess stage mapped the picture into its tensor: picture = (tensor - pad) / scale.
+struct ImageTransform {
+  float scale_x = 1.f, scale_y = 1.f;
+  float pad_x = 0.f, pad_y = 0.f;
+  int tensor_width = 0, tensor_height = 0;
+  cv::Point2f to_picture(cv::Point2f p) const { return {(p.x - pad_x) / scale_x, (p.y - pad_y) / scale_y}; }
+};
+
+/// One thing found in a frame: a text region, a face. Coordinates are picture pixels.
+struct Detection {
+  std::string kind;                  // "text", "face"
+  float score = 0.f;
+  cv::Rect2f box;                    // axis-aligned bounds
+  std::vector<cv::Point2f> quad;     // text: the rotated region, clockwise from top-left
+  std::vector<cv::Point2f> keypoints;
+  std::string text;                  // text recognized in the region (empty when none ran)
+  float text_score = 0.f;
+};
+
+struct Frame {
+  int stream = 0;                 // index of the source in the pipeline
+  std::string stream_name;
+  std::int64_t seq = 0;           // 0, 1, 2... per stream, in read order (gaps: dropped frames)
+  std::int64_t admitted = 0;      // order of entry into the graph, gapless per stream (sequencer key)
+  double pts_ms = 0;              // position in the source (video time, or since start when live)
+  Clock::time_point read_at;      // when the source produced it: latency is measured from here
+  cv::Mat image;                  // 8-bit BGR
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, ImageTransform> transforms;  // by tensor key, from preprocess
+  std::vector<Detection> detections;
+  bool failed = false;            // a stage threw on it: the pipeline stops, sinks never see it
+};
+
+using FramePtr = std::shared_ptr<Frame>;
+
+}  // namespace redwood

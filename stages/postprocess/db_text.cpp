@@ -1,0 +1,130 @@
+// db_text stage: probability map [1, 1, H, W] -> text detections in picture coordinates.
+//
+//   - name: det_post
+//     type: db_text
+//     input: det_prob        # the detector's output
+//     transform: det_in      # the preprocess tensor whose mapping brings boxes back
+//     threshold: 0.3
+//     box_threshold: 0.6
+//     unclip_ratio: 1.5
+//     min_size: 3
+
+#include "stages/postprocess/db_text.hpp"
+
+#include "stages/stage.hpp"
+
+#include <fmt/format.h>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+
+namespace redwood {
+
+std::vector<cv::Point2f> order_quad(std::vector<cv::Point2f> pts) {
+  // PP-OCR's get_mini_boxes: sort by x, then the left pair by y and the right pair by y.
+  std::sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.x < b.x; });
+  const auto [tl, bl] = pts[0].y <= pts[1].y ? std::pair{pts[0], pts[1]} : std::pair{pts[1], pts[0]};
+  const auto [tr, br] = pts[2].y <= pts[3].y ? std::pair{pts[2], pts[3]} : std::pair{pts[3], pts[2]};
+  return {tl, tr, br, bl};
+}
+
+std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& o) {
+  const cv::Mat map(height, width, CV_32F, const_cast<float*>(prob));
+  cv::Mat mask = map > o.threshold;  // 0 / 255
+  std::vector<std::vector<cv::Point>> contours;
+  cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+  std::vector<TextQuad> quads;
+  for (std::size_t i = 0; i < contours.size() && static_cast<int>(i) < o.max_candidates; ++i) {
+    const cv::RotatedRect rect = cv::minAreaRect(contours[i]);
+    if (std::min(rect.size.width, rect.size.height) < o.min_size) continue;
+    // Score: mean probability inside the contour (PP-OCR's "slow" mode, exact for rotated text).
+    const cv::Rect bounds = cv::boundingRect(contours[i]) & cv::Rect(0, 0, width, height);
+    if (bounds.empty()) continue;
+    cv::Mat region_mask = cv::Mat::zeros(bounds.size(), CV_8U);
+    std::vector<std::vector<cv::Point>> shifted{contours[i]};
+    for (auto& p : shifted[0]) p -= bounds.tl();
+    cv::fillPoly(region_mask, shifted, cv::Scalar(1));
+    const float score = static_cast<float>(cv::mean(map(bounds), region_mask)[0]);
+    if (score < o.box_threshold) continue;
+    // Unclip: offset the rectangle outwards by d = area * ratio / perimeter on every side.
+    const float w = rect.size.width, h = rect.size.height;
+    const float d = w * h * o.unclip_ratio / (2.f * (w + h));
+    const cv::RotatedRect grown(rect.center, cv::Size2f(w + 2 * d, h + 2 * d), rect.angle);
+    if (std::min(grown.size.width, grown.size.height) < o.min_size + 2) continue;
+    std::vector<cv::Point2f> pts(4);
+    grown.points(pts.data());
+    for (auto& p : pts) {
+      p.x = std::clamp(p.x, 0.f, static_cast<float>(width));
+      p.y = std::clamp(p.y, 0.f, static_cast<float>(height));
+    }
+    quads.push_back({order_quad(pts), score});
+  }
+  std::sort(quads.begin(), quads.end(), [](const TextQuad& a, const TextQuad& b) {
+    if (std::abs(a.points[0].y - b.points[0].y) > 10.f) return a.points[0].y < b.points[0].y;
+    return a.points[0].x < b.points[0].x;
+  });
+  return quads;
+}
+
+namespace {
+
+class DbTextStage final : public Stage {
+ public:
+  explicit DbTextStage(StageArgs& args) : Stage(args.name) {
+    Params& p = args.params;
+    remember_place(p);
+    input_ = p.require<std::string>("input");
+    transform_ = p.require<std::string>("transform");
+    consume(input_);
+    consume(transform_);
+    options_.threshold = p.get<float>("threshold", options_.threshold);
+    options_.box_threshold = p.get<float>("box_threshold", options_.box_threshold);
+    options_.unclip_ratio = p.get<float>("unclip_ratio", options_.unclip_ratio);
+    options_.min_size = p.get<float>("min_size", options_.min_size);
+    options_.max_candidates = p.get<int>("max_candidates", options_.max_candidates);
+    if (options_.threshold <= 0 || options_.threshold >= 1) p.fail("threshold", "must be in (0, 1)");
+  }
+
+  void check(const TensorSpecs& available) const override {
+    Stage::check(available);
+    const auto& dims = available.at(input_).dims;
+    if (dims.size() != 4 || (dims[1] >= 0 && dims[1] != 1)) {
+      fail_config(fmt::format("input '{}' is {}; DB decoding reads a [N, 1, H, W] probability map", input_,
+                              available.at(input_).description()));
+    }
+  }
+
+ private:
+  void do_process(std::span<Frame* const> frames) override {
+    for (Frame* f : frames) {
+      const Tensor prob = f->tensors.at(input_).contiguous();
+      const ImageTransform& tf = f->transforms.at(transform_);
+      const int h = static_cast<int>(prob.dim(2)), w = static_cast<int>(prob.dim(3));
+      // The map may differ in size from the tensor fed (it does not for DB): rescale first.
+      const float sx = tf.tensor_width > 0 ? static_cast<float>(tf.tensor_width) / w : 1.f;
+      const float sy = tf.tensor_height > 0 ? static_cast<float>(tf.tensor_height) / h : 1.f;
+      for (const TextQuad& q : decode_db(prob.data<float>(), h, w, options_)) {
+        Detection d;
+        d.kind = "text";
+        d.score = q.score;
+        for (const auto& p : q.points) {
+          cv::Point2f pic = tf.to_picture({p.x * sx, p.y * sy});
+          pic.x = std::clamp(pic.x, 0.f, static_cast<float>(f->image.cols - 1));
+          pic.y = std::clamp(pic.y, 0.f, static_cast<float>(f->image.rows - 1));
+          d.quad.push_back(pic);
+        }
+        d.box = cv::boundingRect(d.quad);
+        f->detections.push_back(std::move(d));
+      }
+    }
+  }
+
+  std::string input_, transform_;
+  DbOptions options_;
+};
+
+}  // namespace
+
+RW_REGISTER_STAGE("db_text", DbTextStage);
+
+}  // namespace redwood

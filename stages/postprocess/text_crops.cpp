@@ -1,0 +1,93 @@
+// text_crops stage: the frame's text detections -> a batch of rectified crops for a secondary
+// (recognition) model, one row per text detection, in detection order.
+//
+//   - name: crops
+//     type: text_crops
+//     output: rec_in
+//     height: 48
+//     max_width: 320
+
+#include "stages/postprocess/text_crops.hpp"
+
+#include "stages/stage.hpp"
+
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
+
+namespace redwood {
+
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& q) {
+  const float w = std::max(cv::norm(q[0] - q[1]), cv::norm(q[2] - q[3]));
+  const float h = std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2]));
+  const int cw = std::max(1, static_cast<int>(std::lround(w))), ch = std::max(1, static_cast<int>(std::lround(h)));
+  const std::vector<cv::Point2f> dst{{0, 0}, {static_cast<float>(cw), 0}, {static_cast<float>(cw), static_cast<float>(ch)},
+                                     {0, static_cast<float>(ch)}};
+  cv::Mat crop;
+  cv::warpPerspective(bgr, crop, cv::getPerspectiveTransform(q, dst), cv::Size(cw, ch), cv::INTER_CUBIC,
+                      cv::BORDER_REPLICATE);
+  // Tall regions are vertical text: turn them to read left to right, as PP-OCR does.
+  if (crop.rows >= 1.5 * crop.cols) cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
+  return crop;
+}
+
+Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& o) {
+  const std::int64_t k = static_cast<std::int64_t>(crops.size());
+  Tensor out = Tensor::zeros(DType::kF32, {k, 3, o.height, o.max_width});
+  float* base = out.data<float>();
+  const std::size_t plane = static_cast<std::size_t>(o.height) * o.max_width;
+  for (std::int64_t i = 0; i < k; ++i) {
+    const cv::Mat& c = crops[i];
+    const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(c.cols) / c.rows)), 1, o.max_width);
+    cv::Mat resized;
+    cv::resize(c, resized, cv::Size(w, o.height), 0, 0, cv::INTER_LINEAR);
+    float* dst = base + i * 3 * plane;
+    for (int y = 0; y < o.height; ++y) {
+      const auto* row = resized.ptr<cv::Vec3b>(y);
+      for (int x = 0; x < w; ++x) {
+        for (int ch = 0; ch < 3; ++ch) {
+          const int src = o.rgb ? 2 - ch : ch;
+          dst[ch * plane + y * o.max_width + x] = (row[x][src] * o.scale - o.mean) / o.std;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+class TextCropsStage final : public Stage {
+ public:
+  explicit TextCropsStage(StageArgs& args) : Stage(args.name) {
+    Params& p = args.params;
+    remember_place(p);
+    output_ = p.get<std::string>("output", args.name);
+    options_.height = p.get<int>("height", options_.height);
+    options_.max_width = p.get<int>("max_width", options_.max_width);
+    options_.rgb = p.choice("color", "bgr", {"rgb", "bgr"}) == "rgb";
+    if (options_.height < 4) p.fail("height", "must be at least 4");
+    if (options_.max_width < options_.height) p.fail("max_width", "must be at least the height");
+    produce(output_, TensorSpec{{-1, 3, options_.height, options_.max_width}});
+  }
+
+ private:
+  void do_process(std::span<Frame* const> frames) override {
+    for (Frame* f : frames) {
+      std::vector<cv::Mat> crops;
+      for (const Detection& d : f->detections) {
+        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(f->image, d.quad));
+      }
+      f->tensors[output_] = crops_to_tensor(crops, options_);
+    }
+  }
+
+  std::string output_;
+  TextCropOptions options_;
+};
+
+}  // namespace
+
+RW_REGISTER_STAGE("text_crops", TextCropsStage);
+
+}  // namespace redwood

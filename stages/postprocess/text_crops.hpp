@@ -1,0 +1,29 @@
+#pragma once
+// Cutting text regions out of a picture for a recognizer: each quad is rectified by a
+// perspective warp (vertical text turned upright), resized to a fixed height keeping its aspect
+// ratio, normalized, and right-padded into one [K, 3, height, max_width] tensor.
+
+#include "core/tensor.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <vector>
+
+namespace redwood {
+
+struct TextCropOptions {
+  int height = 48;
+  int max_width = 320;
+  bool rgb = false;    // PP-OCR recognizers take BGR
+  float scale = 1.0f / 255.0f;
+  float mean = 0.5f;   // (x * scale - mean) / std
+  float std = 0.5f;
+};
+
+/// The quad's content, warped upright (8-bit BGR).
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& quad);
+
+/// [K, 3, height, max_width] float tensor of the given crops (K may be 0).
+Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& options);
+
+}  // namespace redwood

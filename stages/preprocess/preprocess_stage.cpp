@@ -1,0 +1,114 @@
+// preprocess: the picture of a frame -> one model input tensor (resize by stretching or
+// letterboxing, colour order, scale/mean/std, NCHW or NHWC), shaped from the model's declared
+// input so that a size the model cannot take fails at load. Writes the tensor under `output`
+// and the picture->tensor mapping that decoders use to bring boxes back.
+//
+//   - name: det_pre
+//     type: preprocess
+//     model: det          # the model (under models:) whose input this feeds
+//     input: x            # that model's input (default: its first)
+//     output: det_in      # tensor key (default: the stage's name)
+//     width: 416          # for dynamic extents; fixed extents must match
+//     height: 320
+//     multiple_of: 32     # sizes the model needs divisible (DB detectors: 32); checked at load
+//     resize: stretch     # or letterbox
+//     color: bgr          # or rgb
+//     scale: 0.00392157
+//     mean: [0.485, 0.456, 0.406]
+//     std: [0.229, 0.224, 0.225]
+//     layout: auto        # nchw, nhwc
+
+#include "stages/preprocess/image_tensor.hpp"
+#include "stages/stage.hpp"
+
+#include <fmt/format.h>
+
+namespace redwood {
+namespace {
+
+class PreprocessStage final : public Stage {
+ public:
+  explicit PreprocessStage(StageArgs& args) : Stage(args.name) {
+    Params& p = args.params;
+    remember_place(p);
+    const ModelEntry& model = args.model("model");
+    const auto input_name = p.get<std::string>("input", model.graph->inputs.empty() ? "" : model.graph->inputs[0].name);
+    const ValueInfo* vi = nullptr;
+    for (const auto& in : model.graph->inputs) {
+      if (in.name == input_name) vi = &in;
+    }
+    if (!vi) p.fail("input", fmt::format("the model has no input '{}'", input_name));
+    input_ = *vi;
+    if (!input_.has_shape || input_.dims.size() != 4) {
+      p.fail("model", fmt::format("input '{}' is {}: a picture feeds only a rank-4 input", input_.name, input_.description()));
+    }
+    output_ = p.get<std::string>("output", args.name);
+    options_.width = p.get<int>("width", 0);
+    options_.height = p.get<int>("height", 0);
+    // A model cannot declare "multiples of 32" in its shapes; the file says it, and a size that
+    // breaks it fails here rather than deep inside the first run.
+    const int multiple = p.get<int>("multiple_of", 1);
+    if (multiple < 1) p.fail("multiple_of", "must be at least 1");
+    for (const char* key : {"width", "height"}) {
+      const int v = std::string(key) == "width" ? options_.width : options_.height;
+      if (v > 0 && v % multiple != 0) p.fail(key, fmt::format("{} is not a multiple of {} (multiple_of)", v, multiple));
+    }
+    options_.resize = p.choice("resize", "stretch", {"stretch", "letterbox"}) == "letterbox" ? ResizeMode::kLetterbox
+                                                                                           : ResizeMode::kStretch;
+    options_.pad_value = p.get<float>("pad_value", 0.f);
+    options_.rgb = p.choice("color", "rgb", {"rgb", "bgr"}) == "rgb";
+    options_.scale = p.get<float>("scale", 1.0f / 255.0f);
+    const auto mean = p.get<std::vector<float>>("mean", {0.f, 0.f, 0.f});
+    const auto std = p.get<std::vector<float>>("std", {1.f, 1.f, 1.f});
+    if (mean.size() != 3) p.fail("mean", "expected three values");
+    if (std.size() != 3) p.fail("std", "expected three values");
+    for (float s : std) {
+      if (s == 0.f) p.fail("std", "values must not be zero");
+    }
+    std::copy(mean.begin(), mean.end(), options_.mean.begin());
+    std::copy(std.begin(), std.end(), options_.std.begin());
+    const auto layout = p.choice("layout", "auto", {"auto", "nchw", "nhwc"});
+    options_.layout = layout == "nchw" ? ImageLayout::kNCHW : layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kAuto;
+
+    // Shape the tensor from a dummy picture now: a width the model fixes otherwise, a batch the
+    // model fixes above 1, a channel count other than 3 or 1 all fail here, at load.
+    TensorSpec spec;
+    try {
+      const cv::Mat probe(std::max(options_.height, 8), std::max(options_.width, 8), CV_8UC3, cv::Scalar::all(0));
+      spec.dims = image_to_tensor(probe, input_, options_).shape();
+    } catch (const Error& e) {
+      p.fail("model", e.what());
+    }
+    const bool nchw = spec.dims[1] == 3 || spec.dims[1] == 1;
+    const std::int64_t h = nchw ? spec.dims[2] : spec.dims[1], w = nchw ? spec.dims[3] : spec.dims[2];
+    if (options_.width > 0 && w != options_.width) {
+      p.fail("width", fmt::format("model input '{}' is {}: its width is fixed at {}", input_.name, input_.description(), w));
+    }
+    if (options_.height > 0 && h != options_.height) {
+      p.fail("height", fmt::format("model input '{}' is {}: its height is fixed at {}", input_.name, input_.description(), h));
+    }
+    // Without a size, a dynamic extent follows each picture's size: unknown at load.
+    if (options_.width <= 0 && !(nchw ? input_.dims[3] : input_.dims[2]).known()) spec.dims[nchw ? 3 : 2] = -1;
+    if (options_.height <= 0 && !(nchw ? input_.dims[2] : input_.dims[1]).known()) spec.dims[nchw ? 2 : 1] = -1;
+    produce(output_, spec);
+  }
+
+ private:
+  void do_process(std::span<Frame* const> frames) override {
+    for (Frame* f : frames) {
+      ImageTransform tf;
+      f->tensors[output_] = image_to_tensor(f->image, input_, options_, &tf);
+      f->transforms[output_] = tf;
+    }
+  }
+
+  ValueInfo input_;
+  std::string output_;
+  ImageTensorOptions options_;
+};
+
+}  // namespace
+
+RW_REGISTER_STAGE("preprocess", PreprocessStage);
+
+}  // namespace redwood

@@ -1,0 +1,48 @@
+#pragma once
+// Sink: where results leave a pipeline. write() gets each frame of a stream in sequence order
+// (the pipeline's sequencer guarantees it), from one thread at a time. A sink must not stall the
+// pipeline: one that can fall behind (a network subscriber) drops and counts instead. Sinks
+// register by type name (RW_REGISTER_SINK).
+
+#include "stages/frame.hpp"
+#include "stages/params.hpp"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+struct SinkArgs {
+  std::string name;
+  Params& params;
+  std::string pipeline;                   // the pipeline's name (message topics start with it)
+  std::vector<std::string> stream_names;  // by stream index
+};
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual void write(const Frame& frame, double latency_ms) = 0;
+  /// Flushes and closes (end of run).
+  virtual void close() {}
+  std::int64_t written() const { return written_.load(); }
+  std::int64_t dropped() const { return dropped_.load(); }
+
+ protected:
+  std::atomic<std::int64_t> written_{0};
+  std::atomic<std::int64_t> dropped_{0};
+};
+
+using SinkFactory = std::function<std::unique_ptr<Sink>(SinkArgs&)>;
+std::map<std::string, SinkFactory>& sink_registry();
+bool register_sink(const std::string& type, SinkFactory factory);
+
+}  // namespace redwood
+
+#define RW_REGISTER_SINK(type, Class)                                                      \
+  [[maybe_unused]] static const bool rw_sink_registered_##Class = ::redwood::register_sink( \
+      type, [](::redwood::SinkArgs& a) -> std::unique_ptr<::redwood::Sink> { return std::make_unique<Class>(a); })

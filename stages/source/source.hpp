@@ -1,0 +1,45 @@
+#pragma once
+// Source: where a stream's frames come from (a video file, a network stream, a folder of
+// pictures, a synthetic pattern). read() is the hot path: it returns a status value, never
+// throws for an ordinary outcome (end of file, a lost connection); set-up errors throw.
+//
+// A live source (camera, network) produces at its own pace: the pipeline drops its oldest
+// waiting frame when it falls behind and counts the drop. A file source is read only as fast as
+// the pipeline takes frames, so it never drops. Sources register by type name (RW_REGISTER_SOURCE).
+
+#include "stages/params.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace redwood {
+
+enum class ReadStatus { kFrame, kEnd };
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  /// Frames arrive at their own pace (drop when behind) rather than on demand.
+  virtual bool live() const = 0;
+  /// Reads the next frame into `image` (8-bit BGR) and its time in the stream. May block (a live
+  /// source waits for its next frame, a reconnecting one for its backoff) but returns kEnd soon
+  /// after `stop` becomes true.
+  virtual ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) = 0;
+  /// Reconnections so far (network sources).
+  virtual std::int64_t reconnects() const { return 0; }
+};
+
+using SourceFactory = std::function<std::unique_ptr<Source>(Params&)>;
+std::map<std::string, SourceFactory>& source_registry();
+bool register_source(const std::string& type, SourceFactory factory);
+
+}  // namespace redwood
+
+#define RW_REGISTER_SOURCE(type, Class)                                                      \
+  [[maybe_unused]] static const bool rw_source_registered_##Class = ::redwood::register_source( \
+      type, [](::redwood::Params& p) -> std::unique_ptr<::redwood::Source> { return std::make_unique<Class>(p); })

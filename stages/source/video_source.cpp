@@ -1,0 +1,58 @@
+// A video file read through OpenCV: frames on demand (never dropped), optionally looped.
+//
+//   - name: cam0
+//     type: video
+//     path: ../assets/video/vtest.avi
+//     start_frame: 0
+//     loop: false
+
+#include "stages/source/source.hpp"
+
+#include <opencv2/videoio.hpp>
+
+namespace redwood {
+namespace {
+
+class VideoSource final : public Source {
+ public:
+  explicit VideoSource(Params& p)
+      : path_(p.existing_file("path")), loop_(p.get<bool>("loop", false)),
+        start_frame_(p.get<int>("start_frame", 0)) {
+    if (start_frame_ < 0) p.fail("start_frame", "must be >= 0");
+    open();
+    if (!capture_.isOpened()) p.fail("path", "OpenCV cannot open this video");
+  }
+
+  bool live() const override { return false; }
+
+  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+    if (stop) return ReadStatus::kEnd;
+    if (!capture_.read(image) || image.empty()) {
+      if (!loop_ || frames_in_pass_ == 0) return ReadStatus::kEnd;
+      open();
+      frames_in_pass_ = 0;
+      if (!capture_.read(image) || image.empty()) return ReadStatus::kEnd;
+    }
+    ++frames_in_pass_;
+    pts_ms = capture_.get(cv::CAP_PROP_POS_MSEC);
+    return ReadStatus::kFrame;
+  }
+
+ private:
+  void open() {
+    capture_.open(path_.string());
+    if (start_frame_ > 0) capture_.set(cv::CAP_PROP_POS_FRAMES, start_frame_);
+  }
+
+  std::filesystem::path path_;
+  bool loop_;
+  int start_frame_;
+  cv::VideoCapture capture_;
+  std::int64_t frames_in_pass_ = 0;
+};
+
+}  // namespace
+
+RW_REGISTER_SOURCE("video", VideoSource);
+
+}  // namespace redwood

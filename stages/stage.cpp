@@ -1,0 +1,62 @@
+#include "stages/stage.hpp"
+
+#include <fmt/format.h>
+
+namespace redwood {
+
+std::string TensorSpec::description() const {
+  std::vector<std::string> parts;
+  for (auto d : dims) parts.push_back(d < 0 ? "?" : std::to_string(d));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+const ModelEntry& StageArgs::model(const std::string& key) const {
+  const auto model_name = params.require<std::string>(key);
+  const auto it = models.find(model_name);
+  if (it == models.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, _] : models) names.push_back(n);
+    params.fail(key, fmt::format("no model named '{}' under models: (known: {})", model_name, fmt::join(names, ", ")));
+  }
+  return it->second;
+}
+
+void Stage::remember_place(const Params& params) {
+  origin_ = std::make_shared<ConfigOrigin>(params.origin());
+  where_ = params.self();
+}
+
+void Stage::fail_config(const std::string& message) const {
+  const std::string text = fmt::format("stage '{}': {}", name_, message);
+  if (origin_) origin_->fail(where_, text);
+  throw ConfigError(text);
+}
+
+void Stage::check(const TensorSpecs& available) const {
+  for (const auto& key : consumes_) {
+    if (available.count(key)) continue;
+    std::vector<std::string> keys;
+    for (const auto& [k, _] : available) keys.push_back(k);
+    fail_config(fmt::format("reads tensor '{}' but no earlier stage writes it (written so far: {})", key,
+                            keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
+  }
+}
+
+void Stage::process(std::span<Frame* const> frames) {
+  const auto start = Clock::now();
+  do_process(frames);
+  busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+  ++calls_;
+}
+
+std::map<std::string, StageFactory>& stage_registry() {
+  static std::map<std::string, StageFactory> registry;
+  return registry;
+}
+
+bool register_stage(const std::string& type, StageFactory factory) {
+  stage_registry()[type] = std::move(factory);
+  return true;
+}
+
+}  // namespace redwood

@@ -1,0 +1,107 @@
+#pragma once
+// Stage: one box of a pipeline (preprocess, infer, postprocess). Like MediaPipe's calculators, a
+// stage declares its contract when it is made (the tensor keys it reads and those it writes, with
+// what is known of their shapes), and the pipeline checks the chain before any frame runs: a
+// stage reading a key nobody writes, or a model input a tensor cannot feed, fails at load with
+// the file, line and column.
+//
+// process() is the public shell (timing, counting); do_process() computes. A stage gets frames
+// in batches: infer stages batch across streams up to max_batch(); the others get one at a time.
+// Stages register by type name at the bottom of their file (RW_REGISTER_STAGE).
+
+#include "core/graph/graph.hpp"
+#include "stages/frame.hpp"
+#include "stages/params.hpp"
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+/// What is known at load of a tensor a stage writes: dims (-1 when it varies). Dim 0 counts the
+/// items of one frame (1 for a whole picture, the crops for crops); batching concatenates on it.
+struct TensorSpec {
+  std::vector<std::int64_t> dims;
+  std::string description() const;
+};
+using TensorSpecs = std::map<std::string, TensorSpec>;
+
+/// The models a pipeline file names, loaded once, shared by its stages.
+struct ModelEntry {
+  std::shared_ptr<const Graph> graph;
+  std::filesystem::path path;
+};
+using ModelTable = std::map<std::string, ModelEntry>;
+
+struct StageArgs {
+  std::string name;  // the stage's name in the file
+  Params& params;
+  const ModelTable& models;
+  /// Looks a model up by the name at params[key]; an unknown name fails at that key.
+  const ModelEntry& model(const std::string& key) const;
+};
+
+class Stage {
+ public:
+  explicit Stage(std::string name) : name_(std::move(name)) {}
+  virtual ~Stage() = default;
+  Stage(const Stage&) = delete;
+  Stage& operator=(const Stage&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::vector<std::string>& consumes() const { return consumes_; }
+  const TensorSpecs& produces() const { return produces_; }
+
+  /// Checks what this stage reads against what earlier stages write (shapes, model inputs);
+  /// throws ConfigError. The default only asks that every consumed key exists.
+  virtual void check(const TensorSpecs& available) const;
+  /// Frames handled in one call (> 1 only for stages that batch across streams).
+  virtual int max_batch() const { return 1; }
+  /// How long a partial batch waits for more frames.
+  virtual double batch_timeout_ms() const { return 0; }
+  /// True when frames must go through one at a time (the stage holds per-call state).
+  virtual bool serial() const { return false; }
+
+  /// Runs the stage on frames (the shell: times and counts, then do_process).
+  void process(std::span<Frame* const> frames);
+
+  std::int64_t calls() const { return calls_.load(); }
+  double busy_ms() const { return busy_us_.load() / 1000.0; }
+
+ protected:
+  /// Throws ConfigError at where_ (the stage's place in the file) with the stage's name.
+  [[noreturn]] void fail_config(const std::string& message) const;
+  void consume(std::string key) { consumes_.push_back(std::move(key)); }
+  void produce(std::string key, TensorSpec spec) { produces_[std::move(key)] = std::move(spec); }
+  void remember_place(const Params& params);
+
+ private:
+  virtual void do_process(std::span<Frame* const> frames) = 0;
+
+  std::string name_;
+  std::vector<std::string> consumes_;
+  TensorSpecs produces_;
+  std::shared_ptr<const ConfigOrigin> origin_;
+  YAML::Node where_;
+  std::atomic<std::int64_t> calls_{0};
+  std::atomic<std::int64_t> busy_us_{0};
+};
+
+using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;
+
+/// Type name -> factory; filled by static registration, read at load.
+std::map<std::string, StageFactory>& stage_registry();
+bool register_stage(const std::string& type, StageFactory factory);
+
+}  // namespace redwood
+
+#define RW_REGISTER_STAGE(type, Class)                                                            \
+  [[maybe_unused]] static const bool rw_stage_registered_##Class =                                \
+      ::redwood::register_stage(type, [](::redwood::StageArgs& args) -> std::unique_ptr<::redwood::Stage> { \
+        return std::make_unique<Class>(args);                                                     \
+      })

@@ -1,0 +1,179 @@
+// Pipeline files: every kind of mistake fails at load with file:line:column, and --set
+// overrides reach any value.
+
+#include "pipelines/pipeline.hpp"
+#include "pipelines/pipeline_text.hpp"
+
+#include <gtest/gtest.h>
+
+namespace redwood {
+namespace {
+
+using testing::pipeline_text;
+
+const char* kSynthetic = R"(version: 1
+name: t
+sources:
+  - name: a
+    type: synthetic
+    width: 64
+    height: 48
+    frames: 3
+)";
+
+/// The message of the ConfigError that building `yaml` throws ("" when none).
+std::string load_error(const std::string& yaml, const std::vector<std::string>& overrides = {}) {
+  try {
+    Pipeline p(pipeline_text(yaml, overrides));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string where(int line, int column) {
+  return (testing::assets_dir() / "test.yaml").string() + ":" + std::to_string(line) + ":" + std::to_string(column) + ":";
+}
+
+TEST(PipelineConfig, BuildsAMinimalPipeline) {
+  Pipeline p(pipeline_text(kSynthetic));
+  EXPECT_EQ(p.name(), "t");
+  EXPECT_EQ(p.stream_names(), std::vector<std::string>{"a"});
+}
+
+TEST(PipelineConfig, UnknownKeyNamesLineAndColumn) {
+  const std::string e = load_error(std::string(kSynthetic) + "    widht: 3\n");
+  EXPECT_NE(e.find(where(9, 5)), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'widht'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, UnknownTopLevelKey) {
+  const std::string e = load_error(std::string(kSynthetic) + "stages_: []\n");
+  EXPECT_NE(e.find(where(9, 1)), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'stages_'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, WrongTypeNamesTheValue) {
+  std::string yaml = kSynthetic;
+  yaml.replace(yaml.find("width: 64"), 9, "width: wide");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(6, 12)), std::string::npos) << e;
+  EXPECT_NE(e.find("expected an integer, got 'wide'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, MissingFileNamesThePath) {
+  const std::string e = load_error(R"(version: 1
+sources:
+  - name: v
+    type: video
+    path: video/no-such.avi
+)");
+  EXPECT_NE(e.find(where(5, 11)), std::string::npos) << e;
+  EXPECT_NE(e.find("no such file 'video/no-such.avi'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, MissingRequiredKeyAndBadVersion) {
+  EXPECT_NE(load_error("name: x\nsources: []\n").find("missing required key 'version'"), std::string::npos);
+  const std::string e = load_error(std::string(kSynthetic).replace(9, 1, "2"));
+  EXPECT_NE(e.find(where(1, 10)), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, SyntaxErrorNamesLineAndColumn) {
+  try {
+    pipeline_text("version: 1\nsources: [\n  - a: b\n");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("test.yaml:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PipelineConfig, UnknownTypeListsKnownOnes) {
+  std::string yaml = kSynthetic;
+  yaml.replace(yaml.find("type: synthetic"), 15, "type: camera");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(5, 11)), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown source type 'camera'"), std::string::npos) << e;
+  EXPECT_NE(e.find("synthetic"), std::string::npos) << e;
+}
+
+const char* kFaces = R"(version: 1
+sources:
+  - name: a
+    type: synthetic
+    frames: 2
+models:
+  face: {path: models/face_detection_front_128x128_barracuda.onnx}
+  det: {path: models/ch_PP-OCRv4_det_infer.onnx}
+stages:
+  - name: pre
+    type: preprocess
+    model: face
+    output: face_in
+    scale: 0.00784314
+    mean: [1, 1, 1]
+  - name: face
+    type: infer
+    model: face
+    input: face_in
+)";
+
+TEST(PipelineConfig, FixedModelSizeRejectsAnotherWidth) {
+  std::string yaml = kFaces;
+  yaml.insert(yaml.find("    scale:"), "    width: 256\n");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(14, 12)), std::string::npos) << e;
+  EXPECT_NE(e.find("width is fixed at 128"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, SizeNotAMultipleTheModelNeeds) {
+  std::string yaml = kFaces;
+  yaml.replace(yaml.find("model: face\n    output"), 11, "model: det\n    width: 418\n    height: 320\n    multiple_of: 32");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(13, 12)), std::string::npos) << e;
+  EXPECT_NE(e.find("418 is not a multiple of 32"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, ModelInputAStageCannotFeed) {
+  // A tensor shaped for the text detector (NCHW, 3 x 320 x 416) cannot feed BlazeFace (NHWC 128).
+  std::string yaml = kFaces;
+  yaml.replace(yaml.find("model: face\n    output"), 11, "model: det\n    width: 416\n    height: 320");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(21, 12)), std::string::npos) << e;
+  EXPECT_NE(e.find("cannot feed input 'input:0'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, StageReadingAnUnwrittenTensor) {
+  std::string yaml = kFaces;
+  yaml.replace(yaml.find("input: face_in"), 14, "input: nothing");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(16, 5)), std::string::npos) << e;
+  EXPECT_NE(e.find("reads tensor 'nothing' but no earlier stage writes it"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, UnknownModelName) {
+  std::string yaml = kFaces;
+  yaml.replace(yaml.find("model: face\n    input"), 11, "model: body");
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find(where(18, 12)), std::string::npos) << e;
+  EXPECT_NE(e.find("no model named 'body'"), std::string::npos) << e;
+}
+
+TEST(PipelineConfig, SetOverridesAnyValue) {
+  Pipeline p(pipeline_text(kSynthetic, {"name=renamed", "sources.a.frames=5", "service.max_in_flight=7"}));
+  EXPECT_EQ(p.name(), "renamed");
+  EXPECT_EQ(p.service().max_in_flight, 7);
+  EXPECT_EQ(p.run().streams.at(0).delivered, 5);
+}
+
+TEST(PipelineConfig, SetErrorsNameTheOverride) {
+  std::string e = load_error(kSynthetic, {"sources.a.width=wide"});
+  EXPECT_NE(e.find("--set sources.a.width=wide:"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected an integer"), std::string::npos) << e;
+  e = load_error(kSynthetic, {"sources.a.colour=red"});
+  EXPECT_NE(e.find("unknown key 'colour'"), std::string::npos) << e;
+  EXPECT_THROW(pipeline_text(kSynthetic, {"sources.b.width=3"}), ConfigError);
+  EXPECT_THROW(pipeline_text(kSynthetic, {"no-equals-sign"}), ConfigError);
+}
+
+}  // namespace
+}  // namespace redwood

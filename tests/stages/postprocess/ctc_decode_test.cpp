@@ -1,0 +1,42 @@
+// CTC greedy decoding: repeats merge, blanks separate, the last class is a space.
+
+#include "stages/postprocess/ctc_decode.hpp"
+
+#include "core/error.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+namespace redwood {
+namespace {
+
+std::vector<float> one_hot(const std::vector<int>& best, std::size_t classes) {
+  std::vector<float> p(best.size() * classes, 0.01f);
+  for (std::size_t t = 0; t < best.size(); ++t) p[t * classes + best[t]] = 0.9f;
+  return p;
+}
+
+TEST(CtcDecode, MergesRepeatsDropsBlanksAndMapsSpace) {
+  const CtcDictionary dict(std::vector<std::string>{"A", "B", "C"});  // classes: blank, A, B, C, space
+  ASSERT_EQ(dict.classes(), 5u);
+  const auto p = one_hot({1, 1, 0, 1, 2, 2, 4, 3, 0, 0}, 5);
+  const CtcResult r = dict.decode(p.data(), 10, 5);
+  EXPECT_EQ(r.text, "AAB C");
+  EXPECT_NEAR(r.score, 0.9f, 1e-6);
+}
+
+TEST(CtcDecode, AllBlankIsEmpty) {
+  const CtcDictionary dict(std::vector<std::string>{"A"});
+  const auto p = one_hot({0, 0, 0}, 3);
+  EXPECT_EQ(dict.decode(p.data(), 3, 3).text, "");
+  EXPECT_EQ(dict.decode(p.data(), 3, 3).score, 0.f);
+}
+
+TEST(CtcDecode, PpOcrDictionaryMatchesTheRecognizer) {
+  const CtcDictionary dict(testing::assets_dir() / "models" / "ppocr_keys_v1.txt");
+  EXPECT_EQ(dict.classes(), 6625u);  // softmax_11.tmp_0's last dimension
+  EXPECT_THROW(CtcDictionary(std::filesystem::path("/no/such/keys.txt")), IoError);
+}
+
+}  // namespace
+}  // namespace redwood
