@@ -1,6 +1,7 @@
 #include "core/executor.hpp"
 
 #include "core/error.hpp"
+#include "core/passes/pass_manager.hpp"
 
 #include <chrono>
 #include <set>
@@ -9,6 +10,11 @@ namespace redwood {
 
 Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     : graph_(std::move(graph)), options_(options) {
+  if (options_.optimize) {
+    auto optimized = std::make_shared<Graph>(*graph_);
+    pass_records_ = passes::optimize(*optimized);
+    graph_ = std::move(optimized);
+  }
   const Graph& g = *graph_;
   auto slot_of = [&](const std::string& name) {
     auto [it, inserted] = value_ids_.emplace(name, static_cast<int>(value_ids_.size()));
@@ -35,9 +41,14 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
   // Kernels, created at load so that unsupported nodes are reported before any run.
   std::vector<std::string> problems;
   for (const auto& node : g.nodes) {
-    const KernelFactory* factory = OpRegistry::instance().find(node.op_type, options_.device);
-    if (!node.domain.empty() && node.domain != "ai.onnx") factory = nullptr;
-    if (factory == nullptr) {
+    std::vector<const KernelEntry*> candidates;
+    if (node.domain.empty() || node.domain == "ai.onnx") {
+      for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, options_.device)) {
+        if (!options_.reference_only || e->provider == kReferenceProvider) candidates.push_back(e);
+      }
+    }
+    providers_.emplace_back();
+    if (candidates.empty()) {
       problems.push_back(fmt::format("{}: op {}{} has no {} kernel", node.where(),
                                      node.domain.empty() ? "" : node.domain + ".", node.op_type,
                                      device_name(options_.device)));
@@ -53,14 +64,26 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
       info.input_dtypes.push_back(c ? c->dtype() : vi ? vi->dtype : DType::kUndefined);
       info.constant_inputs.push_back(c);
     }
-    try {
-      kernels_.push_back((*factory)(node, info));
-    } catch (const Error& e) {
-      std::string msg = e.what();
-      if (msg.find(node.where()) == std::string::npos) msg = node.where() + ": " + msg;
-      problems.push_back(msg);
-      kernels_.emplace_back();
+    // Providers from the highest priority down; Unsupported passes the node to the next one,
+    // and the last one's reason is what the user sees.
+    std::unique_ptr<Kernel> kernel;
+    std::string failure;
+    for (std::size_t c = 0; c < candidates.size() && !kernel; ++c) {
+      try {
+        kernel = candidates[c]->factory(node, info);
+        providers_.back() = candidates[c]->provider;
+      } catch (const Unsupported& e) {
+        failure = e.what();
+      } catch (const Error& e) {
+        failure = e.what();
+        break;
+      }
     }
+    if (!kernel) {
+      if (failure.find(node.where()) == std::string::npos) failure = node.where() + ": " + failure;
+      problems.push_back(failure);
+    }
+    kernels_.push_back(std::move(kernel));
   }
   if (!problems.empty()) {
     std::string msg = fmt::format("{}: {} node(s) cannot run on {}:", g.source.empty() ? g.name : g.source,
@@ -160,7 +183,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     }
     if (profiling_) {
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
-      timings_.push_back({node.name, node.op_type, ms.count()});
+      timings_.push_back({node.name, node.op_type, providers_[i], ms.count()});
     }
     for (std::size_t o = 0; o < node_outputs_[i].size(); ++o) {
       const int s = node_outputs_[i][o];

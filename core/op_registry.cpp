@@ -17,24 +17,42 @@ OpRegistry& OpRegistry::instance() {
 }
 
 void OpRegistry::add(const std::string& op_type, Device device, KernelFactory factory) {
-  RW_EXPECTS(find(op_type, device) == nullptr, Error, "op {} on {} is registered twice", op_type,
-             device_name(device));
-  entries_.emplace_back(op_type, device, std::move(factory));
+  add(op_type, device, kReferenceProvider, 0, std::move(factory));
+}
+
+void OpRegistry::add(const std::string& op_type, Device device, const std::string& provider,
+                     int priority, KernelFactory factory) {
+  for (const auto& e : entries_) {
+    RW_EXPECTS(!(e.op_type == op_type && e.device == device && e.provider == provider), Error,
+               "op {} on {} is registered twice by provider {}", op_type, device_name(device),
+               provider);
+  }
+  entries_.push_back({op_type, device, provider, priority, std::move(factory)});
+}
+
+std::vector<const KernelEntry*> OpRegistry::candidates(const std::string& op_type,
+                                                       Device device) const {
+  std::vector<const KernelEntry*> out;
+  for (const auto& e : entries_) {
+    if (e.op_type == op_type && e.device == device) out.push_back(&e);
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelEntry* a, const KernelEntry* b) { return a->priority > b->priority; });
+  return out;
 }
 
 const KernelFactory* OpRegistry::find(const std::string& op_type, Device device) const {
-  for (const auto& [op, dev, factory] : entries_) {
-    if (op == op_type && dev == device) return &factory;
-  }
-  return nullptr;
+  const auto c = candidates(op_type, device);
+  return c.empty() ? nullptr : &c.front()->factory;
 }
 
 std::vector<std::string> OpRegistry::ops(Device device) const {
   std::vector<std::string> out;
-  for (const auto& [op, dev, factory] : entries_) {
-    if (dev == device) out.push_back(op);
+  for (const auto& e : entries_) {
+    if (e.device == device) out.push_back(e.op_type);
   }
   std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 

@@ -1,7 +1,14 @@
 #pragma once
-// The op registry maps (op type, device) to a kernel factory. Backends register what they
-// support at the bottom of the file that defines the kernel (RW_REGISTER_KERNEL); the executor
-// and, later, the partitioner ask the registry and nothing else.
+// The op registry maps (op type, device) to kernel factories from one or more providers. Backends
+// register what they support at the bottom of the file that defines the kernel
+// (RW_REGISTER_KERNEL for the reference kernels, RW_REGISTER_PROVIDER_KERNEL for the others); the
+// executor and, later, the partitioner ask the registry and nothing else.
+//
+// Providers: several kernels may serve one (op, device), each from a named provider
+// ("reference", "onednn") with a priority. The executor tries them from the highest priority down
+// and takes the first whose factory does not throw Unsupported, so a fast provider only has to
+// accept the cases it handles well; the reference provider (priority 0) accepts everything Redwood
+// supports and stays the ground truth the others are tested against.
 //
 // A factory runs at load time: it reads and checks the node's attributes and the dtypes of its
 // inputs, and throws Unsupported (with the reason) for what the kernel cannot do, so that a model
@@ -50,25 +57,47 @@ class Kernel {
 
 using KernelFactory = std::function<std::unique_ptr<Kernel>(const Node&, const KernelInfo&)>;
 
+/// The provider of the reference kernels: every supported op, the ground truth.
+inline constexpr const char* kReferenceProvider = "reference";
+
+/// One registered kernel factory.
+struct KernelEntry {
+  std::string op_type;
+  Device device = Device::kCpu;
+  std::string provider;  // "reference", "onednn", ...
+  int priority = 0;      // higher is tried first
+  KernelFactory factory;
+};
+
 class OpRegistry {
  public:
   static OpRegistry& instance();
 
-  /// Registers a factory; a second registration for the same (op, device) replaces nothing and
-  /// throws, so two kernels never silently compete.
+  /// Registers a factory of the reference provider (priority 0).
   void add(const std::string& op_type, Device device, KernelFactory factory);
+  /// Registers a factory of `provider`; a second registration for the same (op, device,
+  /// provider) throws, so two kernels of one provider never silently compete.
+  void add(const std::string& op_type, Device device, const std::string& provider, int priority,
+           KernelFactory factory);
+  /// The highest-priority factory for (op, device), or nullptr.
   const KernelFactory* find(const std::string& op_type, Device device) const;
-  /// Sorted op types a device has kernels for.
+  /// Every entry for (op, device), highest priority first (ties: registration order).
+  std::vector<const KernelEntry*> candidates(const std::string& op_type, Device device) const;
+  /// Sorted op types a device has kernels for (from any provider).
   std::vector<std::string> ops(Device device) const;
 
  private:
-  std::vector<std::tuple<std::string, Device, KernelFactory>> entries_;
+  std::vector<KernelEntry> entries_;
 };
 
 namespace detail {
 struct KernelRegistrar {
   KernelRegistrar(const char* op_type, Device device, KernelFactory factory) {
     OpRegistry::instance().add(op_type, device, std::move(factory));
+  }
+  KernelRegistrar(const char* op_type, Device device, const char* provider, int priority,
+                  KernelFactory factory) {
+    OpRegistry::instance().add(op_type, device, provider, priority, std::move(factory));
   }
 };
 }  // namespace detail
@@ -94,3 +123,8 @@ void expect_dtype(const Node& node, DType dtype, std::initializer_list<DType> al
 #define RW_REGISTER_KERNEL(op_type, device, factory)                                   \
   static const ::redwood::detail::KernelRegistrar RW_CONCAT(rw_kernel_registrar_, __LINE__)( \
       op_type, device, factory)
+/// RW_REGISTER_PROVIDER_KERNEL("Conv", Device::kCpu, "onednn", 10, factory): a kernel of a
+/// provider other than the reference one.
+#define RW_REGISTER_PROVIDER_KERNEL(op_type, device, provider, priority, factory)          \
+  static const ::redwood::detail::KernelRegistrar RW_CONCAT(rw_kernel_registrar_, __LINE__)( \
+      op_type, device, provider, priority, factory)

@@ -9,9 +9,11 @@
 //   - otherwise im2col: the window's taps become the rows of a (Cin/group * kernel) x pixels
 //     matrix, then a GEMM with the group's weights; per (image, group), one band of output
 //     lines at a time, so that the matrix stays small enough to be read back from cache.
-// The bias is written into the output first and the GEMM accumulates onto it (beta = 1).
+// The bias is written into the output first and the GEMM accumulates onto it (beta = 1); a fused
+// epilogue (epilogue.hpp: residual, activation) is applied last.
 
 #include "backends/cpu/reference/gemm_kernel.hpp"
+#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "backends/cpu/reference/nn_common.hpp"
 
@@ -101,11 +103,20 @@ void depthwise_plane(const float* src, const float* weights, const Axes3& a, flo
 class ConvKernel final : public Kernel {
  public:
   ConvKernel(const Node& node, const KernelInfo& info)
-      : window_(nn::parse_window(node, /*read_ceil_mode=*/false)), group_(node.attr_int("group", 1)) {
+      : window_(nn::parse_window(node, /*read_ceil_mode=*/false)),
+        group_(node.attr_int("group", 1)),
+        epilogue_(Epilogue::from_node(node)) {
     nn::check_conv_node(node, info, group_);
   }
 
   void run(KernelContext& ctx) override {
+    compute(ctx);
+    const Tensor residual = residual_input(ctx);
+    if (!epilogue_.none() || residual.defined()) apply_epilogue(ctx.node, epilogue_, ctx.outputs[0], residual);
+  }
+
+ private:
+  void compute(KernelContext& ctx) {
     const Node& node = ctx.node;
     const auto [x, w, b] = nn::read_conv_operands(ctx);
     // Shapes: X [N, Cin, spatial...], W [Cout, Cin/group, kernel...], B [Cout].
@@ -211,6 +222,7 @@ class ConvKernel final : public Kernel {
  private:
   nn::WindowAttrs window_;
   std::int64_t group_;
+  Epilogue epilogue_;
 };
 
 }  // namespace

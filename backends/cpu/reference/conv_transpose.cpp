@@ -6,9 +6,10 @@
 // then col2im adds each column entry into the output position its tap lands on:
 //     Y[oc, pixel * stride - pad_begin + tap * dilation] += col[(oc, tap), pixel]
 // Output positions outside [0, out) are cropped (the pads); positions no tap reaches (an
-// output_shape larger than the data covers) keep the bias.
+// output_shape larger than the data covers) keep the bias. A fused epilogue (epilogue.hpp) comes last.
 
 #include "backends/cpu/reference/gemm_kernel.hpp"
+#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "backends/cpu/reference/nn_common.hpp"
 
@@ -60,7 +61,8 @@ class ConvTransposeKernel final : public Kernel {
       : window_(nn::parse_window(node, /*read_ceil_mode=*/false)),
         group_(node.attr_int("group", 1)),
         output_padding_(node.attr_ints("output_padding")),
-        output_shape_(node.attr_ints("output_shape")) {
+        output_shape_(node.attr_ints("output_shape")),
+        epilogue_(Epilogue::from_node(node)) {
     nn::check_conv_node(node, info, group_);
     for (std::int64_t p : output_padding_) {
       RW_EXPECTS(p >= 0, InvalidArgument, "{}: output_padding must not be negative, got [{}]",
@@ -69,6 +71,13 @@ class ConvTransposeKernel final : public Kernel {
   }
 
   void run(KernelContext& ctx) override {
+    compute(ctx);
+    const Tensor residual = residual_input(ctx);
+    if (!epilogue_.none() || residual.defined()) apply_epilogue(ctx.node, epilogue_, ctx.outputs[0], residual);
+  }
+
+ private:
+  void compute(KernelContext& ctx) {
     const Node& node = ctx.node;
     const auto [x, w, b] = nn::read_conv_operands(ctx);
     // Shapes: X [N, Cin, spatial...], W [Cin, Cout/group, kernel...], B [Cout].
@@ -179,6 +188,7 @@ class ConvTransposeKernel final : public Kernel {
   std::int64_t group_;
   std::vector<std::int64_t> output_padding_;
   std::vector<std::int64_t> output_shape_;
+  Epilogue epilogue_;
 };
 
 }  // namespace

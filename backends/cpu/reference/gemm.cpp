@@ -1,8 +1,10 @@
 // Gemm (ONNX opsets 1-22): Y = alpha * op(A) * op(B) + beta * C, with op the optional transpose
 // (transA, transB) of a 2-D operand and C optional (opset 11+), broadcast to [M, N]
-// (unidirectionally: a scalar, [N], [1, N], [M, 1] or [M, N]).
+// (unidirectionally: a scalar, [N], [1, N], [M, 1] or [M, N]); then a fused epilogue
+// (epilogue.hpp: residual input 3, activation).
 
 #include "backends/cpu/reference/gemm_kernel.hpp"
+#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "backends/cpu/reference/nn_common.hpp"
 
@@ -15,7 +17,8 @@ class GemmKernel final : public Kernel {
       : trans_a_(node.attr_int("transA", 0) != 0),
         trans_b_(node.attr_int("transB", 0) != 0),
         alpha_(node.attr_float("alpha", 1.0f)),
-        beta_(node.attr_float("beta", 1.0f)) {
+        beta_(node.attr_float("beta", 1.0f)),
+        epilogue_(Epilogue::from_node(node)) {
     for (std::size_t i = 0; i < info.input_dtypes.size() && i < 3; ++i) {
       expect_dtype(node, info.input_dtypes[i], {DType::kF32}, i == 0 ? "A" : i == 1 ? "B" : "C");
     }
@@ -66,11 +69,14 @@ class GemmKernel final : public Kernel {
     }
     sgemm(trans_a_, trans_b_, m, n, k, alpha_, a.data<float>(), a.dim(1), b.data<float>(),
           b.dim(1), beta, yp, n);
+    const Tensor residual = residual_input(ctx);
+    if (!epilogue_.none() || residual.defined()) apply_epilogue(node, epilogue_, y, residual);
   }
 
  private:
   bool trans_a_, trans_b_;
   float alpha_, beta_;
+  Epilogue epilogue_;
 };
 
 }  // namespace

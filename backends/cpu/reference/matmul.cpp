@@ -4,9 +4,11 @@
 //
 // When B has no batch axes, the batch of A folds into the rows of one GEMM (a linear layer over
 // a sequence becomes one [batch * M, K] x [K, N] product); otherwise one GEMM per batch entry,
-// the entries spread over the workers.
+// the entries spread over the workers. Optional Redwood extensions (from the optimizer): input 2,
+// a bias over the last axis, and a fused epilogue (epilogue.hpp: residual input 3, activation).
 
 #include "backends/cpu/reference/gemm_kernel.hpp"
+#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "backends/cpu/reference/nn_common.hpp"
 
@@ -17,13 +19,34 @@ namespace {
 
 class MatMulKernel final : public Kernel {
  public:
-  MatMulKernel(const Node& node, const KernelInfo& info) {
+  MatMulKernel(const Node& node, const KernelInfo& info) : epilogue_(Epilogue::from_node(node)) {
     for (std::size_t i = 0; i < info.input_dtypes.size() && i < 2; ++i) {
       expect_dtype(node, info.input_dtypes[i], {DType::kF32}, i == 0 ? "A" : "B");
     }
   }
 
   void run(KernelContext& ctx) override {
+    compute(ctx);
+    Tensor& y = ctx.outputs[0];
+    if (ctx.has_input(2)) {
+      // Fused bias over the last axis.
+      const Tensor bias = ctx.input(2).contiguous();
+      nn::expect_f32(ctx.node, bias, "bias");
+      const std::int64_t n = y.rank() > 0 ? y.dim(-1) : 1;
+      RW_EXPECTS(bias.numel() == n, InvalidArgument, "{}: the fused bias {} does not match the output {}",
+                 ctx.node.where(), shape_str(bias.shape()), shape_str(y.shape()));
+      const float* bp = bias.data<float>();
+      float* yp = y.data<float>();
+      for (std::int64_t i = 0, rows = y.numel() / std::max<std::int64_t>(n, 1); i < rows; ++i) {
+        for (std::int64_t j = 0; j < n; ++j) yp[i * n + j] += bp[j];
+      }
+    }
+    const Tensor residual = residual_input(ctx);
+    if (!epilogue_.none() || residual.defined()) apply_epilogue(ctx.node, epilogue_, y, residual);
+  }
+
+ private:
+  void compute(KernelContext& ctx) {
     const Node& node = ctx.node;
     const Tensor a = ctx.input(0).contiguous();
     const Tensor b = ctx.input(1).contiguous();
@@ -95,6 +118,8 @@ class MatMulKernel final : public Kernel {
       }
     });
   }
+
+  Epilogue epilogue_;
 };
 
 }  // namespace

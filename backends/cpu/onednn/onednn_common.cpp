@@ -1,0 +1,53 @@
+#include "backends/cpu/onednn/onednn_common.hpp"
+
+#include <omp.h>
+
+namespace redwood::cpu::onednn {
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  static dnnl::stream s(engine());
+  return s;
+}
+
+void set_threads(int threads) {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+dnnl::memory::desc plain_desc(const Shape& shape) {
+  dims d(shape.begin(), shape.end());
+  if (d.empty()) d.push_back(1);
+  dims strides(d.size(), 1);
+  for (std::size_t i = d.size() - 1; i-- > 0;) strides[i] = strides[i + 1] * d[i + 1];
+  return dnnl::memory::desc(d, dt::f32, strides);
+}
+
+bool append_activation(dnnl::post_ops& po, const Epilogue& e) {
+  using dnnl::algorithm;
+  switch (e.act) {
+    case Activation::kNone: return true;
+    case Activation::kRelu: po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); return true;
+    case Activation::kLeakyRelu: po.append_eltwise(1.f, algorithm::eltwise_relu, e.alpha, 0.f); return true;
+    case Activation::kClip: po.append_eltwise(1.f, algorithm::eltwise_clip_v2, e.alpha, e.beta); return true;
+    case Activation::kSigmoid: po.append_eltwise(1.f, algorithm::eltwise_logistic, 0.f, 0.f); return true;
+    case Activation::kHardSwish: po.append_eltwise(1.f, algorithm::eltwise_hardswish, 0.f, 0.f); return true;
+    case Activation::kHardSigmoid:
+      po.append_eltwise(1.f, algorithm::eltwise_linear, e.alpha, e.beta);
+      po.append_eltwise(1.f, algorithm::eltwise_clip_v2, 0.f, 1.f);
+      return true;
+  }
+  return false;
+}
+
+FallbackKernel::FallbackKernel(const Node& node, const KernelInfo& info) {
+  for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, Device::kCpu)) {
+    if (e->provider == kReferenceProvider) fallback_ = e->factory(node, info);
+  }
+  RW_EXPECTS(fallback_ != nullptr, Unsupported, "{}: no reference kernel to fall back on", node.where());
+}
+
+}  // namespace redwood::cpu::onednn

@@ -1,0 +1,59 @@
+#pragma once
+// The graph optimizer: small rewrites of Redwood's IR, each numerically equivalent to the graph it
+// was given (each has a test that runs both on random inputs through the reference kernels).
+//
+//   imported Graph -> fold_constants -> fold_conv_affine -> recognize_hardswish -> fuse_epilogue
+//                  -> fuse_elementwise -> eliminate_dead_code -> optimized Graph
+//
+// Every pass records what it did (one line per rewrite), which `redwood plan MODEL` prints.
+// Passes keep the graph's inputs and outputs (names, order) and its topological order; a pass
+// that removes a node either renames the surviving producer's output to the removed node's
+// output, or only removes nodes whose outputs nothing reads.
+
+#include "core/graph/graph.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+/// What one pass did: one line per rewrite.
+struct PassRecord {
+  std::string pass;
+  std::vector<std::string> changes;
+};
+
+namespace passes {
+
+/// A pass rewrites the graph in place and appends a line per rewrite to `log`.
+using Pass = std::function<void(Graph& graph, std::vector<std::string>& log)>;
+
+struct NamedPass {
+  std::string name;
+  Pass run;
+};
+
+/// The default pipeline, in order.
+std::vector<NamedPass> default_pipeline();
+
+/// Runs `pipeline` (the default one when empty) on `graph`; returns what each pass did.
+std::vector<PassRecord> optimize(Graph& graph, const std::vector<NamedPass>& pipeline = {});
+
+// The passes, one file each.
+/// Constant nodes become initializers; nodes whose inputs are all constant (and Shape of a value
+/// whose shape is fully known) are evaluated once with the reference kernels.
+void fold_constants(Graph& graph, std::vector<std::string>& log);
+/// Removes nodes none of whose outputs reaches a graph output, and unused initializers.
+void eliminate_dead_code(Graph& graph, std::vector<std::string>& log);
+/// Conv followed by BatchNormalization, or by a constant per-channel/scalar Mul and Add (an
+/// exported BatchNorm), folds into the Conv's weights and bias.
+void fold_conv_affine(Graph& graph, std::vector<std::string>& log);
+/// x * HardSigmoid(x) (alpha 1/6, beta 0.5) and x * Clip(x + 3, 0, 6) / 6 become HardSwish(x).
+void recognize_hardswish(Graph& graph, std::vector<std::string>& log);
+/// Bias Add, residual Add and an activation after Conv/ConvTranspose/Gemm/MatMul become the
+/// node's fused epilogue (backends/cpu/reference/epilogue.hpp).
+void fuse_epilogue(Graph& graph, std::vector<std::string>& log);
+
+}  // namespace passes
+}  // namespace redwood
