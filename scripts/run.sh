@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The main job (README): set up and build, then run PP-OCRv4 text detection on a real video
-# clip through `redwood infer`, frame by frame (FRAMES=N to change how many; default 10).
+# The main job (README): set up and build, then run the shipped text-spotting pipeline
+# (configs/ocr-video.yaml: PP-OCRv4 detection -> crops -> recognition) over vtest-captions.avi,
+# with a ZeroMQ subscriber (apps/examples/subscribe.py) printing the text read off each frame as
+# it arrives, while `redwood run` prints fps, latency and drops once a second.
+#   FRAMES=N bash scripts/run.sh     (default 150 frames, 15 s of video)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -8,9 +11,11 @@ cd "$root"
 build_dir=${BUILD_DIR:-build}
 
 bash scripts/setup.sh
-# PP-OCR's detector takes BGR frames normalized with ImageNet's mean and std; the clip is vtest.avi
-# with captions burnt in (scripts/make_caption_clip.sh), so there is text to find.
-echo "run: redwood infer ch_PP-OCRv4_det_infer.onnx on vtest-captions.avi, ${FRAMES:-10} frames"
-exec "$build_dir/bin/redwood" infer assets/models/ch_PP-OCRv4_det_infer.onnx \
-  --input x=assets/video/vtest-captions.avi --bgr \
-  --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --frames "${FRAMES:-10}"
+echo "run: redwood run configs/ocr-video.yaml --frames ${FRAMES:-150}, results over ZeroMQ on tcp://127.0.0.1:5555"
+/usr/bin/python3 apps/examples/subscribe.py tcp://127.0.0.1:5555 ocr-video/ --timeout 20 &
+subscriber=$!
+trap 'kill "$subscriber" 2>/dev/null || true' EXIT
+status=0
+"$build_dir/bin/redwood" run configs/ocr-video.yaml --frames "${FRAMES:-150}" || status=$?
+sleep 1  # let the subscriber print the last messages
+exit "$status"
