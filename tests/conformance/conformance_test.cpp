@@ -56,7 +56,9 @@ const char* const kRequiredOps[] = {
     "Flatten", "Transpose", "Squeeze", "Unsqueeze", "Shape", "Gather", "Cast", "Constant",
     "ConstantOfShape", "ReduceMean", "MatMul", "Gemm", "Softmax"};
 
-TEST(Conformance, Summary) {
+// The per-op table for one executor configuration; fails on any failure or a required op with no
+// passing test.
+void summarize(const ExecutorOptions& options, const char* label) {
   const auto dirs = list_node_tests(kRoot);
   ASSERT_FALSE(dirs.empty()) << "no ONNX node tests under " << kRoot
                              << ": install Debian's libonnx-testdata (scripts/setup.sh does)";
@@ -65,7 +67,7 @@ TEST(Conformance, Summary) {
   int passed = 0, failed = 0, skipped = 0;
   std::vector<std::string> failures;
   for (const auto& dir : dirs) {
-    const ConformanceOutcome o = run_node_test(dir);
+    const ConformanceOutcome o = run_node_test(dir, options);
     Row& row = rows[o.group];
     switch (o.status) {
       case ConformanceStatus::kPassed: ++row.passed; ++passed; break;
@@ -90,14 +92,23 @@ TEST(Conformance, Summary) {
     table += fmt::format("{:<44} {:>6} {:>6} {:>7}\n", group.substr(0, 44), row.passed, row.failed, row.skipped);
     for (const auto& r : row.reasons) table += fmt::format("    skipped: {}\n", r);
   }
-  std::printf("ONNX node tests (%s): %d passed, %d failed, %d skipped\n%s\nGroups with every test skipped:\n%s",
-              kRoot.c_str(), passed, failed, skipped, table.c_str(), skips.c_str());
-  for (const auto& f : failures) ADD_FAILURE() << f;
+  std::printf("ONNX node tests (%s), %s: %d passed, %d failed, %d skipped\n%s\nGroups with every test skipped:\n%s",
+              kRoot.c_str(), label, passed, failed, skipped, table.c_str(), skips.c_str());
+  for (const auto& f : failures) ADD_FAILURE() << label << ": " << f;
   for (const char* op : kRequiredOps) {
     auto it = rows.find(op);
-    EXPECT_TRUE(it != rows.end() && it->second.passed > 0) << op << ": no ONNX node test passed";
+    EXPECT_TRUE(it != rows.end() && it->second.passed > 0) << label << ": " << op << ": no ONNX node test passed";
   }
 }
+
+TEST(Conformance, SummaryReferenceKernels) {
+  ExecutorOptions options;
+  options.optimize = false;
+  options.reference_only = true;
+  summarize(options, "reference kernels, unoptimized");
+}
+
+TEST(Conformance, SummaryDefaultExecutor) { summarize({}, "default executor (optimized, oneDNN first)"); }
 
 }  // namespace
 }  // namespace redwood::testing

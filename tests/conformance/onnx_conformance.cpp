@@ -112,7 +112,7 @@ std::vector<std::filesystem::path> list_node_tests(const std::filesystem::path& 
   return dirs;
 }
 
-ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
+ConformanceOutcome run_node_test(const std::filesystem::path& dir, const ExecutorOptions& options) {
   ConformanceOutcome out;
   out.test = dir.filename().string();
   const auto model_file = dir / "model.onnx";
@@ -161,7 +161,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir) {
     return out;
   }
   try {
-    Executor executor(graph);
+    Executor executor(graph, options);
     const std::vector<Tensor> actual = executor.run(feeds);
     if (actual.size() != expected.size()) {
       out.status = ConformanceStatus::kFailed;

@@ -4,6 +4,8 @@
 // backend tests do (rtol 1e-3, atol 1e-7). A test is selected when Redwood supports every op,
 // attribute and dtype in it; otherwise it is skipped with the reason.
 
+#include "core/executor.hpp"
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -25,7 +27,8 @@ inline constexpr double kConformanceAtol = 1e-7;
 /// The node-test folders under `root`, sorted.
 std::vector<std::filesystem::path> list_node_tests(const std::filesystem::path& root);
 
-/// Loads, runs and compares one node test.
-ConformanceOutcome run_node_test(const std::filesystem::path& dir);
+/// Loads, runs and compares one node test, with the executor configured by `options` (the
+/// default: optimized, every provider; or the reference kernels alone).
+ConformanceOutcome run_node_test(const std::filesystem::path& dir, const ExecutorOptions& options = {});
 
 }  // namespace redwood::testing

@@ -248,56 +248,64 @@ TEST_P(FidelityTest, MatchesOnnxRuntime) {
   ASSERT_EQ(status, 0) << "ONNX Runtime failed: " << command << "\n" << read_text(ort_err);
   const nlohmann::json report = nlohmann::json::parse(read_text(ort_json));
 
-  // Redwood.
+  // Redwood, twice: the reference kernels on the graph as imported (the ground truth), and the
+  // default executor (optimizer passes, oneDNN first).
   const std::shared_ptr<Graph> graph = load_onnx(model);
-  Executor executor(graph);
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<Tensor> outputs = executor.run({{c.input, input}});
-  const double redwood_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  ASSERT_EQ(outputs.size(), graph->outputs.size());
-  ASSERT_EQ(outputs.size(), report["outputs"].size()) << "output count differs from ONNX Runtime's";
+  ExecutorOptions reference;
+  reference.optimize = false;
+  reference.reference_only = true;
+  for (const auto& [label, options] : {std::pair<const char*, ExecutorOptions>{"reference", reference},
+                                       std::pair<const char*, ExecutorOptions>{"default", ExecutorOptions{}}}) {
+    SCOPED_TRACE(std::string("executor: ") + label);
+    Executor executor(graph, options);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<Tensor> outputs = executor.run({{c.input, input}});
+    const double redwood_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_EQ(outputs.size(), graph->outputs.size());
+    ASSERT_EQ(outputs.size(), report["outputs"].size()) << "output count differs from ONNX Runtime's";
 
-  std::printf("[fidelity] %s: input %s, redwood %.1f ms (first run), onnxruntime %.1f ms (p50)\n",
-              c.name.c_str(), input.description().c_str(), redwood_ms,
-              report["latency_ms"]["p50"].get<double>());
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = graph->outputs[i].name;
-    SCOPED_TRACE("output '" + name + "'");
-    const nlohmann::json* entry = nullptr;
-    for (const auto& e : report["outputs"]) {
-      if (e["name"] == name) entry = &e;
-    }
-    ASSERT_NE(entry, nullptr) << "ONNX Runtime has no output named '" << name << "'";
-    const Tensor expected = read_npy((*entry)["file"].get<std::string>());
-    const Tensor& actual = outputs[i];
-    ASSERT_EQ(actual.shape(), expected.shape())
-        << "redwood " << actual.description() << " vs onnxruntime " << expected.description();
+    std::printf("[fidelity] %s (%s executor): input %s, redwood %.1f ms (first run), onnxruntime %.1f ms (p50)\n",
+                c.name.c_str(), label, input.description().c_str(), redwood_ms,
+                report["latency_ms"]["p50"].get<double>());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const std::string& name = graph->outputs[i].name;
+      SCOPED_TRACE("output '" + name + "'");
+      const nlohmann::json* entry = nullptr;
+      for (const auto& e : report["outputs"]) {
+        if (e["name"] == name) entry = &e;
+      }
+      ASSERT_NE(entry, nullptr) << "ONNX Runtime has no output named '" << name << "'";
+      const Tensor expected = read_npy((*entry)["file"].get<std::string>());
+      const Tensor& actual = outputs[i];
+      ASSERT_EQ(actual.shape(), expected.shape())
+          << "redwood " << actual.description() << " vs onnxruntime " << expected.description();
 
-    const std::vector<float> a = actual.to_float_vector();
-    const std::vector<float> e = expected.to_float_vector();
-    const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
-    const double range = e.empty() ? 0.0 : double(*hi) - double(*lo);
-    double max_diff = 0;
-    std::size_t worst = 0, non_finite = 0;
-    for (std::size_t k = 0; k < a.size(); ++k) {
-      if (!std::isfinite(a[k])) {
-        ++non_finite;
-        continue;
+      const std::vector<float> a = actual.to_float_vector();
+      const std::vector<float> e = expected.to_float_vector();
+      const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
+      const double range = e.empty() ? 0.0 : double(*hi) - double(*lo);
+      double max_diff = 0;
+      std::size_t worst = 0, non_finite = 0;
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        if (!std::isfinite(a[k])) {
+          ++non_finite;
+          continue;
+        }
+        const double d = std::fabs(double(a[k]) - double(e[k]));
+        if (d > max_diff) {
+          max_diff = d;
+          worst = k;
+        }
       }
-      const double d = std::fabs(double(a[k]) - double(e[k]));
-      if (d > max_diff) {
-        max_diff = d;
-        worst = k;
-      }
+      const double tolerance = kRelativeTolerance * range;
+      std::printf("[fidelity]   %-18s %-20s range %.6g  max|diff| %.3g  (%.3g of range)  tol %.3g\n",
+                  name.c_str(), shape_str(actual.shape()).c_str(), range, max_diff,
+                  range > 0 ? max_diff / range : 0.0, tolerance);
+      EXPECT_EQ(non_finite, 0u) << "Redwood produced NaN or Inf";
+      EXPECT_LE(max_diff, tolerance) << "worst element " << worst << ": redwood " << a[worst]
+                                     << ", onnxruntime " << e[worst];
     }
-    const double tolerance = kRelativeTolerance * range;
-    std::printf("[fidelity]   %-18s %-20s range %.6g  max|diff| %.3g  (%.3g of range)  tol %.3g\n",
-                name.c_str(), shape_str(actual.shape()).c_str(), range, max_diff,
-                range > 0 ? max_diff / range : 0.0, tolerance);
-    EXPECT_EQ(non_finite, 0u) << "Redwood produced NaN or Inf";
-    EXPECT_LE(max_diff, tolerance) << "worst element " << worst << ": redwood " << a[worst]
-                                   << ", onnxruntime " << e[worst];
   }
 }
 
