@@ -17,22 +17,9 @@ namespace {
 using testing::OnnxBuilder;
 constexpr int kFloat = onnx::TensorProto::FLOAT;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using RunResult = testing::LauncherResult;
 
-RunResult run_redwood(const std::string& args) {
-  const std::string command = std::string(REDWOOD_BINARY) + " " + args + " 2>&1";
-  RunResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+RunResult run_redwood(const std::string& args) { return testing::run_launcher(args); }
 
 class InferCommand : public ::testing::Test {
  protected:

@@ -16,22 +16,9 @@
 namespace redwood {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string output;
-};
+using Result = testing::LauncherResult;
 
-Result redwood_run(const std::string& args) {
-  const std::string command = std::string(REDWOOD_BINARY) + " run " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result redwood_run(const std::string& args) { return testing::run_launcher("run " + args); }
 
 std::filesystem::path test_dir() {
   static const auto dir = testing::temp_dir("run-command");

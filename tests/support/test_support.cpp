@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <sys/wait.h>
 #include <cstdlib>
 #include <random>
 
@@ -93,6 +95,22 @@ void expect_close(const Tensor& actual, const Tensor& expected, double rtol, dou
                   << worst << ": actual " << actual.get_as_double(worst) << ", expected "
                   << expected.get_as_double(worst) << " (rtol " << rtol << ", atol " << atol << ")";
   }
+}
+
+LauncherResult run_launcher(const std::string& args) {
+#ifdef REDWOOD_BINARY
+  const std::string command = std::string(REDWOOD_BINARY) + " " + args + " 2>&1";
+#else
+  const std::string command = "redwood " + args + " 2>&1";
+#endif
+  LauncherResult r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 std::filesystem::path assets_dir() {

@@ -37,6 +37,15 @@ std::vector<Tensor> run_node(const NodeSpec& spec);
 void expect_close(const Tensor& actual, const Tensor& expected, double rtol = 1e-5,
                   double atol = 1e-6);
 
+/// What the launcher printed (stdout and stderr together) and how it exited.
+struct LauncherResult {
+  int exit_code = -1;  // -1 when it did not exit normally
+  std::string output;
+};
+
+/// Runs the built `redwood` binary (REDWOOD_BINARY) with `args` through the shell.
+LauncherResult run_launcher(const std::string& args);
+
 /// The folder scripts/setup.sh fetched assets into (REDWOOD_ASSETS_DIR at build time, or the
 /// REDWOOD_ASSETS environment variable).
 std::filesystem::path assets_dir();
