@@ -111,8 +111,7 @@ class ConvKernel final : public Kernel {
 
   void run(KernelContext& ctx) override {
     compute(ctx);
-    const Tensor residual = residual_input(ctx);
-    if (!epilogue_.none() || residual.defined()) apply_epilogue(ctx.node, epilogue_, ctx.outputs[0], residual);
+    finish_epilogue(ctx, epilogue_, ctx.outputs[0]);
   }
 
  private:

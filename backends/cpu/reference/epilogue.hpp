@@ -149,4 +149,12 @@ Tensor residual_input(const Ctx& ctx) {
   return ctx.has_input(kResidualInput) ? ctx.inputs[kResidualInput] : Tensor();
 }
 
+/// Applies the node's fused epilogue (activation, residual) to its output y, if it has one: the
+/// last step of every kernel that accepts epilogue attributes.
+template <typename Ctx>
+void finish_epilogue(const Ctx& ctx, const Epilogue& e, Tensor& y) {
+  const Tensor residual = residual_input(ctx);
+  if (!e.none() || residual.defined()) apply_epilogue(ctx.node, e, y, residual);
+}
+
 }  // namespace redwood::cpu

@@ -69,8 +69,7 @@ class GemmKernel final : public Kernel {
     }
     sgemm(trans_a_, trans_b_, m, n, k, alpha_, a.data<float>(), a.dim(1), b.data<float>(),
           b.dim(1), beta, yp, n);
-    const Tensor residual = residual_input(ctx);
-    if (!epilogue_.none() || residual.defined()) apply_epilogue(node, epilogue_, y, residual);
+    finish_epilogue(ctx, epilogue_, y);
   }
 
  private:

@@ -41,8 +41,7 @@ class MatMulKernel final : public Kernel {
         for (std::int64_t j = 0; j < n; ++j) yp[i * n + j] += bp[j];
       }
     }
-    const Tensor residual = residual_input(ctx);
-    if (!epilogue_.none() || residual.defined()) apply_epilogue(ctx.node, epilogue_, y, residual);
+    finish_epilogue(ctx, epilogue_, y);
   }
 
  private:
