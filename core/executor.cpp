@@ -1,6 +1,7 @@
 #include "core/executor.hpp"
 
 #include "core/error.hpp"
+#include "core/liveness_plan.hpp"
 #include "core/passes/pass_manager.hpp"
 
 #include <chrono>
@@ -12,7 +13,9 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     : graph_(std::move(graph)), options_(options) {
   if (options_.optimize) {
     auto optimized = std::make_shared<Graph>(*graph_);
-    pass_records_ = passes::optimize(*optimized);
+    // Regions (one composite node per group of oneDNN nodes) only when other providers than the
+    // reference one may run.
+    pass_records_ = passes::optimize(*optimized, passes::default_pipeline(!options_.reference_only));
     graph_ = std::move(optimized);
   }
   const Graph& g = *graph_;
@@ -111,6 +114,9 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
       release_after_[last_use[s]].push_back(static_cast<int>(s));
     }
   }
+  last_use_ = std::move(last_use);
+  is_graph_output_.assign(value_ids_.size(), false);
+  for (int s : graph_output_slots_) is_graph_output_[s] = true;
 }
 
 Executor::~Executor() = default;
@@ -158,13 +164,212 @@ void Executor::check_inputs(const std::map<std::string, Tensor>& inputs) const {
   }
 }
 
+// ---- memory plan ----
+
+namespace {
+constexpr std::size_t kHeap = SIZE_MAX;       // an output that is not in the workspace
+constexpr std::size_t kWorkspaceAlignment = 64;  // Tensor::empty's: a cache line, AVX-512
+
+std::size_t bytes_of(DType dtype, const Shape& shape) {
+  return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+}
+}  // namespace
+
+struct Executor::MemoryPlan {
+  std::vector<std::vector<std::size_t>> offsets;  // [node][output]: offset, or kHeap
+  std::vector<std::vector<std::size_t>> bytes;    // [node][output]: planned bytes
+  WorkspaceStats stats;
+  std::mutex mutex;
+  std::vector<std::shared_ptr<Storage>> idle;     // workspaces no run is using
+};
+
+/// Serves allocate_output for one run, in one of three modes: heap (no plan), record (the first
+/// run of a signature: heap, remembering what each node allocated and which outputs are views
+/// of which allocation), planned (views into a workspace).
+class Executor::OutputPlacer final : public OutputAllocator {
+ public:
+  enum class Mode { kHeap, kRecord, kPlanned };
+  struct Root {                     // one buffer allocate_output made, while recording
+    std::size_t node, output, bytes;
+    const std::byte* data;
+    std::int64_t last;              // last step that reads it or a view of it
+    bool escapes = false;           // a graph output is it or views it
+  };
+
+  Mode mode = Mode::kHeap;
+  std::size_t node = 0;
+  // kPlanned
+  const MemoryPlan* plan = nullptr;
+  std::byte* workspace = nullptr;
+  bool off_plan = false;            // a request the plan did not foresee (went to the heap)
+  // kRecord
+  struct Made {
+    std::size_t output;
+    const void* data;
+    std::size_t bytes;
+  };
+  std::vector<Made> made;           // this node's allocations
+  std::vector<Root> roots;
+
+  Tensor allocate(std::size_t output, DType dtype, Shape shape) override {
+    const std::size_t bytes = bytes_of(dtype, shape);
+    if (mode == Mode::kPlanned) {
+      const auto& offs = plan->offsets[node];
+      if (output >= offs.size()) {
+        off_plan = true;
+      } else if (offs[output] != kHeap) {
+        if (bytes > plan->bytes[node][output]) off_plan = true;
+        else if (bytes != 0) return Tensor::view(workspace + offs[output], dtype, std::move(shape));
+      }
+    }
+    Tensor t = Tensor::empty(dtype, std::move(shape));
+    if (mode == Mode::kRecord) made.push_back({output, t.raw_data(), bytes});
+    return t;
+  }
+
+  /// After node `node` ran (record mode): which outputs are new buffers, which are views of a
+  /// live one, and how long each buffer must live.
+  void observe(std::span<const Tensor> outputs, const std::vector<int>& slots,
+               const std::vector<int>& last_use, const std::vector<bool>& is_graph_output) {
+    const auto step = static_cast<std::int64_t>(node);
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      const auto* p = static_cast<const std::byte*>(outputs[o].raw_data());
+      const int slot = slots[o];
+      std::size_t r = SIZE_MAX;
+      for (const Made& m : made) {
+        if (m.output == o && m.data == p && p != nullptr) {
+          roots.push_back({node, o, m.bytes, p, step});
+          r = roots.size() - 1;
+          break;
+        }
+      }
+      if (r == SIZE_MAX && p != nullptr) {
+        // A view of a buffer that is still alive (its storage is freed after its last reader,
+        // so a dead one's address may have been reused).
+        for (std::size_t i = roots.size(); i-- > 0;) {
+          const Root& root = roots[i];
+          if (root.last >= step && root.bytes != 0 && p >= root.data && p < root.data + root.bytes) {
+            r = i;
+            break;
+          }
+        }
+      }
+      if (r == SIZE_MAX || slot < 0) continue;
+      roots[r].last = std::max<std::int64_t>(roots[r].last, last_use[slot]);
+      if (is_graph_output[slot]) roots[r].escapes = true;
+    }
+    made.clear();
+  }
+};
+
+std::shared_ptr<Executor::MemoryPlan> Executor::record_plan(const OutputPlacer& placer) const {
+  auto plan = std::make_shared<MemoryPlan>();
+  const Graph& g = *graph_;
+  plan->offsets.resize(g.nodes.size());
+  plan->bytes.resize(g.nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    plan->offsets[i].assign(node_outputs_[i].size(), kHeap);
+    plan->bytes[i].assign(node_outputs_[i].size(), 0);
+  }
+  std::vector<TensorLifetime> lifetimes;
+  std::vector<const OutputPlacer::Root*> placed;
+  for (const auto& root : placer.roots) {
+    if (root.escapes) {
+      ++plan->stats.heap_tensors;
+      continue;
+    }
+    lifetimes.push_back({root.bytes, static_cast<std::int64_t>(root.node), root.last});
+    placed.push_back(&root);
+  }
+  const WorkspacePlan wp = plan_workspace(lifetimes, kWorkspaceAlignment);
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    plan->offsets[placed[i]->node][placed[i]->output] = wp.offsets[i];
+    plan->bytes[placed[i]->node][placed[i]->output] = placed[i]->bytes;
+  }
+  plan->stats.workspace_bytes = wp.workspace_bytes;
+  plan->stats.lower_bound = wp.lower_bound;
+  plan->stats.planned_tensors = placed.size();
+  plan->stats.steps = g.nodes.size();
+  return plan;
+}
+
 std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   check_inputs(inputs);
   const Graph& g = *graph_;
   std::vector<Tensor> values = constants_;
+  std::vector<std::int64_t> signature;
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
-    values[graph_input_slots_[i]] = inputs.at(g.inputs[i].name);
+    const Tensor& t = inputs.at(g.inputs[i].name);
+    values[graph_input_slots_[i]] = t;
+    signature.push_back(static_cast<std::int64_t>(t.dtype()));
+    signature.push_back(t.rank());
+    signature.insert(signature.end(), t.shape().begin(), t.shape().end());
   }
+  OutputPlacer placer;
+  if (!options_.plan_memory) return run_nodes(values, placer);
+
+  std::shared_ptr<MemoryPlan> plan;
+  {
+    std::lock_guard lock(plans_mutex_);
+    if (auto it = plans_.find(signature); it != plans_.end()) plan = it->second;
+  }
+  if (plan == nullptr) {
+    placer.mode = OutputPlacer::Mode::kRecord;
+    std::vector<Tensor> outputs = run_nodes(values, placer);
+    auto recorded = record_plan(placer);
+    std::lock_guard lock(plans_mutex_);
+    plans_.emplace(std::move(signature), recorded);
+    last_plan_ = std::move(recorded);
+    return outputs;
+  }
+
+  // A workspace of this signature that no other run is using, else a new one.
+  std::shared_ptr<Storage> workspace;
+  {
+    std::lock_guard lock(plan->mutex);
+    if (!plan->idle.empty()) {
+      workspace = std::move(plan->idle.back());
+      plan->idle.pop_back();
+    }
+  }
+  if (workspace == nullptr && plan->stats.workspace_bytes != 0) {
+    workspace = Storage::allocate_host(plan->stats.workspace_bytes);
+    workspace_allocations_.fetch_add(1);
+  }
+  placer.mode = OutputPlacer::Mode::kPlanned;
+  placer.plan = plan.get();
+  placer.workspace = workspace ? static_cast<std::byte*>(workspace->data()) : nullptr;
+  struct GiveBack {
+    MemoryPlan& plan;
+    std::shared_ptr<Storage>& workspace;
+    ~GiveBack() {
+      if (workspace == nullptr) return;
+      std::lock_guard lock(plan.mutex);
+      plan.idle.push_back(std::move(workspace));
+    }
+  } give_back{*plan, workspace};
+  std::vector<Tensor> outputs = run_nodes(values, placer);
+  values.clear();  // every view into the workspace goes before it is given back
+  // Insurance: a graph output must never view the workspace (the recording saw none do so).
+  const auto* lo = placer.workspace;
+  const auto* hi = lo + plan->stats.workspace_bytes;
+  for (Tensor& t : outputs) {
+    const auto* p = static_cast<const std::byte*>(t.raw_data());
+    if (lo != nullptr && p >= lo && p < hi) {
+      t = t.clone();
+      placer.off_plan = true;
+    }
+  }
+  if (placer.off_plan) {
+    // Shapes that depend on values, not only on the input shapes: plan again next time.
+    std::lock_guard lock(plans_mutex_);
+    plans_.erase(signature);
+  }
+  return outputs;
+}
+
+std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlacer& placer) {
+  const Graph& g = *graph_;
   if (profiling_) timings_.clear();
   std::vector<Tensor> in_buf, out_buf;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
@@ -172,7 +377,8 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     in_buf.clear();
     for (int s : node_inputs_[i]) in_buf.push_back(s >= 0 ? values[s] : Tensor());
     out_buf.assign(node_outputs_[i].size(), Tensor());
-    KernelContext ctx{in_buf, out_buf, node};
+    placer.node = i;
+    KernelContext ctx{in_buf, out_buf, node, &placer};
     const auto start = std::chrono::steady_clock::now();
     try {
       kernels_[i]->run(ctx);
@@ -185,6 +391,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
       timings_.push_back({node.name, node.op_type, providers_[i], ms.count()});
     }
+    if (placer.mode == OutputPlacer::Mode::kRecord) placer.observe(out_buf, node_outputs_[i], last_use_, is_graph_output_);
     for (std::size_t o = 0; o < node_outputs_[i].size(); ++o) {
       const int s = node_outputs_[i][o];
       if (s < 0) continue;
@@ -196,6 +403,16 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   std::vector<Tensor> outputs;
   for (int s : graph_output_slots_) outputs.push_back(values[s]);
   return outputs;
+}
+
+WorkspaceStats Executor::workspace_stats() const {
+  std::lock_guard lock(plans_mutex_);
+  return last_plan_ ? last_plan_->stats : WorkspaceStats{};
+}
+
+std::size_t Executor::planned_signatures() const {
+  std::lock_guard lock(plans_mutex_);
+  return plans_.size();
 }
 
 }  // namespace redwood

@@ -9,14 +9,28 @@
 // By default the graph is first optimized (core/passes: constant folding, DCE, Conv+BN folding,
 // epilogue fusion...) and each node gets the kernel of the highest-priority provider that accepts
 // it (oneDNN, then the reference kernels); ExecutorOptions can turn both off.
+//
+// Memory plan: kernels take their outputs from KernelContext::allocate_output, which the executor
+// serves per input-shape signature. The first run with a signature records each output the
+// kernels allocate (bytes, the step that makes it, the last step that reads it or any view of it,
+// e.g. a Reshape) on the heap; the liveness planner (core/liveness_plan.hpp) then gives every
+// intermediate an offset in one workspace, and later runs with that signature hand out views at
+// those offsets: one allocation per signature instead of one per tensor. Graph outputs, and
+// intermediates that a graph output views, stay on the heap: they are returned to the caller.
+//
+// Threads: run() may be called from several threads at once. Plans are shared; a workspace is
+// used by one run at a time (a run takes an idle one, or allocates another), so N concurrent
+// runs of one signature hold N workspaces. Profiling (last_timings) is for one thread at a time.
 
 #include "core/graph/graph.hpp"
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "core/tensor.hpp"
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +43,18 @@ struct ExecutorOptions {
   /// Use only the reference provider's kernels (the ground truth); otherwise every provider is
   /// tried from the highest priority down (oneDNN before reference on the CPU).
   bool reference_only = false;
+  /// Place intermediates in one planned workspace per input-shape signature (see above);
+  /// otherwise every output is its own heap allocation.
+  bool plan_memory = true;
+};
+
+/// The memory plan of one input-shape signature.
+struct WorkspaceStats {
+  std::size_t workspace_bytes = 0;  // the one workspace's size
+  std::size_t lower_bound = 0;      // largest sum of live intermediate bytes at any step
+  std::size_t planned_tensors = 0;  // intermediates placed in the workspace
+  std::size_t heap_tensors = 0;     // outputs left on the heap (graph outputs and their views)
+  std::size_t steps = 0;            // nodes
 };
 
 
@@ -61,8 +87,19 @@ class Executor {
   void set_profiling(bool on) { profiling_ = on; }
   const std::vector<NodeTiming>& last_timings() const { return timings_; }
 
+  /// The plan of the most recently planned signature (all zero before one exists).
+  WorkspaceStats workspace_stats() const;
+  /// Workspaces allocated so far, over all signatures (one per signature for one thread).
+  std::uint64_t workspace_allocations() const { return workspace_allocations_.load(); }
+  /// Input-shape signatures that have a plan.
+  std::size_t planned_signatures() const;
+
  private:
+  struct MemoryPlan;
+  class OutputPlacer;
   void check_inputs(const std::map<std::string, Tensor>& inputs) const;
+  std::vector<Tensor> run_nodes(std::vector<Tensor>& values, OutputPlacer& placer);
+  std::shared_ptr<MemoryPlan> record_plan(const OutputPlacer& placer) const;
 
   std::shared_ptr<const Graph> graph_;
   ExecutorOptions options_;
@@ -75,8 +112,14 @@ class Executor {
   std::vector<std::vector<int>> release_after_;           // slots freed after node i
   std::vector<int> graph_input_slots_, graph_output_slots_;
   std::vector<Tensor> constants_;                         // slot -> initializer (or undefined)
+  std::vector<int> last_use_;                             // slot -> last consumer node, or -1
+  std::vector<bool> is_graph_output_;                     // slot -> returned to the caller
   bool profiling_ = false;
   std::vector<NodeTiming> timings_;
+  mutable std::mutex plans_mutex_;
+  std::map<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_;  // by signature
+  std::shared_ptr<MemoryPlan> last_plan_;
+  std::atomic<std::uint64_t> workspace_allocations_{0};
 };
 
 }  // namespace redwood

@@ -36,16 +36,39 @@ struct KernelInfo {
   std::int64_t opset = 0;
 };
 
+/// Where KernelContext::allocate_output puts a node's outputs. The executor serves it from one
+/// planned workspace per input shape (core/executor.hpp); without one, outputs go to the heap.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  /// A contiguous, uninitialized tensor for output `output` of the running node.
+  virtual Tensor allocate(std::size_t output, DType dtype, Shape shape) = 0;
+};
+
 /// One run of a kernel: inputs as given (an absent optional input is an undefined Tensor), and
 /// outputs the kernel allocates and fills (one per node output).
 struct KernelContext {
+  KernelContext(std::span<const Tensor> inputs_, std::span<Tensor> outputs_, const Node& node_,
+                OutputAllocator* allocator_ = nullptr)
+      : inputs(inputs_), outputs(outputs_), node(node_), allocator(allocator_) {}
+
   std::span<const Tensor> inputs;
   std::span<Tensor> outputs;
   const Node& node;
+  /// Set by the executor; null (a constant-folding pass, a fused region's inner nodes): heap.
+  OutputAllocator* allocator = nullptr;
 
   const Tensor& input(std::size_t i) const;  // throws InvalidArgument if absent
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i].defined(); }
   std::size_t num_outputs() const { return outputs.size(); }
+  /// The memory for output `i` (contiguous, uninitialized): kernels write their result into it
+  /// and store it in outputs[i]. The executor may hand out a view into its planned workspace,
+  /// so a kernel must not keep the tensor past run(); an output that is a view of an input
+  /// (Reshape) or a tensor the kernel made otherwise (Tensor::empty) works too, unplanned.
+  Tensor allocate_output(std::size_t i, DType dtype, Shape shape) const {
+    return allocator != nullptr ? allocator->allocate(i, dtype, std::move(shape))
+                                : Tensor::empty(dtype, std::move(shape));
+  }
 };
 
 class Kernel {

@@ -1,10 +1,14 @@
 // redwood plan MODEL: what the graph optimizer did to a model, pass by pass, and which provider
-// (oneDNN or the reference kernels) each node of the optimized graph got.
+// (oneDNN or the reference kernels) each node of the optimized graph got. With --memory, the
+// executor's memory plan for one input shape: the one workspace against the lower bound.
 //
 //   redwood plan assets/models/ch_PP-OCRv4_det_infer.onnx [--verbose] [--reference]
+//   redwood plan assets/models/ch_PP-OCRv4_det_infer.onnx --memory --shape 1x3x640x640
 
 #include "apps/redwood/commands.hpp"
+#include "core/error.hpp"
 #include "core/executor.hpp"
+#include "core/error.hpp"
 #include "core/onnx/onnx_import.hpp"
 
 #include <fmt/format.h>
@@ -19,7 +23,56 @@ struct PlanArgs {
   std::string model;
   bool verbose = false;
   bool reference = false;
+  bool memory = false;
+  std::string shape;  // NxCxHxW for a model whose input has dynamic extents
 };
+
+std::string mib(std::size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+/// Runs the model twice on zeros (the first run records, the second uses the plan) and prints
+/// the plan's figures.
+void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& original) {
+  Shape given;
+  if (!args.shape.empty()) {
+    std::size_t pos = 0;
+    while (pos <= args.shape.size()) {
+      const std::size_t x = std::min(args.shape.find('x', pos), args.shape.size());
+      const std::string part = args.shape.substr(pos, x - pos);
+      RW_EXPECTS(!part.empty() && part.find_first_not_of("0123456789") == std::string::npos, InvalidArgument,
+                 "--shape '{}': expected extents separated by 'x', e.g. 1x3x640x640", args.shape);
+      given.push_back(std::stoll(part));
+      pos = x + 1;
+    }
+  }
+  std::map<std::string, Tensor> inputs;
+  for (const auto& vi : original.inputs) {
+    Shape shape;
+    bool known = vi.has_shape;
+    for (const auto& d : vi.dims) {
+      known = known && d.known();
+      shape.push_back(d.known() ? d.value : 0);
+    }
+    if (!known || !given.empty()) {
+      RW_EXPECTS(!given.empty(), InvalidArgument, "{}: input '{}' is {}: give its shape with --shape",
+                 args.model, vi.name, vi.description());
+      shape = given;
+    }
+    inputs[vi.name] = Tensor::zeros(vi.dtype == DType::kUndefined ? DType::kF32 : vi.dtype, shape);
+  }
+  executor.run(inputs);
+  executor.run(inputs);
+  const WorkspaceStats st = executor.workspace_stats();
+  std::string what;
+  for (const auto& [name, t] : inputs) what += (what.empty() ? "" : ", ") + name + " " + t.description();
+  fmt::print("\nmemory plan for {}:\n", what);
+  fmt::print("  workspace            {} (one allocation; {} workspace(s) allocated)\n", mib(st.workspace_bytes),
+             executor.workspace_allocations());
+  fmt::print("  lower bound          {} (largest sum of live intermediates at any step)\n", mib(st.lower_bound));
+  fmt::print("  workspace / bound    {:.3f}\n",
+             st.lower_bound == 0 ? 1.0 : static_cast<double>(st.workspace_bytes) / static_cast<double>(st.lower_bound));
+  fmt::print("  intermediates        {} in the workspace, {} on the heap (graph outputs and their views)\n",
+             st.planned_tensors, st.heap_tensors);
+}
 
 int run_plan(const PlanArgs& args) {
   std::shared_ptr<Graph> graph = load_onnx(args.model);
@@ -37,28 +90,47 @@ int run_plan(const PlanArgs& args) {
       kinds[cut == std::string::npos ? c : c.substr(0, cut)]++;
     }
     fmt::print("  {:22s} {:4d} rewrite(s)\n", r.pass, r.changes.size());
-    if (args.verbose) {
+    if (args.verbose || r.pass == "form_regions") {  // regions: one line each, always
       for (const auto& c : r.changes) fmt::print("      {}\n", c);
     } else {
       for (const auto& [k, n] : kinds) fmt::print("      {:4d} x {}\n", n, k);
     }
   }
+  // "Conv+HardSwish+residual": the op with its fused epilogue (backends/cpu/reference/epilogue.hpp).
+  auto label = [](const Node& n) {
+    std::string op = n.op_type;
+    if (n.has_attr("rw.activation")) op += "+" + n.attr_string("rw.activation", "");
+    const bool epilogue = op.rfind("Conv", 0) == 0 || n.op_type == "Gemm" || n.op_type == "MatMul";
+    if (epilogue && n.has_input(3)) op += "+residual";
+    return op;
+  };
   std::map<std::string, std::map<std::string, int>> per_op;  // op -> provider -> count
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    std::string op = g.nodes[i].op_type;
-    if (g.nodes[i].has_attr("rw.activation")) op += "+" + g.nodes[i].attr_string("rw.activation", "");
-    if (g.nodes[i].has_input(3)) op += "+residual";
-    per_op[op][executor.node_providers()[i]]++;
+    per_op[label(g.nodes[i])][executor.node_providers()[i]]++;
+    // A region's nodes, counted as "<provider> region" (one kernel runs them all).
+    for (const Node& n : g.nodes[i].body) per_op[label(n)][executor.node_providers()[i] + " region"]++;
   }
-  fmt::print("\nnodes of the optimized graph, by op and provider:\n");
+  fmt::print("\nnodes of the optimized graph, by op and provider (a region counts as one node, its members\n"
+             "as '<provider> region'):\n");
   for (const auto& [op, providers] : per_op) {
-    for (const auto& [p, n] : providers) fmt::print("  {:36s} {:10s} {:4d}\n", op, p, n);
+    for (const auto& [p, n] : providers) fmt::print("  {:36s} {:16s} {:4d}\n", op, p, n);
   }
+  if (args.memory) print_memory_plan(args, executor, *graph);
   if (args.verbose) {
     fmt::print("\noptimized graph:\n");
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-      fmt::print("  {:4d} {:40s} {:10s} {}\n", i, g.nodes[i].where(), executor.node_providers()[i],
-                 fmt::join(g.nodes[i].inputs, ", "));
+      // Inputs that are not initializers (weights are counted, not listed).
+      std::vector<std::string> ins;
+      std::size_t constants = 0;
+      for (const auto& in : g.nodes[i].inputs) {
+        if (!in.empty() && g.find_initializer(in)) ++constants;
+        else ins.push_back(in);
+      }
+      fmt::print("  {:4d} {:40s} {:10s} {}{}\n", i, g.nodes[i].where(), executor.node_providers()[i],
+                 fmt::join(ins, ", "), constants ? fmt::format(" (+{} constant(s))", constants) : "");
+      for (const Node& n : g.nodes[i].body) {
+        fmt::print("         | {:40s} {}\n", n.where(), fmt::join(n.inputs, ", "));
+      }
     }
   }
   return 0;
@@ -74,6 +146,8 @@ Command make_plan_command() {
     sub->add_option("model", args->model, "ONNX model")->required()->check(CLI::ExistingFile);
     sub->add_flag("--verbose,-v", args->verbose, "List every rewrite and node");
     sub->add_flag("--reference", args->reference, "Place nodes on the reference kernels only");
+    sub->add_flag("--memory", args->memory, "Run the model on zeros and print its memory plan (workspace against the lower bound)");
+    sub->add_option("--shape", args->shape, "Input shape for --memory, e.g. 1x3x640x640 (needed for dynamic inputs)");
     return sub;
   };
   c.run = [args] { return run_plan(*args); };

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 namespace redwood::memory {
 namespace {
 
@@ -132,6 +134,86 @@ TEST(BuddyPool, RejectsBadConfigs) {
   EXPECT_THROW(BuddyResource("p", upstream, c), InvalidArgument);
   BuddyResource ok("p", upstream, small_config());
   EXPECT_THROW(ok.allocate(64, 8192), InvalidArgument);  // beyond chunk_alignment
+}
+
+TEST(BuddyPool, ThreadCacheReusesTheNewestBlockOfAnOrder) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, small_config());
+  void* a = pool.allocate(3000);
+  pool.deallocate(a, 3000);
+  EXPECT_EQ(pool.allocate(4000), a);  // same order (4 KiB): the block just freed, LIFO
+  pool.deallocate(a, 4000);
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.allocations, 2u);
+  EXPECT_EQ(s.deallocations, 2u);
+  EXPECT_EQ(s.free_bytes + s.bytes_in_use, s.reserved_bytes);
+}
+
+TEST(BuddyPool, StatsStayExactWhenThreadsFreeEachOthersBlocks) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, BuddyConfig{.max_block_bytes = 256 << 10, .limit_bytes = 64 << 20,
+                                                .chunk_alignment = 4096, .shards = 4, .ordering = nullptr});
+  constexpr int kBlocks = 3000;
+  std::vector<std::pair<void*, std::size_t>> made(kBlocks);
+  std::thread producer([&] {
+    for (int i = 0; i < kBlocks; ++i) {
+      const std::size_t n = 1 + static_cast<std::size_t>(i * 37 % 5000);
+      made[i] = {pool.allocate(n), n};
+    }
+  });
+  producer.join();  // its cache is flushed as it exits
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.allocations, static_cast<std::uint64_t>(kBlocks));
+  std::size_t requested = 0;
+  for (auto [p, n] : made) requested += n;
+  EXPECT_EQ(s.requested_bytes, requested);
+  const std::size_t in_use = s.bytes_in_use;
+  EXPECT_GE(s.high_water_bytes, in_use);
+  std::thread consumer([&] {
+    for (auto [p, n] : made) pool.deallocate(p, n);
+    const PoolStats mid = pool.stats();  // the consumer's own counters went below zero
+    EXPECT_EQ(mid.bytes_in_use, 0u);
+    EXPECT_EQ(mid.requested_bytes, 0u);
+  });
+  consumer.join();
+  pool.trim();
+  s = pool.stats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.deallocations, static_cast<std::uint64_t>(kBlocks));
+  EXPECT_EQ(s.free_bytes, s.reserved_bytes);
+  EXPECT_EQ(s.largest_free_block, 256u << 10);  // the exited threads' caches coalesced
+  EXPECT_GE(s.high_water_bytes, in_use);
+  EXPECT_LE(s.high_water_bytes, in_use + (1u << 20));  // published in 1 MiB steps per thread
+}
+
+TEST(BuddyPool, ExhaustionEmptiesTheThreadCacheBeforeFailing) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, small_config(256 << 10));
+  // Fill the one chunk with 1 KiB blocks and free them: they sit in this thread's cache and on
+  // the free lists, uncoalesced; a whole-chunk request must still succeed.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 256; ++i) blocks.push_back(pool.allocate(1024));
+  for (void* p : blocks) pool.deallocate(p, 1024);
+  void* whole = pool.allocate(256 << 10);
+  EXPECT_NE(whole, nullptr);
+  EXPECT_EQ(pool.stats().upstream_allocations, 1u);
+  pool.deallocate(whole, 256 << 10);
+}
+
+TEST(BuddyPool, AThreadOutlivesAPoolItUsed) {
+  HostResource upstream;
+  std::thread t([&] {
+    for (int round = 0; round < 3; ++round) {
+      BuddyResource pool("short-lived", upstream, small_config());
+      void* p = pool.allocate(1000);
+      pool.deallocate(p, 1000);  // stays in this thread's cache as the pool goes
+    }
+    BuddyResource last("last", upstream, small_config());
+    void* p = last.allocate(1000);
+    last.deallocate(p, 1000);
+  });
+  t.join();
+  EXPECT_EQ(upstream.stats().bytes_in_use, 0u);
 }
 
 TEST(FormatBytes, PicksTheLargestWholeUnit) {

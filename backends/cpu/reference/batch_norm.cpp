@@ -66,7 +66,7 @@ class BatchNormKernel final : public Kernel {
       add[c] = static_cast<float>(double(bias[c]) - double(mean[c]) * a);
     }
 
-    Tensor y = Tensor::empty(DType::kF32, x.shape());
+    Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
     ctx.outputs[0] = y;
     const std::int64_t planes = x.dim(0) * channels;
     const std::int64_t inner = planes == 0 ? 0 : x.numel() / planes;

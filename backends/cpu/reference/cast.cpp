@@ -41,7 +41,7 @@ class CastKernel final : public Kernel {
     }
     if (to_ == DType::kBF16) {
       const Tensor f = x.dtype() == DType::kF32 ? x.contiguous() : x.cast(DType::kF32);
-      Tensor y = Tensor::empty(DType::kBF16, f.shape());
+      Tensor y = ctx.allocate_output(0, DType::kBF16, f.shape());
       const float* in = f.data<float>();
       BFloat16* out = y.data<BFloat16>();
       for (std::int64_t i = 0; i < f.numel(); ++i) out[i] = truncate_to_bf16(in[i]);

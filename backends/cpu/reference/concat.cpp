@@ -46,7 +46,7 @@ class ConcatKernel final : public Kernel {
       out_shape[axis] += t.shape()[axis];
     }
 
-    Tensor out = Tensor::empty(first.dtype(), out_shape);
+    Tensor out = ctx.allocate_output(0, first.dtype(), out_shape);
     // outer x (axis extent x inner): each input contributes one block per outer index.
     const std::size_t elem = dtype_size(first.dtype());
     std::int64_t outer = 1, inner = 1;

@@ -77,7 +77,7 @@ class ConstantOfShapeKernel final : public Kernel {
       RW_EXPECTS(d >= 0, InvalidArgument, "{}: shape [{}] has a negative extent", ctx.node.where(),
                  fmt::join(dims, ", "));
     }
-    Tensor y = Tensor::empty(value_.dtype(), Shape(dims.begin(), dims.end()));
+    Tensor y = ctx.allocate_output(0, value_.dtype(), Shape(dims.begin(), dims.end()));
     detail::fill_bytes(detail::bytes_of(y), detail::bytes_of(value_), dtype_size(value_.dtype()),
                        y.numel());
     ctx.outputs[0] = std::move(y);

@@ -142,7 +142,7 @@ class ConvKernel final : public Kernel {
 
     Shape out_shape{batch, cout};
     for (std::size_t i = 0; i < spatial; ++i) out_shape.push_back(a[nn::kMaxSpatial - spatial + i].out);
-    Tensor y = Tensor::empty(DType::kF32, out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out_shape);
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
 

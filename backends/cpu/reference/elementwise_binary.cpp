@@ -95,7 +95,8 @@ struct PowOp {
   }
 };
 
-Tensor broadcast_output(const Node& node, DType dtype, const Tensor& a, const Tensor& b) {
+Tensor broadcast_output(const KernelContext& ctx, DType dtype, const Tensor& a, const Tensor& b) {
+  const Node& node = ctx.node;
   Shape shape;
   try {
     shape = broadcast_shapes(a.shape(), b.shape());
@@ -103,7 +104,7 @@ Tensor broadcast_output(const Node& node, DType dtype, const Tensor& a, const Te
     throw InvalidArgument(fmt::format("{}: input shapes {} and {} do not broadcast", node.where(),
                                       shape_str(a.shape()), shape_str(b.shape())));
   }
-  return Tensor::empty(dtype, std::move(shape));
+  return ctx.allocate_output(0, dtype, std::move(shape));
 }
 
 template <typename Op>
@@ -129,7 +130,7 @@ class ArithmeticKernel final : public Kernel {
     RW_EXPECTS(a.dtype() == b.dtype(), InvalidArgument,
                "{}: inputs have different types ({} and {})", node.where(), a.description(),
                b.description());
-    Tensor out = broadcast_output(node, a.dtype(), a, b);
+    Tensor out = broadcast_output(ctx, a.dtype(), a, b);
     dispatch<float, std::int64_t, std::int32_t, std::uint8_t>(a.dtype(), node, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (std::is_same_v<Op, DivOp> && std::is_integral_v<T>) {
@@ -157,7 +158,7 @@ class PowKernel final : public Kernel {
     const Tensor a = ctx.input(0).contiguous();
     const Tensor b = ctx.input(1).contiguous();
     const Node& node = ctx.node;
-    Tensor out = broadcast_output(node, a.dtype(), a, b);
+    Tensor out = broadcast_output(ctx, a.dtype(), a, b);
     dispatch<float, std::int64_t, std::int32_t>(a.dtype(), node, [&](auto base_tag) {
       using T = decltype(base_tag);
       dispatch<float, std::int64_t, std::int32_t>(b.dtype(), node, [&](auto exp_tag) {

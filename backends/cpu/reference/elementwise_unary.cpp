@@ -25,9 +25,9 @@ template <typename T, typename Op>
 }
 
 template <typename T, typename Op>
-Tensor apply_unary(const Tensor& input, const Op& op) {
+Tensor apply_unary(const KernelContext& ctx, const Tensor& input, const Op& op) {
   const Tensor x = input.contiguous();
-  Tensor y = Tensor::empty(x.dtype(), x.shape());
+  Tensor y = ctx.allocate_output(0, x.dtype(), x.shape());
   const T* in = x.data<T>();
   T* out = y.data<T>();
   parallel_for(x.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) {
@@ -86,7 +86,7 @@ class FloatUnaryKernel final : public Kernel {
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     dispatch<float>(x.dtype(), ctx.node,
-                    [&](auto) { ctx.outputs[0] = apply_unary<float>(x, op_); });
+                    [&](auto) { ctx.outputs[0] = apply_unary<float>(ctx, x, op_); });
   }
 
  private:
@@ -107,7 +107,7 @@ class ReluKernel final : public Kernel {
     dispatch<float, std::int64_t, std::int32_t>(x.dtype(), ctx.node, [&](auto tag) {
       using T = decltype(tag);
       // x > 0 ? x : 0 keeps NaN as NaN (std::max(0, NaN) would not).
-      ctx.outputs[0] = apply_unary<T>(x, [](T v) { return v < T(0) ? T(0) : v; });
+      ctx.outputs[0] = apply_unary<T>(ctx, x, [](T v) { return v < T(0) ? T(0) : v; });
     });
   }
 };
@@ -157,7 +157,7 @@ class ClipKernel final : public Kernel {
         if (attr_max_) hi = static_cast<T>(*attr_max_);
       }
       // min(max(x, lo), hi), as numpy.clip: with lo > hi every element becomes hi. NaN stays.
-      ctx.outputs[0] = apply_unary<T>(x, [lo, hi](T v) {
+      ctx.outputs[0] = apply_unary<T>(ctx, x, [lo, hi](T v) {
         if (v < lo) v = lo;
         if (v > hi) v = hi;
         return v;

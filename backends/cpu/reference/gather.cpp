@@ -37,7 +37,7 @@ class GatherKernel final : public Kernel {
     Shape out_shape(data.shape().begin(), data.shape().begin() + axis);
     out_shape.insert(out_shape.end(), indices.shape().begin(), indices.shape().end());
     out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
-    Tensor out = Tensor::empty(data.dtype(), out_shape);
+    Tensor out = ctx.allocate_output(0, data.dtype(), out_shape);
 
     std::int64_t outer = 1, inner = 1;
     for (std::int64_t d = 0; d < axis; ++d) outer *= data.shape()[d];

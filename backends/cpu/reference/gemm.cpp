@@ -42,7 +42,7 @@ class GemmKernel final : public Kernel {
                node.where(), shape_str(a.shape()), int(trans_a_), shape_str(b.shape()),
                int(trans_b_), k, kb);
 
-    Tensor y = Tensor::empty(DType::kF32, {m, n});
+    Tensor y = ctx.allocate_output(0, DType::kF32, {m, n});
     ctx.outputs[0] = y;
     float* yp = y.data<float>();
     float beta = 0.0f;

@@ -76,7 +76,7 @@ class MatMulKernel final : public Kernel {
     Shape out_shape = batch;
     if (a.rank() > 1) out_shape.push_back(m);
     if (b.rank() > 1) out_shape.push_back(n);
-    Tensor y = Tensor::empty(DType::kF32, out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out_shape);
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
     const float* ap = a.data<float>();

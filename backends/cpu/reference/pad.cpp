@@ -109,7 +109,7 @@ class PadKernel final : public Kernel {
       for (std::int64_t o = 0; o < out_shape[d]; ++o) maps[d][o] = source_index(o - begin[d], n);
     }
 
-    Tensor y = Tensor::empty(x.dtype(), out_shape);
+    Tensor y = ctx.allocate_output(0, x.dtype(), out_shape);
     const std::int64_t total = y.numel();
     if (total > 0) {
       const Strides in_strides = x.strides();

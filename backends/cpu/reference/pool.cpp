@@ -120,7 +120,7 @@ class PoolKernel final : public Kernel {
     const std::int64_t out_plane = a[0].out * a[1].out * a[2].out;
     auto compute = [&](auto tag) {
       using T = decltype(tag);
-      Tensor y = Tensor::empty(dtype_of<T>, out_shape);
+      Tensor y = ctx.allocate_output(0, dtype_of<T>, out_shape);
       ctx.outputs[0] = y;
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
@@ -161,7 +161,7 @@ class GlobalAveragePoolKernel final : public Kernel {
                shape_str(x.shape()));
     Shape out_shape{x.dim(0), x.dim(1)};
     out_shape.resize(static_cast<std::size_t>(x.rank()), 1);
-    Tensor y = Tensor::empty(DType::kF32, out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out_shape);
     ctx.outputs[0] = y;
     const std::int64_t planes = x.dim(0) * x.dim(1);
     const std::int64_t plane = planes == 0 ? 0 : x.numel() / planes;

@@ -70,7 +70,7 @@ class ReduceMeanKernel final : public Kernel {
         out_shape.push_back(x.dim(i));
       }
     }
-    Tensor y = Tensor::empty(DType::kF32, out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out_shape);
     ctx.outputs[0] = y;
     float* yp = y.data<float>();
     if (y.numel() == 0) return;

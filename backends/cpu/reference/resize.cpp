@@ -160,7 +160,7 @@ class ResizeKernel final : public Kernel {
       }
     }
 
-    Tensor y = Tensor::empty(DType::kF32, out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out_shape);
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
     RW_EXPECTS(x.numel() > 0, InvalidArgument, "{}: cannot resize the empty X {} to {}",

@@ -99,7 +99,7 @@ class SliceKernel final : public Kernel {
       if (count > 1) strides[axis] = x.strides()[axis] * step;
     }
 
-    Tensor y = Tensor::empty(x.dtype(), out_shape);
+    Tensor y = ctx.allocate_output(0, x.dtype(), out_shape);
     const std::size_t elem = dtype_size(x.dtype());
     if (y.numel() > 0) {
       detail::copy_strided(detail::bytes_of(x) + offset * static_cast<std::int64_t>(elem),

@@ -48,7 +48,7 @@ class SoftmaxKernel final : public Kernel {
       }
     }
 
-    Tensor y = Tensor::empty(DType::kF32, x.shape());
+    Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
     const float* xp = x.data<float>();

@@ -76,7 +76,7 @@ class SplitKernel final : public Kernel {
     for (std::int64_t i = 0; i < n; ++i) {
       Shape shape = x.shape();
       shape[axis] = sizes[i];
-      Tensor out = Tensor::empty(x.dtype(), shape);
+      Tensor out = ctx.allocate_output(static_cast<std::size_t>(i), x.dtype(), shape);
       const std::int64_t block = sizes[i] * inner * static_cast<std::int64_t>(elem);
       std::byte* dst = detail::bytes_of(out);
       for (std::int64_t o = 0; o < outer; ++o) {

@@ -38,7 +38,7 @@ class TransposeKernel final : public Kernel {
       out_shape[i] = x.shape()[static_cast<std::size_t>(perm[i])];
       in_strides[i] = x.strides()[static_cast<std::size_t>(perm[i])];
     }
-    Tensor y = Tensor::empty(x.dtype(), out_shape);
+    Tensor y = ctx.allocate_output(0, x.dtype(), out_shape);
     detail::copy_strided(detail::bytes_of(x), out_shape, in_strides, dtype_size(x.dtype()),
                          detail::bytes_of(y));
     ctx.outputs[0] = std::move(y);

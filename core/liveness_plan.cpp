@@ -1,4 +1,4 @@
-#include "memory/liveness_planner.hpp"
+#include "core/liveness_plan.hpp"
 
 #include "core/error.hpp"
 
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <utility>
 
-namespace redwood::memory {
+namespace redwood {
 namespace {
 
 std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) & ~(a - 1); }
@@ -43,19 +43,14 @@ std::size_t workspace_lower_bound(const std::vector<TensorLifetime>& tensors, st
   return static_cast<std::size_t>(peak);
 }
 
-WorkspacePlan plan_workspace(const std::vector<TensorLifetime>& tensors, std::size_t alignment) {
-  check_input(tensors, alignment);
+namespace {
+
+/// Greedy placement in the given order: each tensor at the best-fitting gap among the already
+/// placed tensors whose lifetimes intersect its own (else after them).
+WorkspacePlan place_in_order(const std::vector<TensorLifetime>& tensors, std::size_t alignment,
+                             const std::vector<std::size_t>& order) {
   WorkspacePlan plan;
   plan.offsets.assign(tensors.size(), 0);
-  plan.lower_bound = workspace_lower_bound(tensors, alignment);
-
-  std::vector<std::size_t> order(tensors.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (tensors[a].bytes != tensors[b].bytes) return tensors[a].bytes > tensors[b].bytes;
-    return tensors[a].last_step - tensors[a].first_step > tensors[b].last_step - tensors[b].first_step;
-  });
-
   std::vector<std::size_t> placed;
   std::vector<std::pair<std::size_t, std::size_t>> busy;  // [begin, end) of overlapping tensors
   for (std::size_t i : order) {
@@ -86,4 +81,33 @@ WorkspacePlan plan_workspace(const std::vector<TensorLifetime>& tensors, std::si
   return plan;
 }
 
-}  // namespace redwood::memory
+}  // namespace
+
+WorkspacePlan plan_workspace(const std::vector<TensorLifetime>& tensors, std::size_t alignment) {
+  check_input(tensors, alignment);
+  // Three greedy orders, the smallest workspace wins: by size (largest first), by size times
+  // lifetime (the tensors that block the most), and by first step (a sweep, which packs chains
+  // of short-lived tensors well). Each is O(n^2); n is a few hundred for the shipped models.
+  auto by = [&](auto key) {
+    std::vector<std::size_t> order(tensors.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key(a) > key(b); });
+    return order;
+  };
+  auto span = [&](std::size_t i) { return tensors[i].last_step - tensors[i].first_step + 1; };
+  const std::vector<std::size_t> orders[] = {
+      by([&](std::size_t i) { return std::make_pair(tensors[i].bytes, span(i)); }),
+      by([&](std::size_t i) { return static_cast<double>(tensors[i].bytes) * static_cast<double>(span(i)); }),
+      by([&](std::size_t i) { return std::make_pair(-tensors[i].first_step, tensors[i].bytes); }),
+  };
+  WorkspacePlan best;
+  for (const auto& order : orders) {
+    WorkspacePlan plan = place_in_order(tensors, alignment, order);
+    if (best.offsets.empty() || plan.workspace_bytes < best.workspace_bytes) best = std::move(plan);
+  }
+  best.offsets.resize(tensors.size());  // no tensors: an empty plan
+  best.lower_bound = workspace_lower_bound(tensors, alignment);
+  return best;
+}
+
+}  // namespace redwood

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The issue-5 figures on a GPU host in one call (see docs/memory.md, "Benchmark"): the random
+# trace on every peer and the pipeline trace, then the memory suite of the GPU tests. Expects the
+# stripped binaries bundled by /work/shared/tools/device-bundle -o .device-mem, writes to $OUT.
+#   bash memory/bench/device_run.sh
+set -u
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+# One repetition of each (the device time is shared); min_time keeps each case short.
+bench() { timeout "$1" bash .device-mem/run redwood_memory_bench --benchmark_min_time=0.1 "${@:2}"; }
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/host.txt" 2>&1
+nproc >> "$out/host.txt"
+export REDWOOD_PIPELINE_TRACE=$PWD/memory/bench/traces/ocr-video.rwtrace
+{
+  bench 110 --benchmark_filter='BM_(HostBuddy|Malloc|DeviceBuddy|CudaMallocAsync)/'
+  # The synchronous peers pay a driver call (and for cudaHostAlloc, pinning) per allocation:
+  # 100k allocations of up to 64 MiB would take minutes, so they run the two shorter lengths.
+  bench 40 --benchmark_filter='BM_(CudaMalloc|CudaHostAlloc)/max_size:[0-9]+/allocations:(1000|10000)/'
+  bench 15 --benchmark_filter='BM_PipelineTrace'
+} > "$out/bench.txt" 2>&1
+timeout 40 bash .device-mem/run redwood_gpu_tests --gtest_filter='*Memory*' > "$out/gpu_tests.txt" 2>&1
+echo "exit $?" >> "$out/gpu_tests.txt"

@@ -1,0 +1,176 @@
+// BM_PipelineTrace: replays the allocation sequence of a real pipeline run (recorded by
+// memory::TracingResource, see docs/memory.md) on a buddy pool configured as the pipeline's
+// frame pool, and on malloc/free in the same process. items_per_second is allocate+free pairs
+// per second. Counters on the buddy run:
+//   frag_end  external fragmentation (1 - largest free block / free bytes) at the end of the
+//             replay, with the blocks the run still held live, after trim()
+//   frag_peak the same when the trace's live bytes first peak (no trim: thread-cache blocks
+//             count as free, as PoolStats reports them)
+//   frag_max  the largest of 64 such samples taken along the replay
+//   unusable_peak, unusable_max: the share of free bytes in blocks smaller than the trace's
+//             largest request (free memory that cannot serve the workload's critical request),
+//             at the peak and the largest of the samples
+//   upstream  upstream allocations during the timed replays (0: steady state never grows)
+// The trace: $REDWOOD_PIPELINE_TRACE, else the one shipped in memory/bench/traces/.
+
+#include "memory/buddy.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/tracing_resource.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+
+#ifndef REDWOOD_PIPELINE_TRACE_DEFAULT
+#define REDWOOD_PIPELINE_TRACE_DEFAULT ""
+#endif
+
+namespace redwood::memory::bench {
+namespace {
+
+const AllocationTrace* pipeline_trace(std::string& why) {
+  static std::optional<AllocationTrace> trace;
+  static std::string error;
+  static bool loaded = false;
+  if (!loaded) {
+    loaded = true;
+    const char* env = std::getenv("REDWOOD_PIPELINE_TRACE");
+    const std::string path = env && *env ? env : REDWOOD_PIPELINE_TRACE_DEFAULT;
+    try {
+      RW_EXPECTS(!path.empty(), Error, "no pipeline trace: set REDWOOD_PIPELINE_TRACE");
+      trace = read_allocation_trace(path);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  }
+  why = error;
+  return trace ? &*trace : nullptr;
+}
+
+/// Replays the trace once; `sample(i)` is called after event i when i % every == every - 1 or
+/// i is the trace's peak (every == 0: never). Leaves the allocations the run never freed live in
+/// `ptrs` (non-null entries).
+template <typename Alloc, typename Free, typename Sample>
+void replay(const AllocationTrace& t, std::vector<void*>& ptrs, Alloc&& alloc, Free&& free,
+            std::size_t every, Sample&& sample) {
+  std::uint64_t next = 0;
+  for (std::size_t i = 0; i < t.events.size(); ++i) {
+    const TraceEvent& e = t.events[i];
+    if (e.allocate) {
+      ptrs[next++] = alloc(e.value);
+    } else {
+      free(ptrs[e.value], e.value);
+      ptrs[e.value] = nullptr;
+    }
+    if (every != 0 && (i % every == every - 1 || i == t.peak_event)) sample(i);
+  }
+}
+
+/// The share of free bytes in blocks too small for the trace's largest request: free memory
+/// that cannot serve the workload's critical request without growing the pool.
+double unusable_share(const std::vector<std::size_t>& free_blocks, std::size_t largest_request) {
+  std::size_t all = 0, usable = 0;
+  for (std::size_t k = 0; k < free_blocks.size(); ++k) {
+    const std::size_t bytes = free_blocks[k] << k;
+    all += bytes;
+    if ((std::size_t{1} << k) >= largest_request) usable += bytes;
+  }
+  return all == 0 ? 0.0 : 1.0 - static_cast<double>(usable) / static_cast<double>(all);
+}
+
+struct Sizes {
+  std::vector<std::size_t> bytes;  // allocation index -> bytes
+  explicit Sizes(const AllocationTrace& t) {
+    for (const auto& e : t.events) {
+      if (e.allocate) bytes.push_back(e.value);
+    }
+  }
+};
+
+void BM_PipelineTrace(benchmark::State& state) {
+  std::string why;
+  const AllocationTrace* t = pipeline_trace(why);
+  if (t == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const Sizes sizes(*t);
+  // The pipeline's frame pool (stages/frame_memory.hpp): 64 MiB chunks, 1 GiB limit.
+  HostResource upstream("host");
+  BuddyResource pool("frames", upstream, BuddyConfig{.max_block_bytes = 64ull << 20, .limit_bytes = 1ull << 30, .ordering = nullptr});
+  std::vector<void*> ptrs(t->allocations, nullptr);
+  auto alloc = [&](std::uint64_t b) { return pool.allocate(b); };
+  auto free = [&](void* p, std::uint64_t index) { pool.deallocate(p, sizes.bytes[index]); };
+  auto free_rest = [&] {
+    for (std::size_t i = 0; i < ptrs.size(); ++i) {
+      if (ptrs[i] != nullptr) pool.deallocate(ptrs[i], sizes.bytes[i]);
+      ptrs[i] = nullptr;
+    }
+  };
+  // Warm-up replay, untimed, sampling fragmentation along the way.
+  const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
+  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0;
+  const std::size_t every = std::max<std::size_t>(1, t->events.size() / 64);
+  replay(*t, ptrs, alloc, free, every, [&](std::size_t i) {
+    const double f = pool.stats().external_fragmentation();
+    const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
+    frag_max = std::max(frag_max, f);
+    unusable_max = std::max(unusable_max, u);
+    if (i == t->peak_event) frag_peak = f, unusable_peak = u;
+  });
+  pool.trim();
+  const PoolStats end = pool.stats();
+  free_rest();
+  const std::uint64_t upstream_before = pool.stats().upstream_allocations;
+  for (auto _ : state) {
+    replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
+    free_rest();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t->allocations));
+  state.counters["frag_peak"] = frag_peak;
+  state.counters["unusable_peak"] = unusable_peak;
+  state.counters["unusable_max"] = unusable_max;
+  state.counters["frag_end"] = end.external_fragmentation();
+  state.counters["frag_max"] = frag_max;
+  state.counters["upstream"] = static_cast<double>(pool.stats().upstream_allocations - upstream_before);
+  state.counters["peak_MiB"] = static_cast<double>(t->peak_live_bytes) / (1 << 20);
+  state.counters["reserved_MiB"] = static_cast<double>(end.reserved_bytes) / (1 << 20);
+  state.counters["waste"] = end.internal_waste();
+}
+
+void BM_PipelineTraceMalloc(benchmark::State& state) {
+  std::string why;
+  const AllocationTrace* t = pipeline_trace(why);
+  if (t == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  std::vector<void*> ptrs(t->allocations, nullptr);
+  auto alloc = [](std::uint64_t b) {
+    void* p = std::malloc(b);
+    benchmark::DoNotOptimize(p);
+    return p;
+  };
+  auto free = [](void* p, std::uint64_t) { std::free(p); };
+  auto free_rest = [&] {
+    for (void*& p : ptrs) {
+      std::free(p);
+      p = nullptr;
+    }
+  };
+  replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
+  free_rest();
+  for (auto _ : state) {
+    replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
+    free_rest();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t->allocations));
+}
+
+BENCHMARK(BM_PipelineTrace)->UseRealTime();
+BENCHMARK(BM_PipelineTraceMalloc)->UseRealTime();
+
+}  // namespace
+}  // namespace redwood::memory::bench
