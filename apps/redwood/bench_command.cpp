@@ -3,7 +3,11 @@
 //   redwood bench assets/models/ch_PP-OCRv4_det_infer.onnx --shape x=1x3x640x640 --peer ort
 //       --threads 2 --runs 20 --json out/det.json --profile
 //
-// Random inputs (uniform [0, 1), fixed seed) are written once as .npy; Redwood runs them in this
+// Inputs: --input NAME=FILE takes a picture or video frame, preprocessed as `redwood infer` does
+// (stages/preprocess/image_tensor: --size for dynamic extents, --scale/--mean/--std), or a .npy;
+// the others are random (uniform [0, 1), fixed seed), which for a detector gives outputs of a
+// tiny range where the relative comparison is meaningless: compare on a real frame. Every input
+// is written once as .npy; Redwood runs them in this
 // process (warm-up, then --runs timed runs), ONNX Runtime runs the same files through
 // scripts/ort_run.js with the same thread count. Prints median and p99 of both, the speed ratio
 // (ORT median / Redwood median: above 1 means Redwood is faster), and the largest output
@@ -15,6 +19,7 @@
 #include "core/executor.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "stages/preprocess/image_tensor.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -40,6 +45,11 @@ namespace fs = std::filesystem;
 struct BenchArgs {
   std::string model;
   std::vector<std::string> shapes;  // NAME=DIMS
+  std::vector<std::string> inputs;  // NAME=FILE (picture, video, .npy)
+  std::string size;                 // WxH for pictures fed to dynamic extents
+  std::vector<float> mean{0.f, 0.f, 0.f}, std{1.f, 1.f, 1.f};
+  float scale = 1.0f / 255.0f;
+  bool bgr = false;  // pictures in BGR channel order (PP-OCR)
   std::string peer;                 // "" or "ort"
   int runs = 20;
   int warmup = 3;
@@ -130,9 +140,43 @@ int run_bench(const BenchArgs& args) {
   fs::create_directories(scratch);
   std::map<std::string, Tensor> feeds;
   std::map<std::string, fs::path> files;
+  ImageTensorOptions image;
+  RW_EXPECTS(args.mean.size() == 3 && args.std.size() == 3, InvalidArgument,
+             "--mean and --std take three values each (got {} and {})", args.mean.size(), args.std.size());
+  std::copy(args.mean.begin(), args.mean.end(), image.mean.begin());
+  std::copy(args.std.begin(), args.std.end(), image.std.begin());
+  image.scale = args.scale;
+  image.rgb = !args.bgr;
+  if (!args.size.empty()) {
+    const Shape wh = parse_dims(args.size);
+    RW_EXPECTS(wh.size() == 2 && wh[0] > 0 && wh[1] > 0, InvalidArgument, "--size '{}': expected WIDTHxHEIGHT", args.size);
+    image.width = static_cast<int>(wh[0]);
+    image.height = static_cast<int>(wh[1]);
+  }
+  std::map<std::string, std::string> input_files;
+  for (const auto& s : args.inputs) {
+    const auto eq = s.find('=');
+    RW_EXPECTS(eq != std::string::npos && eq > 0, InvalidArgument, "--input '{}': expected NAME=FILE", s);
+    input_files[s.substr(0, eq)] = s.substr(eq + 1);
+  }
+  for (const auto& [name, file] : input_files) {
+    bool known = false;
+    for (const auto& vi : graph->inputs) known = known || vi.name == name;
+    RW_EXPECTS(known, InvalidArgument, "--input {}: the model has no input '{}'", file, name);
+  }
   std::uint32_t seed = 1;
   for (const auto& vi : graph->inputs) {
     Shape shape;
+    if (input_files.count(vi.name)) {
+      const fs::path file = input_files.at(vi.name);
+      Tensor t = file.extension() == ".npy" ? read_npy(file) : image_to_tensor(read_image_or_first_frame(file), vi, image);
+      RW_EXPECTS(t.dtype() == DType::kF32, Unsupported, "--input {}: bench feeds float inputs only", file.string());
+      feeds[vi.name] = t.contiguous();
+      files[vi.name] = scratch / (safe_name(vi.name) + ".npy");
+      write_npy(files[vi.name], feeds[vi.name]);
+      fmt::print("input: {} {} from {}\n", vi.name, t.description(), file.string());
+      continue;
+    }
     if (shapes.count(vi.name)) {
       shape = shapes.at(vi.name);
     } else {
@@ -275,7 +319,16 @@ Command make_bench_command() {
   c.attach_fn = [args](CLI::App& app) {
     CLI::App* sub = app.add_subcommand("bench", "Time a model on Redwood (and a peer runtime) and compare");
     sub->add_option("model", args->model, "ONNX model")->required()->check(CLI::ExistingFile);
-    sub->add_option("--shape", args->shapes, "NAME=DIMS for an input (e.g. x=1x3x640x640)");
+    sub->add_option("--shape", args->shapes, "NAME=DIMS for a random input (e.g. x=1x3x640x640)");
+    sub->add_option("--input", args->inputs,
+                    "NAME=FILE: a picture or video (first frame), preprocessed as `redwood infer` does, or a .npy");
+    sub->add_option("--size", args->size, "WIDTHxHEIGHT for pictures fed to dynamic extents (default: as read)");
+    sub->add_option("--mean", args->mean, "per-channel mean subtracted from pictures (after --scale)")
+        ->delimiter(',')->expected(3);
+    sub->add_option("--std", args->std, "per-channel std dividing pictures (after --mean)")
+        ->delimiter(',')->expected(3);
+    sub->add_option("--scale", args->scale, "factor applied to 0..255 pixel values first");
+    sub->add_flag("--bgr", args->bgr, "feed pictures in BGR channel order (PP-OCR's det and rec)");
     sub->add_option("--peer", args->peer, "Peer runtime to compare with: ort");
     sub->add_option("--runs", args->runs, "Timed runs (at least 15)");
     sub->add_option("--warmup", args->warmup, "Warm-up runs");

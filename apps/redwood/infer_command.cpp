@@ -6,6 +6,7 @@
 
 #include "apps/redwood/commands.hpp"
 #include "apps/redwood/tensor_summary.hpp"
+#include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/npy.hpp"
@@ -110,6 +111,7 @@ int run_infer(const InferArgs& args) {
   std::optional<oneapi::tbb::global_control> threads;
   if (args.threads > 0) {
     threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, args.threads);
+    cpu::onednn::set_threads(args.threads);  // oneDNN's OpenMP workers follow the same count
   }
   RW_EXPECTS(args.repeat >= 1, InvalidArgument, "--repeat must be at least 1 (got {})", args.repeat);
   RW_EXPECTS(args.mean.size() == 3 && args.std.size() == 3, InvalidArgument,

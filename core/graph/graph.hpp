@@ -44,6 +44,10 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an absent optional input
   std::vector<std::string> outputs;  // "" marks an unused optional output
   std::map<std::string, AttributeValue> attributes;
+  /// A composite node's inner nodes, in topological order (empty for ONNX ops). The optimizer's
+  /// region step (core/passes/form_regions.cpp) moves a group of nodes here, so one kernel can run
+  /// them together; the node's inputs/outputs are the group's boundary values.
+  std::vector<Node> body;
 
   bool has_attr(const std::string& key) const { return attributes.count(key) != 0; }
   /// Typed attribute access with a default; a present attribute of the wrong type throws

@@ -9,6 +9,9 @@
 // PaddlePaddle's exports write an inference BatchNorm as Mul and Add by constants, so the last
 // two forms matter as much as the first. The Conv's output must have no other reader; the folded
 // Conv takes over the name of the removed node's output. W and B are new initializers.
+//
+// ConvTranspose folds the same way; its weights are [Cin, Cout/group, k...], so output channel
+// oc = g * Cout/group + j scales W[ci][j] for the input channels ci of group g.
 
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
@@ -46,7 +49,8 @@ void fold_conv_affine(Graph& g, std::vector<std::string>& log) {
     detail::Uses uses(g);
     for (std::size_t i = 0; i < g.nodes.size(); ++i) {
       Node& conv = g.nodes[i];
-      if (dead[i] || conv.op_type != "Conv" || !conv.domain.empty() || conv.outputs.size() != 1) continue;
+      const bool transposed = conv.op_type == "ConvTranspose";
+      if (dead[i] || (conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1) continue;
       if (conv.has_attr("rw.activation") || conv.inputs.size() > 3) continue;
       const Tensor* w = detail::constant_f32(g, conv.has_input(1) ? conv.inputs[1] : "");
       const Tensor* b = conv.has_input(2) ? detail::constant_f32(g, conv.inputs[2]) : nullptr;
@@ -55,7 +59,9 @@ void fold_conv_affine(Graph& g, std::vector<std::string>& log) {
       if (j == std::string::npos || dead[j]) continue;
       const Node& next = g.nodes[j];
       if (!next.domain.empty()) continue;
-      const std::int64_t cout = w->dim(0), rank = w->rank();
+      const std::int64_t group = conv.attr_int("group", 1);
+      if (group <= 0 || (transposed && w->dim(0) % group != 0)) continue;
+      const std::int64_t cout = transposed ? w->dim(1) * group : w->dim(0), rank = w->rank();
       std::vector<float> scale(cout, 1.0f), shift(cout, 0.0f);
       if (next.op_type == "BatchNormalization" && next.inputs.size() == 5) {
         bool used_extra = false;
@@ -86,10 +92,21 @@ void fold_conv_affine(Graph& g, std::vector<std::string>& log) {
       }
       // W' = W * scale[oc]; B' = B * scale + shift.
       Tensor w2 = w->contiguous().clone();
-      const std::int64_t per_oc = w2.numel() / cout;
       float* wp = w2.data<float>();
-      for (std::int64_t oc = 0; oc < cout; ++oc) {
-        for (std::int64_t k = 0; k < per_oc; ++k) wp[oc * per_oc + k] *= scale[oc];
+      if (!transposed) {
+        const std::int64_t per_oc = w2.numel() / cout;
+        for (std::int64_t oc = 0; oc < cout; ++oc) {
+          for (std::int64_t k = 0; k < per_oc; ++k) wp[oc * per_oc + k] *= scale[oc];
+        }
+      } else {
+        const std::int64_t cin = w2.dim(0), per_group_out = w2.dim(1), spatial = w2.numel() / (cin * per_group_out);
+        for (std::int64_t ci = 0; ci < cin; ++ci) {
+          const std::int64_t g0 = ci / (cin / group) * per_group_out;
+          for (std::int64_t j = 0; j < per_group_out; ++j) {
+            float* p = wp + (ci * per_group_out + j) * spatial;
+            for (std::int64_t k = 0; k < spatial; ++k) p[k] *= scale[g0 + j];
+          }
+        }
       }
       const std::vector<float> b_old = b ? b->to_float_vector() : std::vector<float>(cout, 0.0f);
       std::vector<float> b_new(cout);

@@ -2,8 +2,8 @@
 
 namespace redwood::passes {
 
-std::vector<NamedPass> default_pipeline() {
-  return {
+std::vector<NamedPass> default_pipeline(bool regions) {
+  std::vector<NamedPass> pipeline{
       {"fold_constants", fold_constants},
       {"eliminate_dead_code", eliminate_dead_code},
       {"fold_conv_affine", fold_conv_affine},
@@ -11,6 +11,14 @@ std::vector<NamedPass> default_pipeline() {
       {"fuse_epilogue", fuse_epilogue},
       {"eliminate_dead_code", eliminate_dead_code},
   };
+  if (regions) {
+    pipeline.push_back({"form_regions", form_regions});
+    // After the regions, so that it only fuses what they left outside (a chain node would split
+    // a region). Not in the regions-free pipeline: the CUDA runner uses it and has no kernel for
+    // rw.ElementwiseChain, and the reference-only executor stays the unfused ground truth.
+    pipeline.push_back({"fuse_elementwise", fuse_elementwise});
+  }
+  return pipeline;
 }
 
 std::vector<PassRecord> optimize(Graph& graph, const std::vector<NamedPass>& pipeline) {

@@ -3,7 +3,12 @@
 // was given (each has a test that runs both on random inputs through the reference kernels).
 //
 //   imported Graph -> fold_constants -> fold_conv_affine -> recognize_hardswish -> fuse_epilogue
-//                  -> fuse_elementwise -> eliminate_dead_code -> optimized Graph
+//                  -> eliminate_dead_code -> form_regions -> fuse_elementwise -> optimized Graph
+//
+// form_regions is the one step that depends on the providers: a provider that can run a group of
+// nodes together (oneDNN keeps its own layouts between them) registers a RegionProvider, and the
+// step moves each maximal run of nodes it accepts into one composite node (Node::body). It is
+// left out when only the reference kernels will run (default_pipeline(false)).
 //
 // Every pass records what it did (one line per rewrite), which `redwood plan MODEL` prints.
 // Passes keep the graph's inputs and outputs (names, order) and its topological order; a pass
@@ -34,8 +39,21 @@ struct NamedPass {
   Pass run;
 };
 
-/// The default pipeline, in order.
-std::vector<NamedPass> default_pipeline();
+/// The default pipeline, in order; `regions` adds form_regions and fuse_elementwise at
+/// the end (both make composite nodes only the CPU providers run).
+std::vector<NamedPass> default_pipeline(bool regions = true);
+
+/// A provider that runs groups of nodes as one composite node.
+struct RegionProvider {
+  std::string op_type;  // the composite node's op type, which the provider has a kernel for
+  /// Whether `node` may be part of a region (the kernel may still run it node by node for input
+  /// shapes it cannot take).
+  std::function<bool(const Graph& graph, const Node& node)> accepts;
+  std::size_t min_nodes = 2;  // smaller groups stay ordinary nodes
+};
+/// Registers a region provider (at static initialization, from the provider's source file).
+void register_region_provider(RegionProvider provider);
+const std::vector<RegionProvider>& region_providers();
 
 /// Runs `pipeline` (the default one when empty) on `graph`; returns what each pass did.
 std::vector<PassRecord> optimize(Graph& graph, const std::vector<NamedPass>& pipeline = {});
@@ -46,7 +64,7 @@ std::vector<PassRecord> optimize(Graph& graph, const std::vector<NamedPass>& pip
 void fold_constants(Graph& graph, std::vector<std::string>& log);
 /// Removes nodes none of whose outputs reaches a graph output, and unused initializers.
 void eliminate_dead_code(Graph& graph, std::vector<std::string>& log);
-/// Conv followed by BatchNormalization, or by a constant per-channel/scalar Mul and Add (an
+/// Conv or ConvTranspose followed by BatchNormalization, or by a constant per-channel/scalar Mul and Add (an
 /// exported BatchNorm), folds into the Conv's weights and bias.
 void fold_conv_affine(Graph& graph, std::vector<std::string>& log);
 /// x * HardSigmoid(x) (alpha 1/6, beta 0.5) and x * Clip(x + 3, 0, 6) / 6 become HardSwish(x).
@@ -54,6 +72,13 @@ void recognize_hardswish(Graph& graph, std::vector<std::string>& log);
 /// Bias Add, residual Add and an activation after Conv/ConvTranspose/Gemm/MatMul become the
 /// node's fused epilogue (backends/cpu/reference/epilogue.hpp).
 void fuse_epilogue(Graph& graph, std::vector<std::string>& log);
+/// Moves each maximal group of nodes a region provider accepts into one composite node whose
+/// body holds them (the nodes are first re-sorted so that accepted nodes stay together).
+void form_regions(Graph& graph, std::vector<std::string>& log);
+/// Maximal chains of fp32 elementwise nodes (unary activations, and Add/Sub/Mul/Div/Pow with a
+/// constant scalar or per-channel operand) whose intermediates nothing else reads become one
+/// rw.ElementwiseChain node (backends/cpu/reference/elementwise_chain.cpp).
+void fuse_elementwise(Graph& graph, std::vector<std::string>& log);
 
 }  // namespace passes
 }  // namespace redwood

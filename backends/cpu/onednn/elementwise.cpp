@@ -68,7 +68,7 @@ class UnaryKernel final : public FallbackKernel {
         return false;
       }
     }
-    Tensor y = Tensor::empty(DType::kF32, x.shape());
+    Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
     const dnnl::memory::desc md({n}, dt::f32, tag::a);
     it->second.execute(stream(), {{DNNL_ARG_SRC, wrap(md, x)}, {DNNL_ARG_DST, wrap(md, y)}});
     stream().wait();
@@ -127,7 +127,7 @@ class BinaryKernel final : public FallbackKernel {
         return false;
       }
     }
-    Tensor y = Tensor::empty(DType::kF32, out);
+    Tensor y = ctx.allocate_output(0, DType::kF32, out);
     it->second.execute(stream(), {{DNNL_ARG_SRC_0, wrap(a_md, a)}, {DNNL_ARG_SRC_1, wrap(b_md, b)},
                                   {DNNL_ARG_DST, wrap(a_md, y)}});
     stream().wait();
@@ -175,7 +175,7 @@ class SoftmaxKernel final : public FallbackKernel {
         return false;
       }
     }
-    Tensor y = Tensor::empty(DType::kF32, x.shape());
+    Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
     it->second.execute(stream(), {{DNNL_ARG_SRC, wrap(md, x)}, {DNNL_ARG_DST, wrap(md, y)}});
     stream().wait();
     ctx.outputs[0] = y;

@@ -52,7 +52,7 @@ class MatMulKernel final : public FallbackKernel {
     }
     Entry& e = it->second;
     if (residual.defined() && residual.shape() != e.out_shape) return false;
-    Tensor y = Tensor::empty(DType::kF32, e.out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, e.out_shape);
     if (residual.defined()) {
       const Tensor r = residual.contiguous();
       std::memcpy(y.raw_data(), r.raw_data(), r.nbytes());

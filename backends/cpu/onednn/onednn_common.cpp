@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <atomic>
+
 namespace redwood::cpu::onednn {
 
 dnnl::engine& engine() {
@@ -14,8 +16,26 @@ dnnl::stream& stream() {
   return s;
 }
 
+namespace {
+std::atomic<int> wanted_threads{0};
+}  // namespace
+
 void set_threads(int threads) {
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads > 0) {
+    wanted_threads = threads;
+    omp_set_num_threads(threads);
+  }
+}
+
+void apply_threads() {
+  // omp_set_num_threads sets the calling thread's count only: a kernel running on another thread
+  // (a oneTBB worker of a pipeline) applies the wanted count once per thread.
+  thread_local int applied = 0;
+  const int want = wanted_threads.load(std::memory_order_relaxed);
+  if (want > 0 && applied != want) {
+    omp_set_num_threads(want);
+    applied = want;
+  }
 }
 
 dnnl::memory::desc plain_desc(const Shape& shape) {

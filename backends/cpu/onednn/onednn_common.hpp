@@ -30,8 +30,11 @@ inline constexpr int kPriority = 10;
 dnnl::engine& engine();
 dnnl::stream& stream();
 
-/// Sets oneDNN's (OpenMP's) worker count; 0 leaves the default (all cores).
+/// Sets oneDNN's (OpenMP's) worker count; 0 leaves the default (all cores, or OMP_NUM_THREADS).
 void set_threads(int threads);
+/// Applies set_threads' count to the calling thread (OpenMP's count is per thread); every oneDNN
+/// kernel calls it before running primitives.
+void apply_threads();
 
 using dims = dnnl::memory::dims;
 using tag = dnnl::memory::format_tag;
@@ -52,6 +55,7 @@ class FallbackKernel : public Kernel {
  public:
   FallbackKernel(const Node& node, const KernelInfo& info);
   void run(KernelContext& ctx) final {
+    apply_threads();
     if (!run_onednn(ctx)) fallback_->run(ctx);
   }
 

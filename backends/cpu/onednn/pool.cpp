@@ -1,30 +1,70 @@
-// MaxPool, AveragePool and GlobalAveragePool on oneDNN's pooling (2-D, fp32, NCHW), with
-// ceil_mode and padding; dilated pooling, MaxPool's Indices output and count_include_pad with
-// ceil_mode go to the reference kernel.
+// MaxPool, AveragePool and GlobalAveragePool on oneDNN's pooling (2-D, fp32, NCHW), one node at a
+// time, with ceil_mode and padding (geometry in pool_primitive.hpp); cases oneDNN cannot take go
+// to the reference kernel.
 
-#include "backends/cpu/onednn/onednn_common.hpp"
-#include "backends/cpu/reference/nn_common.hpp"
+#include "backends/cpu/onednn/pool_primitive.hpp"
 
 namespace redwood::cpu::onednn {
+
+PoolSpec PoolSpec::from_node(const Node& node, const std::vector<DType>& input_dtypes) {
+  PoolSpec s;
+  s.global = node.op_type == "GlobalAveragePool";
+  s.max = node.op_type == "MaxPool";
+  s.window = s.global ? nn::WindowAttrs{} : nn::parse_window(node, true);
+  s.include_pad = node.attr_int("count_include_pad", 0) != 0;
+  RW_EXPECTS(!(s.max && node.outputs.size() > 1 && !node.outputs[1].empty()), Unsupported,
+             "{}: oneDNN pooling has no Indices output", node.where());
+  for (auto d : s.window.dilations) RW_EXPECTS(d == 1, Unsupported, "{}: dilated pooling", node.where());
+  RW_EXPECTS(!(s.include_pad && s.window.ceil_mode), Unsupported, "{}: count_include_pad with ceil_mode", node.where());
+  RW_EXPECTS(node.attr_int("storage_order", 0) == 0, Unsupported, "{}: storage_order", node.where());
+  for (DType d : input_dtypes) {
+    RW_EXPECTS(d == DType::kF32 || d == DType::kUndefined, Unsupported, "{}: oneDNN pooling needs fp32", node.where());
+  }
+  return s;
+}
+
+std::optional<PoolGeometry> pool_geometry(const Node& node, const PoolSpec& spec, const Shape& xs) {
+  if (xs.size() != 4 || shape_numel(xs) == 0) return std::nullopt;
+  PoolGeometry p;
+  p.out = {xs[0], xs[1]};
+  if (spec.global) {
+    p.strides = {1, 1};
+    p.kernel = {xs[2], xs[3]};
+    p.pad_begin = p.pad_end = {0, 0};
+    p.out.push_back(1);
+    p.out.push_back(1);
+  } else {
+    if (spec.window.kernel_shape.size() != 2) return std::nullopt;
+    nn::Axes3 a;
+    try {
+      a = nn::resolve_forward(node, spec.window, {xs[2], xs[3]}, spec.window.kernel_shape, xs);
+    } catch (const Error&) {
+      return std::nullopt;
+    }
+    for (int i = 1; i < 3; ++i) {
+      p.strides.push_back(a[i].stride);
+      p.kernel.push_back(a[i].kernel);
+      p.pad_begin.push_back(a[i].pad_begin);
+      // ceil_mode: pad the end so that the last window fits.
+      p.pad_end.push_back(std::max<std::int64_t>(a[i].pad_end, (a[i].out - 1) * a[i].stride + a[i].kernel - a[i].in - a[i].pad_begin));
+      p.out.push_back(a[i].out);
+      if (a[i].out <= 0) return std::nullopt;
+    }
+    // AveragePool excluding padding: oneDNN excludes the end padding it added for ceil_mode
+    // as well, as ONNX does; with count_include_pad the spec sent ceil_mode away.
+  }
+  p.alg = spec.max ? dnnl::algorithm::pooling_max
+          : spec.include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                             : dnnl::algorithm::pooling_avg_exclude_padding;
+  return p;
+}
+
 namespace {
 
 class PoolKernel final : public FallbackKernel {
  public:
   PoolKernel(const Node& node, const KernelInfo& info)
-      : FallbackKernel(node, info),
-        global_(node.op_type == "GlobalAveragePool"),
-        max_(node.op_type == "MaxPool"),
-        window_(global_ ? nn::WindowAttrs{} : nn::parse_window(node, true)),
-        include_pad_(node.attr_int("count_include_pad", 0) != 0) {
-    RW_EXPECTS(!(max_ && node.outputs.size() > 1 && !node.outputs[1].empty()), Unsupported,
-               "{}: oneDNN pooling has no Indices output", node.where());
-    for (auto d : window_.dilations) RW_EXPECTS(d == 1, Unsupported, "{}: dilated pooling", node.where());
-    RW_EXPECTS(!(include_pad_ && window_.ceil_mode), Unsupported, "{}: count_include_pad with ceil_mode", node.where());
-    RW_EXPECTS(node.attr_int("storage_order", 0) == 0, Unsupported, "{}: storage_order", node.where());
-    for (DType d : info.input_dtypes) {
-      RW_EXPECTS(d == DType::kF32 || d == DType::kUndefined, Unsupported, "{}: oneDNN pooling needs fp32", node.where());
-    }
-  }
+      : FallbackKernel(node, info), spec_(PoolSpec::from_node(node, info.input_dtypes)) {}
 
  protected:
   bool run_onednn(KernelContext& ctx) override {
@@ -37,7 +77,7 @@ class PoolKernel final : public FallbackKernel {
       it = cache_.emplace(x.shape(), std::move(e)).first;
     }
     Entry& e = it->second;
-    Tensor y = Tensor::empty(DType::kF32, e.out_shape);
+    Tensor y = ctx.allocate_output(0, DType::kF32, e.out_shape);
     e.prim.execute(stream(), {{DNNL_ARG_SRC, wrap(e.x_md, x)}, {DNNL_ARG_DST, wrap(e.y_md, y)}});
     stream().wait();
     ctx.outputs[0] = y;
@@ -52,43 +92,14 @@ class PoolKernel final : public FallbackKernel {
   };
 
   bool build(const Node& node, const Shape& xs, Entry& e) {
-    dims strides, kernel, pl, pr;
-    Shape out{xs[0], xs[1]};
-    if (global_) {
-      strides = {1, 1};
-      kernel = {xs[2], xs[3]};
-      pl = pr = {0, 0};
-      out.push_back(1);
-      out.push_back(1);
-    } else {
-      if (window_.kernel_shape.size() != 2) return false;
-      nn::Axes3 a;
-      try {
-        a = nn::resolve_forward(node, window_, {xs[2], xs[3]}, window_.kernel_shape, xs);
-      } catch (const Error&) {
-        return false;
-      }
-      for (int i = 1; i < 3; ++i) {
-        strides.push_back(a[i].stride);
-        kernel.push_back(a[i].kernel);
-        pl.push_back(a[i].pad_begin);
-        // ceil_mode: pad the end so that the last window fits.
-        pr.push_back(std::max<std::int64_t>(a[i].pad_end, (a[i].out - 1) * a[i].stride + a[i].kernel - a[i].in - a[i].pad_begin));
-        out.push_back(a[i].out);
-        if (a[i].out <= 0) return false;
-      }
-      // AveragePool excluding padding: oneDNN excludes the end padding it added for ceil_mode
-      // as well, as ONNX does; with count_include_pad the constructor sent ceil_mode away.
-    }
-    if (shape_numel(xs) == 0) return false;
-    e.out_shape = out;
+    const auto p = pool_geometry(node, spec_, xs);
+    if (!p) return false;
+    e.out_shape = p->out;
     e.x_md = dnnl::memory::desc(dims(xs.begin(), xs.end()), dt::f32, tag::nchw);
-    e.y_md = dnnl::memory::desc(dims(out.begin(), out.end()), dt::f32, tag::nchw);
-    const auto alg = max_ ? dnnl::algorithm::pooling_max
-                     : include_pad_ ? dnnl::algorithm::pooling_avg_include_padding
-                                    : dnnl::algorithm::pooling_avg_exclude_padding;
+    e.y_md = dnnl::memory::desc(dims(p->out.begin(), p->out.end()), dt::f32, tag::nchw);
     try {
-      dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, alg, e.x_md, e.y_md, strides, kernel, pl, pr);
+      dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, p->alg, e.x_md, e.y_md, p->strides,
+                                    p->kernel, p->pad_begin, p->pad_end);
       e.prim = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, engine()));
     } catch (const dnnl::error&) {
       return false;
@@ -96,9 +107,7 @@ class PoolKernel final : public FallbackKernel {
     return true;
   }
 
-  bool global_, max_;
-  nn::WindowAttrs window_;
-  bool include_pad_;
+  PoolSpec spec_;
   std::map<Shape, Entry> cache_;
 };
 

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace redwood {
 namespace {
 
@@ -248,14 +250,172 @@ TEST(Passes, DefaultPipelineMatchesReferenceAndOneDnnMatchesReference) {
   b.output("y");
   const std::map<std::string, Tensor> feeds{{"x", random_tensor(DType::kF32, {1, 3, 16, 16}, -2, 2)}};
   auto optimized = std::make_shared<Graph>(*b.g);
-  const auto records = passes::optimize(*optimized);
+  const auto records = passes::optimize(*optimized, passes::default_pipeline(/*regions=*/false));
   EXPECT_EQ(optimized->nodes.size(), 2u);
   const auto expected = run(b.g, feeds);
   testing::expect_close(run(optimized, feeds)[0], expected[0], 1e-4, 1e-5);
   testing::expect_close(run(optimized, feeds, /*reference_only=*/false)[0], expected[0], 1e-4, 1e-5);
   Executor fast(b.g);  // the default: optimized, oneDNN first
   testing::expect_close(fast.run(feeds)[0], expected[0], 1e-4, 1e-5);
-  EXPECT_EQ(fast.node_providers(), (std::vector<std::string>{"onednn", "onednn"}));
+  // The two Convs became one oneDNN region (form_regions, the last step of the default pipeline).
+  EXPECT_EQ(fast.node_providers(), (std::vector<std::string>{"onednn"}));
+  ASSERT_EQ(fast.graph().nodes.size(), 1u);
+  EXPECT_EQ(fast.graph().nodes[0].body.size(), 2u);
+}
+
+TEST(Passes, ConvTransposeAffineFoldsIntoWeightsPerGroup) {
+  // ConvTranspose (2 groups) -> Add(per-channel bias) -> BatchNormalization, as in PP-OCR's DB head.
+  G b;
+  b.input("x", {1, 4, 5, 5});
+  b.rand("w", {4, 3, 2, 2});  // [Cin, Cout / group, kh, kw]: Cout = 6
+  b.node("ConvTranspose", {"x", "w"}, {"ct"},
+         {{"strides", std::vector<std::int64_t>{2, 2}}, {"group", std::int64_t{2}}});
+  b.value("ct", {1, 6, 10, 10});
+  b.rand("bias", {1, 6, 1, 1});
+  b.node("Add", {"ct", "bias"}, {"a"});
+  b.value("a", {1, 6, 10, 10});
+  b.rand("gamma", {6}, 0.5, 1.5);
+  b.rand("beta", {6});
+  b.rand("mean", {6});
+  b.rand("var", {6}, 0.5, 2.0);
+  b.node("BatchNormalization", {"a", "gamma", "beta", "mean", "var"}, {"y"});
+  b.output("y");
+  const auto [g, log] = check_pass(b, passes::fold_conv_affine,
+                                   {{"x", random_tensor(DType::kF32, {1, 4, 5, 5}, -1, 1, 3)}});
+  EXPECT_EQ(log.size(), 2u);
+  EXPECT_EQ(count_op(*g, "BatchNormalization"), 0u);
+  EXPECT_EQ(count_op(*g, "Add"), 0u);
+  EXPECT_EQ(count_op(*g, "ConvTranspose"), 1u);
+}
+
+// Bitwise equality (NaN included): the fused chain runs the same float operations in the same order.
+void expect_identical(const Tensor& actual, const Tensor& expected) {
+  ASSERT_EQ(actual.shape(), expected.shape());
+  const Tensor a = actual.contiguous(), e = expected.contiguous();
+  ASSERT_EQ(a.dtype(), DType::kF32);
+  std::int64_t differing = 0;
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    differing += std::memcmp(a.data<float>() + i, e.data<float>() + i, sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differing, 0) << "of " << a.numel() << " elements";
+  testing::expect_close(actual, expected, 1e-6, 0);
+}
+
+TEST(Passes, ElementwiseChainIsBitIdenticalToTheSeparateNodes) {
+  // Every step kind once, scalar, per-channel and trailing-vector operands on either side, over
+  // a tensor large enough for several parallel chunks and tiles (which cut through channels).
+  G b;
+  const Shape shape{2, 3, 37, 301};
+  b.input("x", shape);
+  b.init("half", Tensor::scalar<float>(0.5f));
+  b.rand("per_channel", {3, 1, 1}, -2, 2);
+  b.init("one", Tensor::scalar<float>(1.0f));
+  b.init("lo", Tensor::scalar<float>(-2.0f));
+  b.init("hi", Tensor::scalar<float>(2.0f));
+  b.rand("per_column", {301}, 0.5, 1.5);
+  b.init("two", Tensor::from_vector<float>({1}, {2.0f}));
+  b.node("Add", {"x", "half"}, {"a1"});
+  b.node("Mul", {"per_channel", "a1"}, {"a2"});  // constant first
+  b.node("LeakyRelu", {"a2"}, {"a3"}, {{"alpha", 0.1f}});
+  b.node("Sub", {"one", "a3"}, {"a4"});  // 1 - x
+  b.node("Clip", {"a4", "lo", "hi"}, {"a5"});
+  b.node("HardSwish", {"a5"}, {"a6"});
+  b.node("Div", {"a6", "per_column"}, {"a7"});
+  b.node("Sigmoid", {"a7"}, {"a8"});
+  b.node("HardSigmoid", {"a8"}, {"a9"}, {{"alpha", 0.3f}, {"beta", 0.4f}});
+  b.node("Pow", {"a9", "two"}, {"a10"});
+  b.node("Sqrt", {"a10"}, {"a11"});
+  b.node("Tanh", {"a11"}, {"a12"});
+  b.node("Relu", {"a12"}, {"y"});
+  b.output("y");
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor(DType::kF32, shape, -4, 4, 21)}};
+  auto fused = std::make_shared<Graph>(*b.g);
+  std::vector<std::string> log;
+  passes::fuse_elementwise(*fused, log);
+  ASSERT_EQ(fused->nodes.size(), 1u);
+  EXPECT_EQ(fused->nodes[0].op_type, "rw.ElementwiseChain");
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("13 nodes"), std::string::npos) << log[0];
+  expect_identical(run(fused, feeds)[0], run(b.g, feeds)[0]);
+
+  // Clip before opset 11 (bounds as attributes) and with absent bounds, and a negative Sqrt (NaN).
+  G old;
+  old.g->opset = 9;
+  old.input("x", {5, 7});
+  old.node("Clip", {"x"}, {"c"}, {{"min", -0.5f}});
+  old.init("k", Tensor::scalar<float>(-1.0f));
+  old.node("Mul", {"c", "k"}, {"m"});
+  old.node("Sqrt", {"m"}, {"y"});
+  old.output("y");
+  const std::map<std::string, Tensor> small{{"x", random_tensor(DType::kF32, {5, 7}, -2, 2, 4)}};
+  auto fused_old = std::make_shared<Graph>(*old.g);
+  log.clear();
+  passes::fuse_elementwise(*fused_old, log);
+  EXPECT_EQ(count_op(*fused_old, "rw.ElementwiseChain"), 1u);
+  EXPECT_EQ(fused_old->nodes.size(), 1u);
+  expect_identical(run(fused_old, small)[0], run(old.g, small)[0]);
+}
+
+TEST(Passes, ElementwiseChainStopsAtSharedValuesOutputsAndShapeChanges) {
+  G b;
+  b.input("x", {4, 5});
+  for (const char* v : {"a", "b", "c", "d", "e", "f", "g", "h", "r"}) b.value(v, {4, 5});
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Sigmoid", {"a"}, {"b"});  // b is a graph output: the chain Relu -> Sigmoid ends here
+  b.node("Tanh", {"b"}, {"c"});
+  b.node("Add", {"c", "x"}, {"d"});  // not a constant operand: Tanh stays alone
+  b.node("Sqrt", {"d"}, {"e"});      // e has two readers
+  b.node("Relu", {"e"}, {"f"});
+  b.init("k", Tensor::scalar<float>(0.25f));
+  b.node("Mul", {"e", "k"}, {"g"});
+  b.node("Add", {"f", "g"}, {"h"});
+  b.node("Relu", {"h"}, {"r"});
+  b.rand("wide", {2, 4, 5});
+  b.node("Mul", {"r", "wide"}, {"y"});  // would broadcast [4,5] to [2,4,5]: not a step
+  b.output("b");
+  b.output("y");
+  auto [g, log] = check_pass(b, passes::fuse_elementwise, {{"x", random_tensor(DType::kF32, {4, 5}, -2, 2)}});
+  EXPECT_EQ(log.size(), 1u);
+  EXPECT_EQ(count_op(*g, "rw.ElementwiseChain"), 1u);
+  EXPECT_EQ(count_op(*g, "Sigmoid"), 0u);
+  EXPECT_EQ(count_op(*g, "Tanh") + count_op(*g, "Sqrt"), 2u);
+  EXPECT_EQ(count_op(*g, "Relu"), 2u);
+  EXPECT_EQ(count_op(*g, "Mul"), 2u);
+}
+
+TEST(Passes, ElementwiseChainRunsAfterRegionsWithoutSplittingThem) {
+  // Conv+Sigmoid -> MaxPool -> Add(scalar) is one oneDNN region (the Add would also be a chain
+  // step); Sqrt -> Pow -> Tanh after it (Sqrt and Pow are no region ops, a lone Tanh makes no
+  // region) becomes one chain node.
+  G b;
+  b.input("x", {1, 3, 12, 12});
+  b.rand("w", {4, 3, 3, 3});
+  b.node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+  b.node("Sigmoid", {"c"}, {"s"});
+  b.node("MaxPool", {"s"}, {"p"}, {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+                                   {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+  b.init("k", Tensor::scalar<float>(0.7f));
+  b.node("Add", {"p", "k"}, {"a"});
+  for (const char* v : {"c", "s", "p", "a", "q", "e"}) b.value(v, {1, 4, 12, 12});
+  b.node("Sqrt", {"a"}, {"q"});
+  b.init("three", Tensor::scalar<float>(3.0f));
+  b.node("Pow", {"q", "three"}, {"e"});
+  b.node("Tanh", {"e"}, {"y"});
+  b.output("y");
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor(DType::kF32, {1, 3, 12, 12}, -2, 2)}};
+  const auto expected = run(b.g, feeds);
+  Executor fast(b.g);  // the default: optimized, oneDNN first
+  ASSERT_EQ(fast.graph().nodes.size(), 2u);
+  EXPECT_EQ(fast.graph().nodes[0].body.size(), 3u);
+  EXPECT_EQ(fast.graph().nodes[1].op_type, "rw.ElementwiseChain");
+  EXPECT_EQ(fast.node_providers(), (std::vector<std::string>{"onednn", "reference"}));
+  testing::expect_close(fast.run(feeds)[0], expected[0], 1e-4, 1e-5);
+  // The reference-only executor (no regions) has no chains either: it stays the unfused ground truth.
+  ExecutorOptions o;
+  o.reference_only = true;
+  Executor reference(b.g, o);
+  EXPECT_EQ(count_op(reference.graph(), "rw.ElementwiseChain"), 0u);
+  testing::expect_close(reference.run(feeds)[0], expected[0], 1e-5, 1e-6);
 }
 
 }  // namespace
