@@ -48,6 +48,22 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   return t;
 }
 
+Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, DType dtype, Shape shape) {
+  RW_EXPECTS(storage != nullptr, InvalidArgument, "cannot wrap null storage as a tensor");
+  RW_EXPECTS(dtype != DType::kUndefined, InvalidArgument, "cannot wrap storage as a tensor of undefined dtype");
+  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  RW_EXPECTS(bytes <= storage->bytes(), InvalidArgument, "{} {} needs {} bytes, the storage holds {}",
+             dtype_name(dtype), shape_str(shape), bytes, storage->bytes());
+  Tensor t;
+  t.dtype_ = dtype;
+  t.device_ = storage->device();
+  t.data_ = storage->data();
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.storage_ = std::move(storage);
+  return t;
+}
+
 Tensor Tensor::view(void* data, DType dtype, Shape shape, Strides strides, Device device) {
   Tensor t;
   t.dtype_ = dtype;

@@ -57,6 +57,9 @@ class Tensor {
   /// Views memory owned elsewhere (contiguous unless strides are given).
   static Tensor view(void* data, DType dtype, Shape shape, Strides strides = {},
                      Device device = Device::kCpu);
+  /// A contiguous tensor over the first bytes of `storage` (any device), sharing its ownership;
+  /// how device backends (backends/cuda) make owning device tensors.
+  static Tensor from_storage(std::shared_ptr<Storage> storage, DType dtype, Shape shape);
   /// Copies values into a new owning tensor.
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);

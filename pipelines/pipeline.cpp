@@ -63,6 +63,15 @@ Pipeline::Pipeline(const PipelineFile& file) {
     service_.queue = s.get<int>("queue", service_.queue);
     service_.threads = s.get<int>("threads", service_.threads);
     service_.status_interval_s = s.get<double>("status_interval_s", service_.status_interval_s);
+    const auto pool_mb = s.get<std::int64_t>("frame_pool_mb", static_cast<std::int64_t>(service_.memory.limit_bytes >> 20));
+    const auto chunk_mb = s.get<std::int64_t>("frame_chunk_mb", static_cast<std::int64_t>(service_.memory.chunk_bytes >> 20));
+    // The buddy pool's chunk is its largest block: a power of two.
+    if (chunk_mb < 1 || chunk_mb > 4096 || (chunk_mb & (chunk_mb - 1)) != 0) {
+      s.fail("frame_chunk_mb", "must be a power of two from 1 to 4096");
+    }
+    if (pool_mb < chunk_mb) s.fail("frame_pool_mb", fmt::format("must be at least frame_chunk_mb ({})", chunk_mb));
+    service_.memory.chunk_bytes = static_cast<std::size_t>(chunk_mb) << 20;
+    service_.memory.limit_bytes = static_cast<std::size_t>(pool_mb) << 20;
     if (service_.max_in_flight < 1) s.fail("max_in_flight", "must be at least 1");
     if (service_.queue < 1) s.fail("queue", "must be at least 1");
     if (service_.threads < 0) s.fail("threads", "must be >= 0 (0: all cores)");
@@ -77,6 +86,7 @@ Pipeline::Pipeline(const PipelineFile& file) {
     p.finish();
   }
   if (streams_.empty()) root.fail("sources", "needs at least one source");
+  memory_ = std::make_unique<FrameMemory>(service_.memory);
 
   if (root.has("models")) {
     const YAML::Node models = root.node("models");
@@ -86,6 +96,12 @@ Pipeline::Pipeline(const PipelineFile& file) {
       Params p(kv.second, origin, fmt::format("model '{}'", name));
       ModelEntry entry;
       entry.path = p.existing_file("path");
+      entry.device = p.choice("device", "cpu", {"cpu", "cuda", "auto"});
+      entry.precision = p.choice("precision", "fp32", {"fp32", "tf32", "fp16", "bf16"});
+      if (entry.device == "cpu" && entry.precision != "fp32") {
+        p.fail("precision", fmt::format("'{}' needs device cuda or auto (the CPU runs fp32)", entry.precision));
+      }
+      entry.device_where = origin->where(p.has("device") ? p.node("device") : kv.second);
       try {
         entry.graph = load_onnx(entry.path);
       } catch (const Error& e) {

@@ -10,10 +10,12 @@
 // Invariants: at most service.max_in_flight frames of a stream are between pump and sinks; each
 // sink sees a stream's frames in read order; a live stream's drops are counted, a file stream
 // never drops. A stage's exception stops the run: sources stop, frames in flight drain (skipping
-// sinks for the failed ones), and run() throws the error, naming the stage.
+// sinks for the failed ones), and run() throws the error, naming the stage. A source's exception
+// stops the sources too, but the frames read so far go through to the sinks before run() throws.
 
 #include "pipelines/config.hpp"
 #include "pipelines/stats.hpp"
+#include "stages/frame_memory.hpp"
 #include "stages/sink/sink.hpp"
 #include "stages/source/source.hpp"
 #include "stages/stage.hpp"
@@ -31,12 +33,24 @@ struct ServiceSettings {
   int queue = 2;                // frames waiting between a source and the graph, per stream
   int threads = 0;              // TBB threads (0: all cores)
   double status_interval_s = 1;
+  FrameMemoryConfig memory;     // the frame pool (pictures, tensors, batches, crops)
 };
 
 struct RunOptions {
   std::int64_t max_frames = 0;                 // per stream (0: until the sources end)
   const std::atomic<bool>* stop = nullptr;     // set (e.g. by SIGINT) to stop and drain
   std::function<void(const PipelineStats&)> on_status;  // at most every status_interval_s
+};
+
+/// A run that ended in an error (a stage's, a sink's or a source's), with the statistics of what
+/// ran until then (the launcher prints them before the message).
+class RunError : public Error {
+ public:
+  RunError(const std::string& message, PipelineStats stats) : Error(message), stats_(std::move(stats)) {}
+  const PipelineStats& stats() const { return stats_; }
+
+ private:
+  PipelineStats stats_;
 };
 
 class Pipeline {
@@ -48,13 +62,16 @@ class Pipeline {
   Pipeline& operator=(const Pipeline&) = delete;
 
   /// Runs until every source ends, max_frames per stream, or *stop; drains the frames in
-  /// flight. Throws the first error a stage or sink raised (after stopping cleanly).
+  /// flight. Throws RunError with the first error a stage, sink or source raised (after
+  /// stopping cleanly).
   PipelineStats run(const RunOptions& options = {});
 
   const std::string& name() const { return name_; }
   const ServiceSettings& service() const { return service_; }
   std::vector<std::string> stream_names() const;
   const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
+  /// The pool frames' buffers come from (statistics: PipelineStats::memory).
+  FrameMemory& memory() { return *memory_; }
 
   struct Stream {
     std::string name;
@@ -72,6 +89,7 @@ class Pipeline {
   std::vector<Stream> streams_;
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<NamedSink> sinks_;
+  std::unique_ptr<FrameMemory> memory_;
 };
 
 }  // namespace redwood

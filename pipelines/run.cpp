@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "pipelines/batcher.hpp"
 #include "pipelines/frame_gate.hpp"
+#include "pipelines/frame_pool.hpp"
 #include "pipelines/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -34,8 +35,9 @@ struct StreamRun {
 class Run {
  public:
   Run(const std::string& pipeline, std::vector<Pipeline::Stream>& streams, std::vector<std::unique_ptr<Stage>>& stages,
-      std::vector<Pipeline::NamedSink>& sinks, const ServiceSettings& service, const RunOptions& options)
-      : streams_(streams), stages_(stages), sinks_(sinks), service_(service), options_(options) {
+      std::vector<Pipeline::NamedSink>& sinks, const ServiceSettings& service, const RunOptions& options,
+      FrameMemory& memory)
+      : streams_(streams), stages_(stages), sinks_(sinks), service_(service), options_(options), memory_(memory) {
     for (const auto& s : streams) {
       stats_.streams.push_back({});
       stats_.streams.back().name = s.name;
@@ -84,7 +86,8 @@ class Run {
       r->pump.join();
     }
     for (auto& s : sinks_) s.sink->close();
-    if (failed_) throw Error(error_message_);
+    if (failed_) throw RunError(error_message_, snapshot());
+    if (!source_error_.empty()) throw RunError(source_error_, snapshot());
     return snapshot();
   }
 
@@ -145,23 +148,38 @@ class Run {
     failed_ = true;
   }
 
+  void source_failed(std::string message) {
+    {
+      std::lock_guard lock(error_mutex_);
+      if (source_error_.empty()) source_error_ = std::move(message);
+      log().error("{}", source_error_);
+    }
+    stop_readers_ = true;
+  }
+
   void read_loop(std::size_t i) {
     StreamRun& r = *runs_[i];
     Source& source = *streams_[i].source;
     std::int64_t seq = 0;
     while (!stop_readers_ && (options_.max_frames <= 0 || seq < options_.max_frames)) {
-      auto f = std::make_shared<Frame>();
+      FramePtr f = frames_.acquire();  // a recycled Frame once warmed up
+      // The picture's buffer comes from the frame pool (the source writes into it).
+      f->memory = &memory_;
+      f->image = frame_mat(&memory_);
       try {
         if (source.read(f->image, f->pts_ms, stop_readers_) != ReadStatus::kFrame) break;
       } catch (const std::exception& e) {
         // A source's exception (OpenCV's, say) must not end a reader thread with terminate().
-        fail(fmt::format("source '{}' failed after {} frame(s): {}", streams_[i].name, seq, e.what()));
+        // The frames it read are good: stop every source and drain them through the sinks, then
+        // report the error (unlike a stage's failure, which spoils the frames in flight).
+        source_failed(fmt::format("source '{}' failed after {} frame(s): {}", streams_[i].name, seq, e.what()));
         break;
       }
       f->stream = static_cast<int>(i);
       f->stream_name = streams_[i].name;
       f->seq = seq++;
       f->read_at = Clock::now();
+      f->captured = std::chrono::system_clock::now();
       {
         std::lock_guard lock(stats_mutex_);
         ++stats_.streams[i].read;
@@ -186,6 +204,7 @@ class Run {
         break;
       }
       (*f)->admitted = admitted++;
+      (*f)->admitted_at = Clock::now();
       {
         std::lock_guard lock(stats_mutex_);
         auto& s = stats_.streams[i];
@@ -232,7 +251,12 @@ class Run {
     std::lock_guard lock(stats_mutex_);
     PipelineStats s = stats_;
     s.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
-    for (std::size_t i = 0; i < streams_.size(); ++i) s.streams[i].reconnects = streams_[i].source->reconnects();
+    s.memory = memory_.stats();
+    s.frames_created = frames_.created();
+    for (std::size_t i = 0; i < streams_.size(); ++i) {
+      s.streams[i].reconnects = streams_[i].source->reconnects();
+      s.streams[i].outage_ms = streams_[i].source->outage_ms();
+    }
     for (std::size_t k = 0; k < sinks_.size(); ++k) {
       s.sinks[k].written = sinks_[k].sink->written();
       s.sinks[k].dropped = sinks_[k].sink->dropped();
@@ -245,6 +269,8 @@ class Run {
   std::vector<Pipeline::NamedSink>& sinks_;
   const ServiceSettings& service_;
   const RunOptions& options_;
+  FrameMemory& memory_;
+  FramePool frames_;
 
   // Declared before the nodes and batchers so that they are destroyed after them.
   flow::graph graph_;
@@ -261,6 +287,7 @@ class Run {
   std::atomic<std::int64_t> in_flight_{0};
   std::mutex error_mutex_;
   std::string error_message_;
+  std::string source_error_;  // a source that could not go on (its frames still drain)
   std::mutex stats_mutex_;
   PipelineStats stats_;
   Clock::time_point start_ = Clock::now();
@@ -271,7 +298,7 @@ class Run {
 PipelineStats Pipeline::run(const RunOptions& options) {
   std::optional<oneapi::tbb::global_control> threads;
   if (service_.threads > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, service_.threads);
-  Run run(name_, streams_, stages_, sinks_, service_, options);
+  Run run(name_, streams_, stages_, sinks_, service_, options, *memory_);
   return run.execute();
 }
 

@@ -26,7 +26,7 @@ std::string status_line(const PipelineStats& now, const PipelineStats& previous)
     line += fmt::format("{} {}: {} frames {:.1f} fps p50 {:.0f} ms p99 {:.0f} ms drops {}", i ? " |" : "", s.name,
                         s.delivered, static_cast<double>(s.delivered - before) / window, percentile(recent, 50),
                         percentile(recent, 99), s.dropped);
-    if (s.reconnects) line += fmt::format(" reconnects {}", s.reconnects);
+    if (s.reconnects) line += fmt::format(" reconnects {} outage {:.1f} s", s.reconnects, s.outage_ms / 1000.0);
   }
   return line;
 }
@@ -38,9 +38,15 @@ std::string summary_text(const PipelineStats& st) {
                        "max in flight {}{}\n",
                        s.name, s.read, s.delivered, s.dropped, st.elapsed_s > 0 ? s.delivered / st.elapsed_s : 0.0,
                        percentile(s.latencies_ms, 50), percentile(s.latencies_ms, 99), s.max_in_flight,
-                       s.reconnects ? fmt::format(", reconnects {}", s.reconnects) : std::string());
+                       s.reconnects ? fmt::format(", reconnects {}, outage {:.2f} s", s.reconnects, s.outage_ms / 1000.0)
+                                    : std::string());
   }
   for (const SinkStats& s : st.sinks) out += fmt::format("  sink {}: written {}, dropped {}\n", s.name, s.written, s.dropped);
+  const auto& m = st.memory;
+  out += fmt::format("  frame pool: {} frame object(s), {} allocations, in use {}, high water {}, reserved {}, system allocations {} (freed {}){}\n",
+                     st.frames_created, m.pool.allocations, memory::format_bytes(m.pool.bytes_in_use), memory::format_bytes(m.pool.high_water_bytes),
+                     memory::format_bytes(m.pool.reserved_bytes), m.pool.upstream_allocations, m.pool.upstream_deallocations,
+                     m.fallbacks ? fmt::format(", {} buffer(s) from the heap (pool full)", m.fallbacks) : std::string());
   return out;
 }
 

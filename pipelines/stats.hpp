@@ -3,6 +3,8 @@
 // in flight (and its high water: back-pressure must keep it <= max_in_flight), reconnects, and
 // end-to-end latency (read to sinks) for p50/p99.
 
+#include "stages/frame_memory.hpp"
+
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -18,6 +20,7 @@ struct StreamStats {
   std::int64_t in_flight = 0;
   std::int64_t max_in_flight = 0;
   std::int64_t reconnects = 0;
+  double outage_ms = 0;         // time without frames after lost connections (network sources)
   std::vector<double> latencies_ms;  // every delivered frame
 };
 
@@ -30,6 +33,8 @@ struct PipelineStats {
   double elapsed_s = 0;
   std::vector<StreamStats> streams;
   std::vector<SinkStats> sinks;
+  FrameMemoryStats memory;  // the frame pool: in steady state its upstream calls stay constant
+  std::int64_t frames_created = 0;  // Frame objects made; the rest were recycled (FramePool)
 };
 
 /// p in [0, 100]; 0 for no samples.

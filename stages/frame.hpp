@@ -13,11 +13,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace redwood {
 
 using Clock = std::chrono::steady_clock;
+class FrameMemory;
 
 /// How a preprocess stage mapped the picture into its tensor: picture = (tensor - pad) / scale.
 struct ImageTransform {
@@ -38,6 +40,13 @@ struct Detection {
   float text_score = 0.f;
 };
 
+/// When a stage finished with a frame (Stage::process records it). `stage` views the stage's
+/// name, which lives as long as the pipeline.
+struct StageMark {
+  std::string_view stage;
+  Clock::time_point at;
+};
+
 struct Frame {
   int stream = 0;                 // index of the source in the pipeline
   std::string stream_name;
@@ -45,7 +54,11 @@ struct Frame {
   std::int64_t admitted = 0;      // order of entry into the graph, gapless per stream (sequencer key)
   double pts_ms = 0;              // position in the source (video time, or since start when live)
   Clock::time_point read_at;      // when the source produced it: latency is measured from here
+  std::chrono::system_clock::time_point captured;  // the same moment on the wall clock (for messages)
+  Clock::time_point admitted_at;  // when it entered the graph (after the source's queue)
+  std::vector<StageMark> stage_done;  // one per stage that ran on it, in pipeline order
   cv::Mat image;                  // 8-bit BGR
+  FrameMemory* memory = nullptr;  // the pipeline's buffer pool (stages/frame_memory.hpp); null: heap
   std::map<std::string, Tensor> tensors;
   std::map<std::string, ImageTransform> transforms;  // by tensor key, from preprocess
   std::vector<Detection> detections;

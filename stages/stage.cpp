@@ -45,7 +45,9 @@ void Stage::check(const TensorSpecs& available) const {
 void Stage::process(std::span<Frame* const> frames) {
   const auto start = Clock::now();
   do_process(frames);
-  busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+  const auto done = Clock::now();
+  for (Frame* f : frames) f->stage_done.push_back({name_, done});
+  busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(done - start).count();
   ++calls_;
 }
 

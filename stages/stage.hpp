@@ -35,6 +35,12 @@ using TensorSpecs = std::map<std::string, TensorSpec>;
 struct ModelEntry {
   std::shared_ptr<const Graph> graph;
   std::filesystem::path path;
+  /// Where the infer stage runs it: "cpu" (default), "cuda", or "auto" (CUDA when usable, else
+  /// the CPU with a log line); and the precision of its convolutions on the GPU ("fp32", "tf32",
+  /// "fp16", "bf16"). See docs/pipelines.md, docs/cuda.md.
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  std::string device_where;  // "file:line:col" of `device:` (or of the model), for errors
 };
 using ModelTable = std::map<std::string, ModelEntry>;
 
@@ -67,7 +73,8 @@ class Stage {
   /// True when frames must go through one at a time (the stage holds per-call state).
   virtual bool serial() const { return false; }
 
-  /// Runs the stage on frames (the shell: times and counts, then do_process).
+  /// Runs the stage on frames (the shell: do_process, then times and counts, and marks each
+  /// frame's stage_done with this stage's name and the time it finished).
   void process(std::span<Frame* const> frames);
 
   std::int64_t calls() const { return calls_.load(); }

@@ -49,8 +49,17 @@ int main(int argc, char** argv) {
                                                                                              : d["kind"].get<std::string>();
       found += (found.empty() ? "" : "; ") + label + " " + std::to_string(d["score"].get<double>()).substr(0, 4);
     }
-    std::printf("%s #%lld %.0f ms: %s\n", topic.to_string().c_str(), frame["seq"].get<long long>(),
-                frame["latency_ms"].get<double>(), found.empty() ? "-" : found.c_str());
+    // Per-stage times (ms after capture), present since the timestamps addition to the schema.
+    std::string breakdown;
+    if (frame.contains("timestamps")) {
+      for (const auto& st : frame["timestamps"]["stages"]) {
+        breakdown += (breakdown.empty() ? " [" : " ") + st["stage"].get<std::string>() + " " +
+                     std::to_string(static_cast<long>(st["done_ms"].get<double>()));
+      }
+      if (!breakdown.empty()) breakdown += "]";
+    }
+    std::printf("%s #%lld %.0f ms%s: %s\n", topic.to_string().c_str(), frame["seq"].get<long long>(),
+                frame["latency_ms"].get<double>(), breakdown.c_str(), found.empty() ? "-" : found.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -54,9 +54,24 @@ int run_pipeline(const RunArgs& args) {
       previous = now;
     };
   }
+  const auto print_summary = [&pipeline](const PipelineStats& stats) {
+    fmt::print("{}", summary_text(stats));
+    for (const auto& stage : pipeline.stages()) {
+      if (stage->calls() > 0) {
+        fmt::print("  stage {}: {} call(s), {:.1f} ms per call\n", stage->name(), stage->calls(), stage->busy_ms() / stage->calls());
+      }
+    }
+    std::fflush(stdout);
+  };
   PipelineStats stats;
   try {
     stats = pipeline.run(options);
+  } catch (const RunError& e) {
+    // What ran until the error, then the error itself (main prints it and exits 1).
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+    print_summary(e.stats());
+    throw;
   } catch (...) {
     std::signal(SIGINT, SIG_DFL);
     std::signal(SIGTERM, SIG_DFL);
@@ -65,12 +80,7 @@ int run_pipeline(const RunArgs& args) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   if (g_stop) fmt::print("stopped by signal; frames in flight drained\n");
-  fmt::print("{}", summary_text(stats));
-  for (const auto& stage : pipeline.stages()) {
-    if (stage->calls() > 0) {
-      fmt::print("  stage {}: {} call(s), {:.1f} ms per call\n", stage->name(), stage->calls(), stage->busy_ms() / stage->calls());
-    }
-  }
+  print_summary(stats);
   return 0;
 }
 

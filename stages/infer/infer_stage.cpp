@@ -1,4 +1,4 @@
-// infer: runs a model through the Executor on a tensor each frame carries. Frames from every
+// infer: runs a model (on the CPU or a GPU, see below) on a tensor each frame carries. Frames from every
 // stream are batched together (up to max_batch frames, a partial batch waiting at most
 // timeout_ms): their tensors are concatenated on dim 0, run once, and the outputs split back.
 // Dim 0 is "items of a frame": 1 for a whole picture, K for K crops from an earlier stage (a
@@ -11,8 +11,13 @@
 //     outputs: {sigmoid_0.tmp_0: det_prob} # model output -> tensor key (default: its own name)
 //     max_batch: 4
 //     timeout_ms: 5
+//
+// The model runs where its entry under `models:` says (device: cpu | cuda | auto, precision):
+// the CPU Executor, or the runner a backend registered for the device (core/model_runner.hpp).
 
-#include "core/executor.hpp"
+#include "core/log.hpp"
+#include "core/model_runner.hpp"
+#include "stages/frame_memory.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
@@ -22,6 +27,30 @@
 
 namespace redwood {
 namespace {
+
+// The model's runner on its configured device. `device: cuda` where CUDA is not built or not
+// usable fails at load, naming the model, the config location and CUDA's reason; `device: auto`
+// then runs on the CPU and logs why.
+std::unique_ptr<ModelRunner> make_runner(const ModelEntry& model, const std::string& model_name) {
+  if (model.device == "cpu") return make_cpu_runner(model.graph);
+  const auto& registry = device_runner_registry();
+  const auto it = registry.find("cuda");
+  std::string reason = it == registry.end() ? "this Redwood was built without CUDA" : it->second.unavailable();
+  if (reason.empty()) {
+    try {
+      auto runner = it->second.make(model.graph, model.precision);
+      log().info("model '{}' runs on {}", model_name, runner->description());
+      return runner;
+    } catch (const Error& e) {
+      reason = e.what();
+    }
+  }
+  if (model.device == "auto") {
+    log().warn("{}: model '{}': device auto: running on the CPU, CUDA is not usable: {}", model.device_where, model_name, reason);
+    return make_cpu_runner(model.graph);
+  }
+  throw ConfigError(fmt::format("{}: model '{}': device cuda is not usable: {}", model.device_where, model_name, reason));
+}
 
 class InferStage final : public Stage {
  public:
@@ -64,7 +93,7 @@ class InferStage final : public Stage {
     const Dim& batch = graph_->inputs[0].dims.empty() ? Dim{} : graph_->inputs[0].dims[0];
     fixed_batch_one_ = batch.known() && batch.value == 1;
     if (batch.known() && batch.value != 1) p.fail("model", fmt::format("input batch is fixed at {}; only 1 or dynamic are fed", batch.value));
-    executor_ = std::make_unique<Executor>(graph_);
+    runner_ = make_runner(model, model_name_);
   }
 
   void check(const TensorSpecs& available) const override {
@@ -124,16 +153,18 @@ class InferStage final : public Stage {
       const std::int64_t k = all.dim(0);
       std::vector<std::vector<Tensor>> parts(output_keys_.size());
       for (std::int64_t i = 0; i < k; ++i) {
-        auto outs = executor_->run({{graph_->inputs[0].name, slice_rows(all, i, 1)}});
+        auto outs = runner_->run({{graph_->inputs[0].name, slice_rows(all, i, 1, f->memory)}});
         for (std::size_t o = 0; o < outs.size(); ++o) parts[o].push_back(outs[o]);
       }
-      for (std::size_t o = 0; o < parts.size(); ++o) f->tensors[output_keys_[o]] = concat_rows(parts[o]);
+      for (std::size_t o = 0; o < parts.size(); ++o) f->tensors[output_keys_[o]] = concat_rows(parts[o], f->memory);
       return;
     }
     std::vector<Tensor> inputs;
     for (Frame* f : group) inputs.push_back(f->tensors.at(input_key_).contiguous());
-    const Tensor batch = inputs.size() == 1 ? inputs[0] : concat_rows(inputs);
-    const auto outs = executor_->run({{graph_->inputs[0].name, batch}});
+    // The batch and the per-frame slices of the outputs come from the frames' pool.
+    FrameMemory* memory = group.front()->memory;
+    const Tensor batch = inputs.size() == 1 ? inputs[0] : concat_rows(inputs, memory);
+    const auto outs = runner_->run({{graph_->inputs[0].name, batch}});
     std::int64_t row = 0;
     for (std::size_t i = 0; i < group.size(); ++i) {
       const std::int64_t k = inputs[i].dim(0);
@@ -142,26 +173,26 @@ class InferStage final : public Stage {
           throw Error(fmt::format("stage '{}': output '{}' is {}, expected {} rows (one per item)", name(),
                                   graph_->outputs[o].name, outs[o].description(), batch.dim(0)));
         }
-        group[i]->tensors[output_keys_[o]] = group.size() == 1 ? outs[o] : slice_rows(outs[o].contiguous(), row, k);
+        group[i]->tensors[output_keys_[o]] = group.size() == 1 ? outs[o] : slice_rows(outs[o].contiguous(), row, k, memory);
       }
       row += k;
     }
   }
 
-  static Tensor slice_rows(const Tensor& t, std::int64_t first, std::int64_t count) {
+  static Tensor slice_rows(const Tensor& t, std::int64_t first, std::int64_t count, FrameMemory* memory) {
     Shape shape = t.shape();
     const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(shape[0]);
     shape[0] = count;
-    Tensor out = Tensor::empty(t.dtype(), shape);
+    Tensor out = frame_tensor(memory, t.dtype(), shape);
     std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + first * row_bytes, row_bytes * count);
     return out;
   }
 
-  static Tensor concat_rows(const std::vector<Tensor>& parts) {
+  static Tensor concat_rows(const std::vector<Tensor>& parts, FrameMemory* memory) {
     Shape shape = parts.front().shape();
     shape[0] = 0;
     for (const auto& t : parts) shape[0] += t.dim(0);
-    Tensor out = Tensor::empty(parts.front().dtype(), shape);
+    Tensor out = frame_tensor(memory, parts.front().dtype(), shape);
     char* dst = static_cast<char*>(out.raw_data());
     for (const auto& t : parts) {
       const Tensor c = t.contiguous();
@@ -178,7 +209,7 @@ class InferStage final : public Stage {
   int max_batch_ = 1;
   double timeout_ms_ = 5;
   bool fixed_batch_one_ = false;
-  std::unique_ptr<Executor> executor_;
+  std::unique_ptr<ModelRunner> runner_;
 };
 
 }  // namespace

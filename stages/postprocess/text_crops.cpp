@@ -17,13 +17,13 @@
 
 namespace redwood {
 
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& q) {
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& q, FrameMemory* memory) {
   const float w = std::max(cv::norm(q[0] - q[1]), cv::norm(q[2] - q[3]));
   const float h = std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2]));
   const int cw = std::max(1, static_cast<int>(std::lround(w))), ch = std::max(1, static_cast<int>(std::lround(h)));
   const std::vector<cv::Point2f> dst{{0, 0}, {static_cast<float>(cw), 0}, {static_cast<float>(cw), static_cast<float>(ch)},
                                      {0, static_cast<float>(ch)}};
-  cv::Mat crop;
+  cv::Mat crop = frame_mat(memory);
   cv::warpPerspective(bgr, crop, cv::getPerspectiveTransform(q, dst), cv::Size(cw, ch), cv::INTER_CUBIC,
                       cv::BORDER_REPLICATE);
   // Tall regions are vertical text: turn them to read left to right, as PP-OCR does.
@@ -31,15 +31,15 @@ cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& q) {
   return crop;
 }
 
-Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& o) {
+Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& o, FrameMemory* memory) {
   const std::int64_t k = static_cast<std::int64_t>(crops.size());
-  Tensor out = Tensor::zeros(DType::kF32, {k, 3, o.height, o.max_width});
+  Tensor out = frame_tensor_zeros(memory, DType::kF32, {k, 3, o.height, o.max_width});
+  cv::Mat resized = frame_mat(memory);
   float* base = out.data<float>();
   const std::size_t plane = static_cast<std::size_t>(o.height) * o.max_width;
   for (std::int64_t i = 0; i < k; ++i) {
     const cv::Mat& c = crops[i];
     const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(c.cols) / c.rows)), 1, o.max_width);
-    cv::Mat resized;
     cv::resize(c, resized, cv::Size(w, o.height), 0, 0, cv::INTER_LINEAR);
     float* dst = base + i * 3 * plane;
     for (int y = 0; y < o.height; ++y) {
@@ -76,9 +76,9 @@ class TextCropsStage final : public Stage {
     for (Frame* f : frames) {
       std::vector<cv::Mat> crops;
       for (const Detection& d : f->detections) {
-        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(f->image, d.quad));
+        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(f->image, d.quad, f->memory));
       }
-      f->tensors[output_] = crops_to_tensor(crops, options_);
+      f->tensors[output_] = crops_to_tensor(crops, options_, f->memory);
     }
   }
 

@@ -4,6 +4,7 @@
 // ratio, normalized, and right-padded into one [K, 3, height, max_width] tensor.
 
 #include "core/tensor.hpp"
+#include "stages/frame_memory.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -20,10 +21,11 @@ struct TextCropOptions {
   float std = 0.5f;
 };
 
-/// The quad's content, warped upright (8-bit BGR).
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& quad);
+/// The quad's content, warped upright (8-bit BGR); with `memory`, in that pool.
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& quad, FrameMemory* memory = nullptr);
 
-/// [K, 3, height, max_width] float tensor of the given crops (K may be 0).
-Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& options);
+/// [K, 3, height, max_width] float tensor of the given crops (K may be 0); with `memory`, the
+/// tensor and the resized crops come from that pool.
+Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& options, FrameMemory* memory = nullptr);
 
 }  // namespace redwood

@@ -29,7 +29,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
 }
 
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
-                       ImageTransform* transform) {
+                       ImageTransform* transform, FrameMemory* memory) {
   RW_EXPECTS(!bgr.empty() && bgr.type() == CV_8UC3, InvalidArgument,
              "input '{}': expected an 8-bit 3-channel picture", input.name);
   RW_EXPECTS(input.dtype == DType::kF32 || input.dtype == DType::kUndefined, Unsupported,
@@ -60,7 +60,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   const int height = h_dim.known() ? static_cast<int>(h_dim.value) : options.height > 0 ? options.height : bgr.rows;
   const int width = w_dim.known() ? static_cast<int>(w_dim.value) : options.width > 0 ? options.width : bgr.cols;
 
-  cv::Mat resized;
+  cv::Mat resized = frame_mat(memory);
   ImageTransform tf;
   tf.tensor_width = width;
   tf.tensor_height = height;
@@ -68,7 +68,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
     const double s = std::min(static_cast<double>(width) / bgr.cols, static_cast<double>(height) / bgr.rows);
     const int w = std::max(1, static_cast<int>(std::lround(bgr.cols * s)));
     const int h = std::max(1, static_cast<int>(std::lround(bgr.rows * s)));
-    cv::Mat inner;
+    cv::Mat inner = frame_mat(memory);
     cv::resize(bgr, inner, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
     const int left = (width - w) / 2, top = (height - h) / 2;
     cv::copyMakeBorder(inner, resized, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
@@ -85,7 +85,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
     resized = bgr;
   }
   if (transform) *transform = tf;
-  cv::Mat ordered;
+  cv::Mat ordered = frame_mat(memory);
   if (channels == 1) {
     cv::cvtColor(resized, ordered, cv::COLOR_BGR2GRAY);
   } else if (options.rgb) {
@@ -94,7 +94,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
     ordered = resized;
   }
   Shape shape = nchw ? Shape{1, channels, height, width} : Shape{1, height, width, channels};
-  Tensor out = Tensor::empty(DType::kF32, shape);
+  Tensor out = frame_tensor(memory, DType::kF32, shape);
   float* dst = out.data<float>();
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   for (int y = 0; y < height; ++y) {

@@ -6,6 +6,7 @@
 #include "core/graph/graph.hpp"
 #include "core/tensor.hpp"
 #include "stages/frame.hpp"
+#include "stages/frame_memory.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -38,8 +39,9 @@ cv::Mat read_image_or_first_frame(const std::filesystem::path& file);
 /// Makes a float tensor of the shape `input` declares from a BGR image. The input must be
 /// rank 4 with 3 channels (or 1: the picture is then converted to grey).
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
-/// The same, also saying how picture coordinates map into the tensor (for boxes found in it).
+/// The same, also saying how picture coordinates map into the tensor (for boxes found in it);
+/// with `memory`, the tensor and the intermediate pictures come from that pool.
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
-                       ImageTransform* transform);
+                       ImageTransform* transform, FrameMemory* memory = nullptr);
 
 }  // namespace redwood

@@ -97,7 +97,7 @@ class PreprocessStage final : public Stage {
   void do_process(std::span<Frame* const> frames) override {
     for (Frame* f : frames) {
       ImageTransform tf;
-      f->tensors[output_] = image_to_tensor(f->image, input_, options_, &tf);
+      f->tensors[output_] = image_to_tensor(f->image, input_, options_, &tf, f->memory);
       f->transforms[output_] = tf;
     }
   }

@@ -4,6 +4,8 @@
 //
 //   {"schema": "redwood.frame/1", "pipeline": "ocr-video", "stream": "cam0", "seq": 12,
 //    "pts_ms": 1200.0, "width": 768, "height": 576, "latency_ms": 85.2,
+//    "timestamps": {"captured_unix_ms": 1764423000123.4, "admitted_ms": 0.3,
+//                   "stages": [{"stage": "det_pre", "done_ms": 3.1}, ...], "published_ms": 85.2},
 //    "detections": [{"kind": "text", "score": 0.91, "box": [x, y, w, h],
 //                    "quad": [[x, y], [x, y], [x, y], [x, y]], "text": "EXIT 12", "text_score": 0.97},
 //                   {"kind": "face", "score": 0.88, "box": [...], "keypoints": [[x, y], ...]}]}

@@ -42,7 +42,8 @@ class ImageFolderSource final : public Source {
         next_ = 0;
       }
       pts_ms = static_cast<double>(count_);
-      image = cv::imread(files_[next_++].string(), cv::IMREAD_COLOR);
+      // Copied into `image` so that the picture lands in the buffer (and pool) the caller gave.
+      cv::imread(files_[next_++].string(), cv::IMREAD_COLOR).copyTo(image);
       if (!image.empty()) {
         ++count_;
         return ReadStatus::kFrame;

@@ -1,7 +1,10 @@
 #pragma once
 // Source: where a stream's frames come from (a video file, a network stream, a folder of
 // pictures, a synthetic pattern). read() is the hot path: it returns a status value, never
-// throws for an ordinary outcome (end of file, a lost connection); set-up errors throw.
+// throws for an ordinary outcome (end of file, a lost connection); set-up errors throw, and so
+// does a source that cannot go on (a stream given up after its reconnection attempts, a video
+// with no readable frame): the pipeline then stops, drains the frames read so far through the
+// sinks, and reports the error.
 //
 // A live source (camera, network) produces at its own pace: the pipeline drops its oldest
 // waiting frame when it falls behind and counts the drop. A file source is read only as fast as
@@ -32,6 +35,9 @@ class Source {
   virtual ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) = 0;
   /// Reconnections so far (network sources).
   virtual std::int64_t reconnects() const { return 0; }
+  /// Time without frames because the connection was lost, summed over the outages so far
+  /// (network sources; from the last good frame to the first one after reconnecting).
+  virtual double outage_ms() const { return 0; }
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(Params&)>;

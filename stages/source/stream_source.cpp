@@ -1,8 +1,11 @@
-// A network stream (rtsp://, http://, udp://...) through OpenCV's FFmpeg backend. A live source:
-// when the pipeline falls behind, its oldest frames are dropped (and counted). A lost or refused
-// connection is retried with exponential backoff (initial_backoff_ms doubling up to
-// max_backoff_ms), each attempt logged and counted; max_reconnects > 0 ends the stream after that
-// many reconnection attempts without a frame.
+// A network stream (rtsp://, http://, tcp://, udp://...) through OpenCV's FFmpeg backend. A live
+// source: when the pipeline falls behind, its oldest frames are dropped (and counted). A lost or
+// refused connection is retried with exponential backoff (initial_backoff_ms doubling up to
+// max_backoff_ms), each attempt logged and counted; when frames flow again the log says how long
+// the outage lasted, and the statistics sum it (outage_ms). max_reconnects > 0 gives up after
+// that many attempts in a row without a frame: the stream then fails with an error naming the
+// URL (the pipeline drains what it read and exits non-zero). A server that accepts but never
+// sends is caught by open_timeout_ms and read_timeout_ms.
 //
 //   - name: door
 //     type: stream
@@ -10,10 +13,14 @@
 //     initial_backoff_ms: 500
 //     max_backoff_ms: 10000
 //     max_reconnects: 0      # 0: forever
+//     open_timeout_ms: 10000
+//     read_timeout_ms: 5000
 
+#include "core/error.hpp"
 #include "core/log.hpp"
 #include "stages/source/source.hpp"
 
+#include <fmt/format.h>
 #include <opencv2/videoio.hpp>
 
 #include <thread>
@@ -21,33 +28,54 @@
 namespace redwood {
 namespace {
 
+using SteadyClock = std::chrono::steady_clock;
+
 class StreamSource final : public Source {
  public:
   explicit StreamSource(Params& p)
       : url_(p.require<std::string>("url")), initial_ms_(p.get<int>("initial_backoff_ms", 500)),
-        max_ms_(p.get<int>("max_backoff_ms", 10000)), max_reconnects_(p.get<int>("max_reconnects", 0)) {
+        max_ms_(p.get<int>("max_backoff_ms", 10000)), max_reconnects_(p.get<int>("max_reconnects", 0)),
+        open_timeout_ms_(p.get<int>("open_timeout_ms", 10000)), read_timeout_ms_(p.get<int>("read_timeout_ms", 5000)) {
     if (url_.find("://") == std::string::npos) p.fail("url", "expected a URL such as rtsp://host/path");
     if (initial_ms_ <= 0 || max_ms_ < initial_ms_) p.fail("max_backoff_ms", "need 0 < initial_backoff_ms <= max_backoff_ms");
     if (max_reconnects_ < 0) p.fail("max_reconnects", "must be >= 0 (0: forever)");
+    if (open_timeout_ms_ <= 0) p.fail("open_timeout_ms", "must be > 0");
+    if (read_timeout_ms_ <= 0) p.fail("read_timeout_ms", "must be > 0");
     backoff_ms_ = initial_ms_;
   }
 
   bool live() const override { return true; }
   std::int64_t reconnects() const override { return reconnects_.load(); }
+  double outage_ms() const override { return outage_us_.load() / 1000.0; }
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     while (!stop) {
       if (capture_.isOpened() && capture_.read(image) && !image.empty()) {
-        // A frame: the connection is good again, so the next loss starts the backoff afresh.
+        const auto now = SteadyClock::now();
+        if (lost_) {
+          // Frames again: report the gap, from the last good frame (or the loss) to now.
+          const auto gap = now - lost_at_;
+          outage_us_ += std::chrono::duration_cast<std::chrono::microseconds>(gap).count();
+          log().warn("stream {}: resumed after {:.2f} s without frames ({} reconnection attempt(s))", url_,
+                     std::chrono::duration<double>(gap).count(), retries_);
+          lost_ = false;
+        }
+        // The connection is good again, so the next loss starts the backoff afresh.
         retries_ = 0;
         backoff_ms_ = initial_ms_;
-        pts_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+        last_frame_at_ = now;
+        had_frame_ = true;
+        pts_ms = std::chrono::duration<double, std::milli>(now - start_).count();
         return ReadStatus::kFrame;
       }
       if (tried_) {
+        if (!lost_) {
+          lost_ = true;
+          lost_at_ = had_frame_ ? last_frame_at_ : SteadyClock::now();
+        }
         if (max_reconnects_ > 0 && retries_ >= max_reconnects_) {
-          log().error("stream {}: giving up after {} reconnection attempt(s)", url_, retries_);
-          return ReadStatus::kEnd;
+          throw IoError(fmt::format("stream {}: {} after {} reconnection attempt(s) (max_reconnects {})", url_,
+                                    had_frame_ ? "lost and not back" : "no answer", retries_, max_reconnects_));
         }
         ++retries_;
         ++reconnects_;
@@ -62,20 +90,28 @@ class StreamSource final : public Source {
       tried_ = true;
       capture_.release();
       if (stop) break;
-      if (capture_.open(url_, cv::CAP_FFMPEG) && retries_ > 0) log().info("stream {}: connected again", url_);
+      const std::vector<int> params{cv::CAP_PROP_OPEN_TIMEOUT_MSEC, open_timeout_ms_, cv::CAP_PROP_READ_TIMEOUT_MSEC,
+                                    read_timeout_ms_};
+      if (capture_.open(url_, cv::CAP_FFMPEG, params)) {
+        if (retries_ > 0) log().info("stream {}: connected again", url_);
+      }
     }
     return ReadStatus::kEnd;
   }
 
  private:
   std::string url_;
-  int initial_ms_, max_ms_, max_reconnects_;
+  int initial_ms_, max_ms_, max_reconnects_, open_timeout_ms_, read_timeout_ms_;
   cv::VideoCapture capture_;
-  bool tried_ = false;  // the first open is not a reconnection
-  int retries_ = 0;     // reconnection attempts since the last good frame
+  bool tried_ = false;      // the first open is not a reconnection
+  bool had_frame_ = false;  // a frame ever arrived
+  bool lost_ = false;       // in an outage: no frame since the connection failed
+  int retries_ = 0;         // reconnection attempts since the last good frame
   int backoff_ms_ = 0;
+  SteadyClock::time_point lost_at_, last_frame_at_;
   std::atomic<std::int64_t> reconnects_{0};
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::atomic<std::int64_t> outage_us_{0};
+  SteadyClock::time_point start_ = SteadyClock::now();
 };
 
 }  // namespace

@@ -1,4 +1,6 @@
-// A video file read through OpenCV: frames on demand (never dropped), optionally looped.
+// A video file read through OpenCV: frames on demand (never dropped), optionally looped. A file
+// OpenCV cannot open fails at load; one with no readable frame fails the stream when read; one
+// that stops before the frame count its header declares (truncated) ends there with a warning.
 //
 //   - name: cam0
 //     type: video
@@ -6,7 +8,11 @@
 //     start_frame: 0
 //     loop: false
 
+#include "core/error.hpp"
+#include "core/log.hpp"
 #include "stages/source/source.hpp"
+
+#include <fmt/format.h>
 
 #include <opencv2/videoio.hpp>
 
@@ -28,7 +34,18 @@ class VideoSource final : public Source {
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
     if (!capture_.read(image) || image.empty()) {
-      if (!loop_ || frames_in_pass_ == 0) return ReadStatus::kEnd;
+      if (frames_in_pass_ == 0) {
+        // Opened but nothing decodes: zero frames, or corrupt from the start.
+        throw IoError(fmt::format("video '{}': no readable frame{}", path_.string(),
+                                  start_frame_ > 0 ? fmt::format(" from start_frame {}", start_frame_) : std::string()));
+      }
+      const double declared = capture_.get(cv::CAP_PROP_FRAME_COUNT);
+      if (declared > 0 && start_frame_ + frames_in_pass_ < static_cast<std::int64_t>(declared) - 1) {
+        // Not an error (what was read is processed), but the file is not what it claims to be.
+        log().warn("video '{}': reading stopped after frame {} of the {:.0f} the file declares (truncated or corrupt)",
+                   path_.string(), start_frame_ + frames_in_pass_, declared);
+      }
+      if (!loop_) return ReadStatus::kEnd;
       open();
       frames_in_pass_ = 0;
       if (!capture_.read(image) || image.empty()) return ReadStatus::kEnd;

@@ -10,6 +10,11 @@
 
 #include <fstream>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace redwood {
 namespace {
 
@@ -38,13 +43,47 @@ TEST(PipelineSources, VideoFileFromStartFrame) {
   EXPECT_EQ(stats.streams[0].delivered, 5);  // vtest.avi has 795 frames
 }
 
-TEST(PipelineSources, UnreachableStreamRetriesWithBackoffAndCounts) {
+TEST(PipelineSources, UnreachableStreamRetriesWithBackoffThenFails) {
+  // Port 9 (discard) on loopback: nothing listens, every connection is refused at once.
   Pipeline p(testing::pipeline_text(
-      "version: 1\nsources:\n  - {name: cam, type: stream, url: 'rtsp://127.0.0.1:9/none', initial_backoff_ms: 20, "
+      "version: 1\nsources:\n  - {name: cam, type: stream, url: 'tcp://127.0.0.1:9', initial_backoff_ms: 20, "
       "max_backoff_ms: 80, max_reconnects: 3}\n"));
-  const auto stats = p.run();
-  EXPECT_EQ(stats.streams[0].read, 0);
-  EXPECT_EQ(stats.streams[0].reconnects, 3);  // the first open, then three retries 20, 40, 80 ms apart
+  try {
+    p.run();
+    FAIL() << "a stream that never answers must fail the run";
+  } catch (const RunError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("source 'cam' failed after 0 frame(s): stream tcp://127.0.0.1:9: no answer after 3 reconnection "
+                     "attempt(s) (max_reconnects 3)"), std::string::npos) << m;
+    EXPECT_EQ(e.stats().streams[0].read, 0);
+    EXPECT_EQ(e.stats().streams[0].reconnects, 3);  // the first open, then three retries 20, 40, 80 ms apart
+  }
+}
+
+TEST(PipelineSources, SilentServerTimesOutAndFails) {
+  // A server that accepts connections and never sends a byte: only the open timeout catches it.
+  const int server = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(server, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(server, 8), 0);  // the kernel completes handshakes; nobody ever writes
+  socklen_t len = sizeof addr;
+  getsockname(server, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string url = "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Pipeline p(testing::pipeline_text("version: 1\nsources:\n  - {name: cam, type: stream, url: '" + url +
+                                    "', initial_backoff_ms: 20, max_backoff_ms: 40, max_reconnects: 1, "
+                                    "open_timeout_ms: 300, read_timeout_ms: 300}\n"));
+  try {
+    p.run();
+    ADD_FAILURE() << "a silent server must fail the run";
+  } catch (const RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("stream " + url + ": no answer after 1 reconnection attempt(s)"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.stats().streams[0].read, 0);
+  }
+  close(server);
 }
 
 }  // namespace

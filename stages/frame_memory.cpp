@@ -1,0 +1,176 @@
+#include "stages/frame_memory.hpp"
+
+#include "memory/buddy.hpp"
+#include "memory/host_resource.hpp"
+#include "memory/tracing_resource.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace redwood {
+
+namespace {
+// Pictures and tensors are read with SIMD loads; a cache line is plenty (the pool's blocks are
+// aligned to at least min_block_bytes anyway).
+constexpr std::size_t kAlignment = 64;
+// OpenCV's CV_AUTOSTEP (core/types_c.h, the C API this file does not include).
+constexpr std::size_t kAutoStep = 0x7fffffff;
+}  // namespace
+
+class PoolMatAllocator;
+
+struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
+  explicit State(const FrameMemoryConfig& c)
+      : upstream("frames upstream"), pool("frames", upstream, buddy_config(c)) {}
+  static memory::BuddyConfig buddy_config(const FrameMemoryConfig& c) {
+    memory::BuddyConfig b;
+    b.max_block_bytes = c.chunk_bytes;
+    b.limit_bytes = c.limit_bytes;
+    // Frame buffers are large (tens of KiB to MiB) and few per frame, so a lock per allocation
+    // costs nothing next to the work on them; per-thread caches and shards, on the other hand,
+    // would each keep their own blocks of every size (up to 16 per size per thread), multiplying
+    // the footprint and letting it grow long after warm-up. One shard, no thread cache: the pool
+    // holds what the frames in flight need, and stops growing once it has that.
+    b.shards = 1;
+    b.cache_blocks_per_order = 0;
+    return b;
+  }
+  memory::HostResource upstream;
+  memory::BuddyResource pool;
+  // REDWOOD_MEMORY_TRACE=FILE records every call on the pool (memory/tracing_resource.hpp), the
+  // trace redwood_memory_bench's BM_PipelineTrace replays. calls() is what buffers come from.
+  std::unique_ptr<memory::TracingResource> tracer = [this]() -> std::unique_ptr<memory::TracingResource> {
+    const char* file = std::getenv("REDWOOD_MEMORY_TRACE");
+    return file && *file ? std::make_unique<memory::TracingResource>(pool, file) : nullptr;
+  }();
+  memory::MemoryResource& calls() { return tracer ? static_cast<memory::MemoryResource&>(*tracer) : pool; }
+  std::unique_ptr<PoolMatAllocator> mats;
+  std::atomic<std::uint64_t> fallbacks{0};
+};
+
+namespace {
+
+// Each Mat buffer's bookkeeping keeps the pool alive, so that a picture may outlive the pipeline.
+struct PooledMatData : cv::UMatData {
+  PooledMatData(const cv::MatAllocator* a, std::shared_ptr<FrameMemory::State> s) : cv::UMatData(a), state(std::move(s)) {}
+  std::shared_ptr<FrameMemory::State> state;
+};
+
+}  // namespace
+
+/// OpenCV's StdMatAllocator (modules/core/src/matrix.cpp), with the buffer from the pool.
+class PoolMatAllocator final : public cv::MatAllocator {
+ public:
+  explicit PoolMatAllocator(FrameMemory::State& state) : state_(state) {}
+
+  cv::UMatData* allocate(int dims, const int* sizes, int type, void* data0, size_t* step, cv::AccessFlag,
+                         cv::UMatUsageFlags) const override {
+    std::size_t total = CV_ELEM_SIZE(type);
+    for (int i = dims - 1; i >= 0; --i) {
+      if (step) {
+        if (data0 && step[i] != kAutoStep) {
+          CV_Assert(total <= step[i]);
+          total = step[i];
+        } else {
+          step[i] = total;
+        }
+      }
+      total *= static_cast<std::size_t>(sizes[i]);
+    }
+    void* data = data0;
+    if (!data0) {
+      try {
+        data = state_.calls().allocate(std::max<std::size_t>(total, 1), kAlignment);
+      } catch (const memory::OutOfMemory&) {
+        ++state_.fallbacks;
+        throw;  // Mat::create then takes the buffer from OpenCV's default allocator
+      }
+    }
+    auto* u = new PooledMatData(this, state_.shared_from_this());
+    u->data = u->origdata = static_cast<uchar*>(data);
+    u->size = total;
+    if (data0) u->flags |= cv::UMatData::USER_ALLOCATED;
+    return u;
+  }
+
+  bool allocate(cv::UMatData* u, cv::AccessFlag, cv::UMatUsageFlags) const override { return u != nullptr; }
+
+  void deallocate(cv::UMatData* u) const override {
+    if (!u) return;
+    CV_Assert(u->urefcount == 0 && u->refcount == 0);
+    auto* pooled = static_cast<PooledMatData*>(u);
+    // The last picture may hold the last reference to the pool (and so to this allocator):
+    // release it only after everything here is done.
+    std::shared_ptr<FrameMemory::State> keep = std::move(pooled->state);
+    if (!(u->flags & cv::UMatData::USER_ALLOCATED)) keep->calls().deallocate(u->origdata, std::max<std::size_t>(u->size, 1));
+    delete pooled;
+  }
+
+ private:
+  FrameMemory::State& state_;
+};
+
+namespace {
+
+// Storage's own deleter is a plain function pointer with no context, so the block goes back to
+// the pool from the shared_ptr's deleter instead; this one only marks the storage as owning.
+void released_by_shared_ptr(void*) {}
+
+}  // namespace
+
+FrameMemory::FrameMemory(FrameMemoryConfig config) : state_(std::make_shared<State>(config)) {
+  state_->mats = std::make_unique<PoolMatAllocator>(*state_);
+}
+
+FrameMemory::~FrameMemory() = default;
+
+Tensor FrameMemory::empty(DType dtype, Shape shape) {
+  for (auto d : shape) {
+    if (d < 0) return Tensor::empty(dtype, std::move(shape));  // which reports the bad shape
+  }
+  const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  const std::size_t block = std::max<std::size_t>(bytes, 1);
+  void* p = nullptr;
+  try {
+    p = state_->calls().allocate(block, kAlignment);
+  } catch (const memory::OutOfMemory&) {
+    ++state_->fallbacks;
+    return Tensor::empty(dtype, std::move(shape));
+  }
+  std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCpu, &released_by_shared_ptr),
+                                   [state = state_, block](Storage* s) {
+                                     void* data = s->data();
+                                     delete s;
+                                     state->calls().deallocate(data, block);
+                                   });
+  return Tensor::from_storage(std::move(storage), dtype, std::move(shape));
+}
+
+Tensor FrameMemory::zeros(DType dtype, Shape shape) {
+  Tensor t = empty(dtype, std::move(shape));
+  std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+cv::MatAllocator* FrameMemory::mat_allocator() { return state_->mats.get(); }
+
+FrameMemoryStats FrameMemory::stats() const {
+  return {state_->pool.stats(), state_->upstream.stats(), state_->fallbacks.load()};
+}
+
+Tensor frame_tensor(FrameMemory* memory, DType dtype, Shape shape) {
+  return memory ? memory->empty(dtype, std::move(shape)) : Tensor::empty(dtype, std::move(shape));
+}
+
+Tensor frame_tensor_zeros(FrameMemory* memory, DType dtype, Shape shape) {
+  return memory ? memory->zeros(dtype, std::move(shape)) : Tensor::zeros(dtype, std::move(shape));
+}
+
+cv::Mat frame_mat(FrameMemory* memory) {
+  cv::Mat m;
+  if (memory) m.allocator = memory->mat_allocator();
+  return m;
+}
+
+}  // namespace redwood

@@ -1,0 +1,68 @@
+#pragma once
+// FrameMemory: the pool a pipeline's per-frame buffers come from — the pictures sources read,
+// the tensors preprocess writes, the batches infer concatenates and splits, the crops of a
+// secondary model — so that a pipeline in steady state takes no memory from the system for them:
+//
+//   HostResource (posix_memalign)  ◄── chunks, only while warming up (upstream counters)
+//        ▲
+//   BuddyResource "frames"  ◄── allocate / free per buffer: pictures (cv::Mat through
+//                                mat_allocator()), tensors (empty/zeros), freed when the last
+//                                Mat or Tensor handle to them goes
+//
+// A Frame carries a pointer to its pipeline's FrameMemory; stages ask it for buffers (or the
+// plain heap when a frame has none, as in unit tests of a single stage). Every buffer keeps the
+// pool alive (shared state), so a tensor or picture that outlives the pipeline stays valid.
+//
+// OpenCV's Mat::create falls back to its default allocator if ours throws (pool exhausted): the
+// frame still runs, its buffer comes from the heap, and `fallbacks` counts it.
+
+#include "core/tensor.hpp"
+#include "memory/resource.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace redwood {
+
+struct FrameMemoryConfig {
+  std::size_t chunk_bytes = 64ull << 20;   // the upstream's unit; also the largest buffer
+  std::size_t limit_bytes = 1ull << 30;    // most bytes the pool takes from the system
+};
+
+struct FrameMemoryStats {
+  memory::PoolStats pool;      // the buddy pool (allocations, in use, high water, upstream calls)
+  memory::PoolStats upstream;  // its upstream: every call here is a system allocation
+  std::uint64_t fallbacks = 0; // pictures that went to the heap because the pool refused them
+};
+
+class FrameMemory {
+ public:
+  explicit FrameMemory(FrameMemoryConfig config = {});
+  ~FrameMemory();
+  FrameMemory(const FrameMemory&) = delete;
+  FrameMemory& operator=(const FrameMemory&) = delete;
+
+  /// A contiguous host tensor in pool memory; contents uninitialized.
+  Tensor empty(DType dtype, Shape shape);
+  /// The same, zero-filled.
+  Tensor zeros(DType dtype, Shape shape);
+  /// Set as a cv::Mat's `allocator` before create()/read(), the Mat's buffer comes from the pool.
+  cv::MatAllocator* mat_allocator();
+
+  FrameMemoryStats stats() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+/// Pool tensor when `memory` is given, else a plain heap tensor.
+Tensor frame_tensor(FrameMemory* memory, DType dtype, Shape shape);
+Tensor frame_tensor_zeros(FrameMemory* memory, DType dtype, Shape shape);
+/// A Mat header whose buffer, once created, comes from `memory` (when given).
+cv::Mat frame_mat(FrameMemory* memory);
+
+}  // namespace redwood
