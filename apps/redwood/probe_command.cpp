@@ -24,6 +24,10 @@ Command make_probe_command() {
 #ifdef REDWOOD_HAVE_CUDA
     const cuda::ProbeResult probe = cuda::probe_devices();
     fmt::print("cuda: runtime {}, driver {}\n", probe.runtime_version, probe.driver_version);
+    // Registered by backend_cuda's static initializers (a whole-archive link): empty means the
+    // launcher was linked without redwood_link_registered().
+    const auto cuda_ops = OpRegistry::instance().ops(Device::kCuda);
+    fmt::print("cuda kernels: {} ops: {}\n", cuda_ops.size(), fmt::join(cuda_ops, " "));
     if (probe.devices.empty()) fmt::print("cuda: no usable device ({})\n", probe.error);
     for (const auto& d : probe.devices) {
       fmt::print("cuda:{} {} sm_{}{}, {} SMs, {:.1f} GiB, {:.0f} GB/s peak\n", d.index, d.name,

@@ -1,0 +1,105 @@
+#pragma once
+// The contract of Redwood's CUDA kernels. A CUDA kernel is a core Kernel (so it lives in the op
+// registry under Device::kCuda, provider "cuda") with two more steps, split so that a whole
+// subgraph can be planned once per input shape and captured into a CUDA graph:
+//
+//   plan(PlanInfo)   host only, no CUDA call: checks the node against the input dtypes and shapes
+//                    (and the values of inputs known on the host: initializers, shape arithmetic),
+//                    returns each output's dtype and shape, and keeps what launch() needs
+//                    (extents, the tile configuration). A kernel object serves one plan.
+//   launch(args)     queues the work on args.stream: no allocation, no synchronization, nothing
+//                    that cannot be captured into a CUDA graph.
+//
+// Kernel::run() (the generic executor's entry) is implemented on top: host inputs are copied to
+// the device, planned, launched, and the outputs copied back. The per-kernel tests use it.
+
+#include "core/op_registry.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace redwood::cuda {
+
+/// The provider name of Redwood's CUDA kernels in the op registry.
+inline constexpr const char* kCudaProvider = "cuda";
+inline constexpr int kCudaPriority = 10;
+
+/// How convolutions and matrix products compute on fp32 tensors. Tensors stay fp32 between
+/// kernels; the operands of the matrix units are rounded to the chosen type, and accumulation is
+/// always fp32.
+enum class Precision { kFp32, kTf32, kFp16, kBf16 };
+std::string_view precision_name(Precision p);
+/// "fp32", "tf32", "fp16", "bf16"; throws InvalidArgument naming the accepted values otherwise.
+Precision parse_precision(std::string_view name);
+
+/// An input or output as planned: dtype, shape, and the value itself when it is known on the
+/// host at plan time (nullptr otherwise).
+struct TensorDesc {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  const Tensor* host = nullptr;
+  bool defined() const { return dtype != DType::kUndefined; }
+};
+
+struct PlanInfo {
+  const Node& node;
+  std::span<const TensorDesc> inputs;  // an absent optional input has dtype kUndefined
+  Precision precision = Precision::kFp32;
+  std::int64_t opset = 0;
+
+  bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i].defined(); }
+  /// Input i, which must be present (InvalidArgument naming the node otherwise).
+  const TensorDesc& input(std::size_t i) const;
+  /// Input i's value on the host; throws Unsupported naming the node when it is only known on
+  /// the device (the kernel needs it at plan time, e.g. Reshape's shape).
+  const Tensor& host_input(std::size_t i, const char* what) const;
+};
+
+/// A device tensor as a launch sees it.
+struct DeviceArg {
+  void* data = nullptr;
+  DType dtype = DType::kUndefined;
+  Shape shape;
+};
+
+struct LaunchArgs {
+  std::span<const DeviceArg> inputs;   // data == nullptr for an absent input
+  std::span<const DeviceArg> outputs;
+  cudaStream_t stream = nullptr;
+  void* workspace = nullptr;           // workspace_bytes() of scratch, live during this launch only
+};
+
+class CudaKernel : public Kernel {
+ public:
+  virtual std::vector<TensorDesc> plan(const PlanInfo& info) = 0;
+  virtual void launch(const LaunchArgs& args) = 0;
+  /// Device scratch launch() needs (after plan()); the runner packs it into its workspace.
+  virtual std::size_t workspace_bytes() const { return 0; }
+  /// Host path: copies inputs to the device, plans at `precision()`, launches, copies back.
+  void run(KernelContext& ctx) override;
+
+  void set_precision(Precision p) { precision_ = p; }
+  Precision precision() const { return precision_; }
+
+ private:
+  Precision precision_ = Precision::kFp32;
+};
+
+/// Registers a CudaKernel type constructible from (const Node&, const KernelInfo&) for op_type.
+#define RW_REGISTER_CUDA_KERNEL(op_type, KernelType)                                        \
+  RW_REGISTER_PROVIDER_KERNEL(op_type, ::redwood::Device::kCuda, ::redwood::cuda::kCudaProvider, \
+                              ::redwood::cuda::kCudaPriority, ::redwood::make_factory<KernelType>())
+
+/// Multiprocessors of the current device (read once; 132, an H100/H200's, where none is usable so
+/// that plans made without a GPU are the same). For tile and split choices at plan time.
+int multiprocessor_count();
+
+/// Throws Unsupported naming the node unless `dtype` is fp32 (the CUDA kernels' tensor type).
+void expect_f32(const Node& node, DType dtype, const char* what = "input");
+/// ceil(a / b) for positive b.
+inline std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace redwood::cuda

@@ -1,0 +1,131 @@
+#pragma once
+// GraphRunner: runs a whole graph on one GPU with Redwood's CUDA kernels.
+//
+//   Graph ─optimize (core/passes)─► schedule per input shapes ─► plan on the device ─► replay
+//                                   host: which node runs where,   one workspace,      one CUDA
+//                                   output shapes, liveness        weights uploaded,   graph per
+//                                   offsets (memory/)              CUDA graph capture  batch
+//
+// Scheduling (host only, no CUDA call, so it is tested where there is no GPU): every node whose
+// inputs are all known on the host (initializers, Shape of a planned value, and what is computed
+// from those: the shape arithmetic exporters leave behind) is evaluated once on the host with the
+// reference kernels; every other node gets the highest-priority CUDA kernel that accepts it and
+// plans its outputs. Device values (graph inputs, intermediates, outputs) get offsets in one
+// workspace from the liveness planner. Weights are uploaded once per runner and shared by plans.
+//
+// A plan is built once per distinct set of input shapes and cached; run() copies the inputs in
+// through pinned staging, replays the plan's CUDA graph (or launches the kernels one by one when
+// cuda_graph is off) and copies the outputs back.
+
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/device_tensor.hpp"
+#include "backends/cuda/stream.hpp"
+#include "core/graph/graph.hpp"
+#include "core/passes/pass_manager.hpp"
+#include "memory/liveness_planner.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace redwood::cuda {
+
+struct RunnerOptions {
+  Precision precision = Precision::kFp32;
+  /// Run the graph optimizer (core/passes: folding, Conv+BN, epilogue fusion) first.
+  bool optimize = true;
+  /// Capture each plan into a CUDA graph and replay it (otherwise launch kernel by kernel).
+  bool cuda_graph = true;
+};
+
+/// Where each node of a graph runs and where each device value lives, for one set of input
+/// shapes. Built on the host only.
+struct Schedule {
+  enum class Kind { kHost, kGraphInput, kDevice };
+  struct Value {
+    std::string name;
+    Kind kind = Kind::kDevice;
+    DType dtype = DType::kUndefined;
+    Shape shape;
+    Tensor host;              // the value, for kHost
+    bool initializer = false; // kHost values that are graph initializers (shared by plans)
+    bool uploaded = false;    // kHost values a device step reads (copied to the device)
+    std::int64_t first_step = 0, last_step = 0;
+    std::size_t offset = 0;   // in the workspace, for kGraphInput and kDevice
+    std::size_t bytes() const { return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype); }
+  };
+  struct Step {
+    std::size_t node = 0;  // index into the graph's nodes
+    std::string provider;
+    std::unique_ptr<CudaKernel> kernel;
+    std::vector<int> inputs, outputs;  // value ids, -1 for absent
+    int workspace = -1;                // value id of the kernel's scratch, if it needs some
+  };
+  std::vector<Value> values;
+  std::vector<Step> steps;
+  std::vector<int> graph_inputs, graph_outputs;  // value ids, in the graph's order
+  std::size_t host_nodes = 0;                    // nodes evaluated on the host at plan time
+  memory::WorkspacePlan workspace;
+};
+
+/// Builds the schedule of `graph` for the given input shapes (the graph's input order). Throws
+/// Unsupported naming the node that no CUDA kernel accepts, InvalidArgument for bad shapes.
+Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision);
+
+/// A schedule made real on the device: workspace, constants, kernel arguments, CUDA graph.
+class Plan {
+ public:
+  ~Plan();
+  const Schedule& schedule() const { return schedule_; }
+  /// Device address of graph input / output i in the workspace.
+  void* input(std::size_t i) const;
+  void* output(std::size_t i) const;
+  /// Queues one forward pass on `stream` (a CUDA graph replay when captured).
+  void enqueue(cudaStream_t stream);
+  bool captured() const { return exec_ != nullptr; }
+
+ private:
+  friend class GraphRunner;
+  Plan() = default;
+  void launch_steps(cudaStream_t stream);
+  Schedule schedule_;
+  DeviceBuffer workspace_;
+  DeviceBuffer constants_;  // host-computed values that device steps read
+  std::vector<std::vector<DeviceArg>> step_inputs_, step_outputs_;
+  std::vector<void*> step_workspaces_;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+class GraphRunner {
+ public:
+  explicit GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options = {});
+  ~GraphRunner();
+  GraphRunner(const GraphRunner&) = delete;
+  GraphRunner& operator=(const GraphRunner&) = delete;
+
+  const Graph& graph() const { return *graph_; }
+  const RunnerOptions& options() const { return options_; }
+  const std::vector<PassRecord>& pass_records() const { return pass_records_; }
+
+  /// Host tensors in (every graph input by name), host tensors out (the graph's outputs in order).
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  /// The plan for these input shapes (graph input order), built on first use.
+  Plan& plan_for(const std::vector<Shape>& input_shapes);
+  cudaStream_t stream() const { return stream_.get(); }
+  std::size_t plan_count() const { return plans_.size(); }
+
+ private:
+  std::unique_ptr<Plan> make_plan(const std::vector<Shape>& input_shapes);
+  const void* upload_initializer(const std::string& name, const Tensor& value);
+
+  std::shared_ptr<const Graph> graph_;
+  RunnerOptions options_;
+  std::vector<PassRecord> pass_records_;
+  Stream stream_;
+  PinnedStaging staging_;
+  std::map<std::string, DeviceBuffer> weights_;
+  std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace redwood::cuda

@@ -1,0 +1,31 @@
+#pragma once
+// Device helpers shared by the .cu files: the fused activation and grid-stride loops.
+
+#include "backends/cuda/kernels/kernel_params.hpp"
+
+namespace redwood::cuda::kernels {
+
+__device__ __forceinline__ float activate(float x, int act, float alpha, float beta) {
+  switch (act) {
+    case kActRelu: return x > 0.f ? x : 0.f;
+    case kActClip: return fminf(fmaxf(x, alpha), beta);
+    case kActHardSigmoid: return fmaxf(0.f, fminf(1.f, alpha * x + beta));
+    case kActHardSwish: return x * fmaxf(0.f, fminf(1.f, x * (1.f / 6.f) + 0.5f));
+    case kActSigmoid: return 1.f / (1.f + expf(-x));
+    case kActLeakyRelu: return x >= 0.f ? x : alpha * x;
+    default: return x;
+  }
+}
+
+/// Blocks for n elements at `threads` per block, capped so grid-stride loops cover the rest.
+inline unsigned grid_for(std::int64_t n, int threads = 256) {
+  std::int64_t blocks = (n + threads - 1) / threads;
+  if (blocks > 65535LL * 8) blocks = 65535LL * 8;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+}  // namespace redwood::cuda::kernels
+
+#define RW_GRID_STRIDE(i, n)                                                                       \
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)

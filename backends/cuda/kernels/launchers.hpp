@@ -1,0 +1,103 @@
+#pragma once
+// Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, pool_resize.cu,
+// softmax_reduce.cu, matmul.cu, data_movement.cu. fp32 tensors unless said otherwise.
+
+#include "backends/cuda/kernels/kernel_params.hpp"
+
+#include <cstddef>
+
+namespace redwood::cuda::kernels {
+
+// ---- elementwise.cu ----
+enum class UnaryOp : int {
+  kRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kLeakyRelu, kClip, kSqrt, kExp, kLog, kNeg, kAbs,
+  kReciprocal, kFloor, kCeil, kErf
+};
+/// y[i] = op(x[i]); alpha/beta: LeakyRelu alpha, HardSigmoid alpha/beta, Clip min/max.
+void launch_unary(UnaryOp op, const float* x, float* y, long long n, float alpha, float beta, cudaStream_t stream);
+
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+/// Broadcast over the output's dims: a_strides/b_strides are 0 along broadcast axes.
+struct Broadcast {
+  int rank = 0;
+  long long out_dims[kMaxDims] = {};
+  long long a_strides[kMaxDims] = {};
+  long long b_strides[kMaxDims] = {};
+  bool same_shape = false;  // both operands have the output's shape: plain indexing
+};
+void launch_binary(BinaryOp op, const float* a, const float* b, float* y, long long n, const Broadcast& bc,
+                   cudaStream_t stream);
+
+/// Inference BatchNormalization over [N, C, inner]: y = (x − mean) · scale / sqrt(var + eps) + bias.
+void launch_batch_norm(const float* x, const float* scale, const float* bias, const float* mean, const float* var,
+                       float* y, long long n, int c, long long inner, float epsilon, cudaStream_t stream);
+
+// ---- pool_resize.cu ----
+struct PoolParams {
+  int n, c, h, w, oh, ow;
+  int kh, kw, sh, sw, ph, pw, dh, dw;
+  int pad_end_h, pad_end_w;
+  bool max = true;
+  bool count_include_pad = false;
+};
+void launch_pool2d(const PoolParams& p, const float* x, float* y, cudaStream_t stream);
+/// Mean (or max) over `inner` contiguous values for each of `rows`.
+void launch_global_pool(const float* x, float* y, long long rows, long long inner, bool max, cudaStream_t stream);
+
+enum class ResizeMode : int { kNearest, kLinear };
+enum class ResizeCoord : int { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelForNn };
+enum class ResizeNearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeParams {
+  long long planes;  // N·C
+  int h, w, oh, ow;
+  float scale_h, scale_w;
+  ResizeMode mode;
+  ResizeCoord coord;
+  ResizeNearest nearest;
+};
+void launch_resize(const ResizeParams& p, const float* x, float* y, cudaStream_t stream);
+
+// ---- softmax_reduce.cu ----
+/// Softmax (or log-softmax) along the middle axis of [outer, axis, inner].
+void launch_softmax(const float* x, float* y, long long outer, long long axis, long long inner, bool log,
+                    cudaStream_t stream);
+
+enum class ReduceOp : int { kMean, kSum, kMax, kMin, kSumSquare, kL2 };
+/// For each output element (the input with reduced axes of extent 1), reduces over the reduced
+/// axes. kept_*: the output's dims with the input's strides; red_*: the reduced axes.
+struct ReduceParams {
+  int kept_rank = 0, red_rank = 0;
+  long long kept_dims[kMaxDims] = {}, kept_strides[kMaxDims] = {};
+  long long red_dims[kMaxDims] = {}, red_strides[kMaxDims] = {};
+  long long red_count = 1;
+};
+void launch_reduce(ReduceOp op, const ReduceParams& p, const float* x, float* y, long long outputs,
+                   cudaStream_t stream);
+
+// ---- matmul.cu ----
+/// Y[b] = act(alpha · op(A[b]) · op(B[b]) + beta · C + bias + residual), Y contiguous [batch, M, N].
+/// Operands by strides (transposes and broadcast batches are strides; 0 repeats).
+struct GemmParams {
+  int batch, m, n, k;
+  long long a_batch, a_m, a_k;
+  long long b_batch, b_k, b_n;
+  const float* c = nullptr;  // Gemm's C, broadcast by strides
+  long long c_m = 0, c_n = 0;
+  float alpha = 1.f, beta = 0.f;
+  Epilogue epilogue;  // bias over N, residual of Y's shape, activation
+};
+void launch_gemm(const GemmParams& p, const float* a, const float* b, float* y, cudaStream_t stream);
+
+// ---- data_movement.cu ----
+/// dst[i] = src[base + Σ_d idx_d(i) · strides[d]] over dims (transpose, slice, expand), for
+/// elements of 1, 2, 4 or 8 bytes.
+struct StridedCopy {
+  int rank = 0;
+  long long dims[kMaxDims] = {};
+  long long strides[kMaxDims] = {};
+  long long base = 0;
+};
+void launch_strided_copy(const void* src, void* dst, std::size_t element_bytes, long long n, const StridedCopy& p,
+                         cudaStream_t stream);
+
+}  // namespace redwood::cuda::kernels

@@ -1,0 +1,159 @@
+// MatMul (numpy batching; the fused bias of input 2 and residual of input 3) and Gemm (alpha,
+// beta, transA/B, broadcast C; residual input 3) on the GPU, exact fp32 at every precision for now.
+
+#include "backends/cpu/reference/epilogue.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/launchers.hpp"
+#include "core/error.hpp"
+
+namespace redwood::cuda {
+namespace {
+
+kernels::Epilogue activation_of(const Node& node) {
+  const cpu::Epilogue e = cpu::Epilogue::from_node(node);
+  kernels::Epilogue k;
+  k.act = static_cast<int>(e.act);
+  k.alpha = e.alpha;
+  k.beta = e.beta;
+  return k;
+}
+
+class MatMulKernel final : public CudaKernel {
+ public:
+  MatMulKernel(const Node& node, const KernelInfo& info) : node_(node), act_(activation_of(node)) {
+    for (DType t : info.input_dtypes) expect_f32(node, t);
+  }
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    Shape a = info.input(0).shape, b = info.input(1).shape;
+    expect_f32(node_, info.input(0).dtype);
+    expect_f32(node_, info.input(1).dtype);
+    RW_EXPECTS(!a.empty() && !b.empty(), InvalidArgument, "{}: MatMul of a scalar", node_.where());
+    const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+    if (a_vec) a.insert(a.begin(), 1);
+    if (b_vec) b.push_back(1);
+    const std::int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+    RW_EXPECTS(b[b.size() - 2] == k, InvalidArgument, "{}: MatMul of {} and {}", node_.where(),
+               shape_str(info.input(0).shape), shape_str(info.input(1).shape));
+    const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
+    const Shape batch = broadcast_shapes(a_batch, b_batch);
+    const std::int64_t count = shape_numel(batch);
+    auto batch_stride = [&](const Shape& own, std::int64_t matrix) -> std::int64_t {
+      if (shape_numel(own) == 1) return 0;
+      Shape padded(batch.size() - own.size(), 1);
+      padded.insert(padded.end(), own.begin(), own.end());
+      RW_EXPECTS(padded == batch, Unsupported, "{}: the CUDA MatMul broadcasts a batch fully or not at all ({} and {})",
+                 node_.where(), shape_str(info.input(0).shape), shape_str(info.input(1).shape));
+      return matrix;
+    };
+    p_ = {};
+    p_.batch = static_cast<int>(count);
+    p_.m = static_cast<int>(m);
+    p_.n = static_cast<int>(n);
+    p_.k = static_cast<int>(k);
+    p_.a_batch = batch_stride(a_batch, m * k);
+    p_.a_m = k;
+    p_.a_k = 1;
+    p_.b_batch = batch_stride(b_batch, k * n);
+    p_.b_k = n;
+    p_.b_n = 1;
+    RW_EXPECTS(count <= 65535, Unsupported, "{}: {} batches", node_.where(), count);
+    Shape y = batch;
+    if (!a_vec) y.push_back(m);
+    if (!b_vec) y.push_back(n);
+    if (info.has_input(2)) {
+      RW_EXPECTS(shape_numel(info.input(2).shape) == n, InvalidArgument, "{}: fused bias {} for {} columns",
+                 node_.where(), shape_str(info.input(2).shape), n);
+    }
+    if (info.has_input(cpu::kResidualInput)) {
+      RW_EXPECTS(info.input(cpu::kResidualInput).shape == y, Unsupported,
+                 "{}: the CUDA kernel fuses a residual of the output's shape {}, not {}", node_.where(), shape_str(y),
+                 shape_str(info.input(cpu::kResidualInput).shape));
+    }
+    return {{DType::kF32, y}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::GemmParams p = p_;
+    p.epilogue = act_;
+    if (a.inputs.size() > 2) p.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
+    if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
+    kernels::launch_gemm(p, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
+                         static_cast<float*>(a.outputs[0].data), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  kernels::Epilogue act_;
+  kernels::GemmParams p_{};
+};
+
+class GemmKernel final : public CudaKernel {
+ public:
+  GemmKernel(const Node& node, const KernelInfo& info) : node_(node), act_(activation_of(node)) {
+    for (DType t : info.input_dtypes) expect_f32(node, t);
+  }
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    const Shape& a = info.input(0).shape;
+    const Shape& b = info.input(1).shape;
+    RW_EXPECTS(a.size() == 2 && b.size() == 2, InvalidArgument, "{}: Gemm of {} and {}", node_.where(), shape_str(a),
+               shape_str(b));
+    const bool ta = node_.attr_int("transA", 0) != 0, tb = node_.attr_int("transB", 0) != 0;
+    const std::int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+    const std::int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+    RW_EXPECTS(k == kb, InvalidArgument, "{}: Gemm of {} and {} (transA {}, transB {})", node_.where(), shape_str(a),
+               shape_str(b), ta, tb);
+    p_ = {};
+    p_.batch = 1;
+    p_.m = static_cast<int>(m);
+    p_.n = static_cast<int>(n);
+    p_.k = static_cast<int>(k);
+    p_.a_m = ta ? 1 : a[1];
+    p_.a_k = ta ? a[1] : 1;
+    p_.b_k = tb ? 1 : b[1];
+    p_.b_n = tb ? b[1] : 1;
+    p_.alpha = node_.attr_float("alpha", 1.f);
+    p_.beta = node_.attr_float("beta", 1.f);
+    has_c_ = info.has_input(2);
+    if (has_c_) {
+      const Shape& c = info.input(2).shape;
+      RW_EXPECTS(c.size() <= 2, InvalidArgument, "{}: C is {}", node_.where(), shape_str(c));
+      Shape c2(2 - c.size(), 1);
+      c2.insert(c2.end(), c.begin(), c.end());
+      RW_EXPECTS((c2[0] == 1 || c2[0] == m) && (c2[1] == 1 || c2[1] == n), InvalidArgument,
+                 "{}: C {} does not broadcast to [{}, {}]", node_.where(), shape_str(c), m, n);
+      p_.c_m = c2[0] == 1 ? 0 : c2[1];
+      p_.c_n = c2[1] == 1 ? 0 : 1;
+    }
+    const Shape y = {m, n};
+    if (info.has_input(cpu::kResidualInput)) {
+      RW_EXPECTS(info.input(cpu::kResidualInput).shape == y, Unsupported,
+                 "{}: the CUDA kernel fuses a residual of the output's shape {}, not {}", node_.where(), shape_str(y),
+                 shape_str(info.input(cpu::kResidualInput).shape));
+    }
+    return {{DType::kF32, y}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::GemmParams p = p_;
+    p.epilogue = act_;
+    if (has_c_) p.c = static_cast<const float*>(a.inputs[2].data);
+    if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
+    kernels::launch_gemm(p, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
+                         static_cast<float*>(a.outputs[0].data), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  kernels::Epilogue act_;
+  kernels::GemmParams p_{};
+  bool has_c_ = false;
+};
+
+}  // namespace
+
+RW_REGISTER_CUDA_KERNEL("MatMul", MatMulKernel);
+RW_REGISTER_CUDA_KERNEL("Gemm", GemmKernel);
+
+}  // namespace redwood::cuda

@@ -1,0 +1,96 @@
+// Softmax over one axis and the Reduce* family.
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernels/device_math.cuh"
+#include "backends/cuda/kernels/launchers.hpp"
+
+#include <cfloat>
+
+namespace redwood::cuda::kernels {
+namespace {
+
+// inner == 1: one warp per contiguous row.
+__global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y, long long rows, long long len, bool log) {
+  const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  const float* xp = x + row * len;
+  float* yp = y + row * len;
+  float m = -FLT_MAX;
+  for (long long j = lane; j < len; j += 32) m = fmaxf(m, xp[j]);
+  for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  float s = 0.f;
+  for (long long j = lane; j < len; j += 32) s += expf(xp[j] - m);
+  for (int off = 16; off > 0; off /= 2) s += __shfl_xor_sync(0xffffffffu, s, off);
+  const float ls = logf(s);
+  for (long long j = lane; j < len; j += 32) yp[j] = log ? xp[j] - m - ls : expf(xp[j] - m) / s;
+}
+
+// inner > 1: one thread per (outer, inner) column, strided by inner.
+__global__ void softmax_columns(const float* __restrict__ x, float* __restrict__ y, long long outer, long long len,
+                                long long inner, bool log) {
+  RW_GRID_STRIDE(i, outer * inner) {
+    const long long o = i / inner, in = i % inner;
+    const float* xp = x + o * len * inner + in;
+    float* yp = y + o * len * inner + in;
+    float m = -FLT_MAX;
+    for (long long j = 0; j < len; ++j) m = fmaxf(m, xp[j * inner]);
+    float s = 0.f;
+    for (long long j = 0; j < len; ++j) s += expf(xp[j * inner] - m);
+    const float ls = logf(s);
+    for (long long j = 0; j < len; ++j) yp[j * inner] = log ? xp[j * inner] - m - ls : expf(xp[j * inner] - m) / s;
+  }
+}
+
+__global__ void reduce_kernel(ReduceOp op, ReduceParams p, const float* __restrict__ x, float* __restrict__ y,
+                              long long outputs) {
+  RW_GRID_STRIDE(i, outputs) {
+    long long rest = i, base = 0;
+    for (int d = p.kept_rank - 1; d >= 0; --d) {
+      base += (rest % p.kept_dims[d]) * p.kept_strides[d];
+      rest /= p.kept_dims[d];
+    }
+    float acc = op == ReduceOp::kMax ? -FLT_MAX : (op == ReduceOp::kMin ? FLT_MAX : 0.f);
+    for (long long r = 0; r < p.red_count; ++r) {
+      long long rr = r, off = base;
+      for (int d = p.red_rank - 1; d >= 0; --d) {
+        off += (rr % p.red_dims[d]) * p.red_strides[d];
+        rr /= p.red_dims[d];
+      }
+      const float v = x[off];
+      switch (op) {
+        case ReduceOp::kMax: acc = fmaxf(acc, v); break;
+        case ReduceOp::kMin: acc = fminf(acc, v); break;
+        case ReduceOp::kSumSquare:
+        case ReduceOp::kL2: acc += v * v; break;
+        default: acc += v; break;
+      }
+    }
+    if (op == ReduceOp::kMean) acc /= static_cast<float>(p.red_count);
+    if (op == ReduceOp::kL2) acc = sqrtf(acc);
+    y[i] = acc;
+  }
+}
+
+}  // namespace
+
+void launch_softmax(const float* x, float* y, long long outer, long long axis, long long inner, bool log,
+                    cudaStream_t stream) {
+  if (outer * axis * inner == 0) return;
+  if (inner == 1) {
+    const long long threads = outer * 32;
+    softmax_rows<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(x, y, outer, axis, log);
+  } else {
+    softmax_columns<<<grid_for(outer * inner), 256, 0, stream>>>(x, y, outer, axis, inner, log);
+  }
+  RW_CUDA_CHECK_LAUNCH("softmax");
+}
+
+void launch_reduce(ReduceOp op, const ReduceParams& p, const float* x, float* y, long long outputs,
+                   cudaStream_t stream) {
+  if (outputs == 0) return;
+  reduce_kernel<<<grid_for(outputs), 256, 0, stream>>>(op, p, x, y, outputs);
+  RW_CUDA_CHECK_LAUNCH("reduce");
+}
+
+}  // namespace redwood::cuda::kernels

@@ -1,0 +1,214 @@
+// redwood_gpu_bench: times one ONNX model on the GPU graph runner, the Redwood side of
+// scripts/bench_gpu.py (which runs PyTorch on the same ONNX file and prints the ratios). It links
+// no OpenCV, so it bundles small enough for the GPU host.
+//
+//   redwood_gpu_bench MODEL.onnx --batch 32 --precision fp16 [--shape 3,224,224] [--runs 50]
+//                     [--warmup 20] [--check] [--cpu-runs 10]
+//
+// Prints one JSON line: the median, min and p90 of `runs` CUDA-graph replays timed with CUDA
+// events (after `warmup` replays), the plan's FLOPs (convolutions and matrix products) and the
+// fewest bytes a forward pass must move (weights, input and output once, at the precision's
+// width), and with --check the relative L2 error against the reference executor on one batch.
+// Also the median of host-to-host runs (GraphRunner::run: copy in through pinned staging,
+// replay, copy out; what the infer stage pays), wall clock, at most 20 of them.
+// With --cpu-runs N, the Redwood CPU executor (the default: optimized, oneDNN, all cores) runs the
+// same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
+// between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/graph_runner.hpp"
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "core/onnx/onnx_import.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace redwood;
+
+Tensor random_input(const Shape& shape, std::uint32_t seed) {
+  Tensor t = Tensor::empty(DType::kF32, shape);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (float& v : t.values<float>()) v = dist(rng);
+  return t;
+}
+
+double relative_l2(const Tensor& a, const Tensor& e) {
+  double num = 0, den = 0;
+  for (std::int64_t i = 0; i < e.numel(); ++i) {
+    const double d = a.get_as_double(i) - e.get_as_double(i);
+    num += d * d;
+    den += e.get_as_double(i) * e.get_as_double(i);
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+// FLOPs of the plan's convolutions and matrix products (2 per multiply-add).
+double plan_flops(const Graph& g, const cuda::Schedule& s) {
+  double flops = 0;
+  for (const auto& step : s.steps) {
+    const Node& n = g.nodes[step.node];
+    auto shape = [&](int id) { return s.values[static_cast<std::size_t>(id)].shape; };
+    if (n.op_type == "Conv" || n.op_type == "ConvTranspose") {
+      const Shape w = shape(step.inputs[1]);
+      double per = 1;
+      for (std::size_t d = 1; d < w.size(); ++d) per *= static_cast<double>(w[d]);
+      const double outputs = static_cast<double>(shape_numel(n.op_type == "Conv" ? shape(step.outputs[0]) : shape(step.inputs[0])));
+      flops += 2 * outputs * per;
+    } else if (n.op_type == "MatMul" || n.op_type == "Gemm") {
+      const Shape a = shape(step.inputs[0]);
+      const bool ta = n.op_type == "Gemm" && n.attr_int("transA", 0) != 0;
+      const double k = static_cast<double>(ta ? a[0] : a.back());
+      flops += 2 * static_cast<double>(shape_numel(shape(step.outputs[0]))) * k;
+    }
+  }
+  return flops;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: redwood_gpu_bench MODEL.onnx [--batch N] [--precision fp32|tf32|fp16|bf16] "
+                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N]\n");
+    return 2;
+  }
+  std::string model = argv[1], precision = "fp32", dims;
+  int batch = 1, runs = 50, warmup = 20, cpu_runs = 0;
+  bool check = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
+      return argv[++i];
+    };
+    if (a == "--batch") batch = std::stoi(next());
+    else if (a == "--precision") precision = next();
+    else if (a == "--shape") dims = next();
+    else if (a == "--runs") runs = std::stoi(next());
+    else if (a == "--warmup") warmup = std::stoi(next());
+    else if (a == "--check") check = true;
+    else if (a == "--cpu-runs") cpu_runs = std::stoi(next());
+    else throw InvalidArgument(fmt::format("unknown option '{}'", a));
+  }
+  auto graph = load_onnx(model);
+  RW_EXPECTS(graph->inputs.size() == 1, InvalidArgument, "{}: {} inputs (the bench feeds one)", model, graph->inputs.size());
+  Shape shape = {batch};
+  if (!dims.empty()) {
+    std::size_t at = 0;
+    while (at <= dims.size()) {
+      const std::size_t comma = dims.find(',', at);
+      shape.push_back(std::stoll(dims.substr(at, comma - at)));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+  } else {
+    const ValueInfo& vi = graph->inputs[0];
+    for (std::size_t d = 1; d < vi.dims.size(); ++d) {
+      RW_EXPECTS(vi.dims[d].known(), InvalidArgument, "{}: input {} has a free dimension: give --shape", model, vi.description());
+      shape.push_back(vi.dims[d].value);
+    }
+  }
+  cuda::RunnerOptions options;
+  options.precision = cuda::parse_precision(precision);
+  cuda::GraphRunner runner(graph, options);
+  const Tensor x = random_input(shape, 1);
+  const std::string input = graph->inputs[0].name;
+  double error = -1;
+  if (check) {
+    const auto got = runner.run({{input, x}});
+    ExecutorOptions ref;
+    ref.optimize = false;
+    ref.reference_only = true;
+    Executor reference(graph, ref);
+    const auto want = reference.run({{input, x}});
+    error = 0;
+    for (std::size_t o = 0; o < want.size(); ++o) error = std::max(error, relative_l2(got[o], want[o]));
+  } else {
+    runner.run({{input, x}});  // plans, uploads weights, captures; the input stays in the workspace
+  }
+  cuda::Plan& plan = runner.plan_for({shape});
+  cudaStream_t stream = runner.stream();
+  for (int i = 0; i < warmup; ++i) plan.enqueue(stream);
+  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<cudaEvent_t> events(static_cast<std::size_t>(runs) * 2);
+  for (auto& e : events) RW_CUDA_CHECK(cudaEventCreate(&e));
+  for (int i = 0; i < runs; ++i) {
+    RW_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+    plan.enqueue(stream);
+    RW_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+  }
+  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    float t = 0;
+    RW_CUDA_CHECK(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
+    ms.push_back(t);
+  }
+  for (auto& e : events) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+
+  using Clock = std::chrono::steady_clock;
+  const auto wall_ms = [](Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); };
+  std::vector<double> host_ms;
+  std::vector<Tensor> gpu_out;
+  for (int i = 0; i < std::min(runs, 20); ++i) {
+    const auto t0 = Clock::now();
+    gpu_out = runner.run({{input, x}});
+    host_ms.push_back(wall_ms(t0));
+  }
+  std::sort(host_ms.begin(), host_ms.end());
+
+  std::vector<double> cpu_ms;
+  double cpu_vs_gpu = -1;
+  if (cpu_runs > 0) {
+    Executor cpu(graph);  // the CPU path of the infer stage (core/model_runner.cpp)
+    std::vector<Tensor> cpu_out;
+    for (int i = 0; i < 2; ++i) cpu_out = cpu.run({{input, x}});
+    for (int i = 0; i < cpu_runs; ++i) {
+      const auto t0 = Clock::now();
+      cpu_out = cpu.run({{input, x}});
+      cpu_ms.push_back(wall_ms(t0));
+    }
+    std::sort(cpu_ms.begin(), cpu_ms.end());
+    cpu_vs_gpu = 0;
+    for (std::size_t o = 0; o < cpu_out.size(); ++o) cpu_vs_gpu = std::max(cpu_vs_gpu, relative_l2(gpu_out[o], cpu_out[o]));
+  }
+  const cuda::Schedule& s = plan.schedule();
+  const std::size_t width = options.precision == cuda::Precision::kFp16 || options.precision == cuda::Precision::kBf16 ? 2 : 4;
+  double weights = 0, io = static_cast<double>(shape_numel(shape));
+  for (const auto& v : s.values) {
+    if (v.kind == cuda::Schedule::Kind::kHost && v.uploaded) weights += static_cast<double>(shape_numel(v.shape));
+  }
+  for (int id : s.graph_outputs) io += static_cast<double>(shape_numel(s.values[static_cast<std::size_t>(id)].shape));
+  std::printf("{\"model\": \"%s\", \"batch\": %d, \"precision\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
+              "\"p90_ms\": %.4f, \"flops\": %.6g, \"min_bytes\": %.6g, \"steps\": %zu, \"workspace_mib\": %.1f, "
+              "\"rel_l2\": %.3g, \"host_median_ms\": %.4f, \"cpu_median_ms\": %.4f, \"cpu_min_ms\": %.4f, "
+              "\"cpu_runs\": %d, \"cpu_threads\": %u, \"cpu_vs_gpu_rel_l2\": %.3g}\n",
+              model.c_str(), batch, precision.c_str(), ms[ms.size() / 2], ms.front(), ms[ms.size() * 9 / 10],
+              plan_flops(runner.graph(), s), (weights + io) * static_cast<double>(width), s.steps.size(),
+              s.workspace.workspace_bytes / 1048576.0, error, host_ms[host_ms.size() / 2],
+              cpu_ms.empty() ? -1.0 : cpu_ms[cpu_ms.size() / 2], cpu_ms.empty() ? -1.0 : cpu_ms.front(), cpu_runs,
+              std::thread::hardware_concurrency(), cpu_vs_gpu);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "redwood_gpu_bench: %s\n", e.what());
+    return 1;
+  }
+}

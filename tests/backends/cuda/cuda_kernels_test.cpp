@@ -1,0 +1,225 @@
+// Every CUDA kernel against the reference kernel on random inputs: one node, the same inputs and
+// attributes through both providers, relative L2 error within the precision's bound (fp32 1e-4,
+// tf32 1e-3, fp16/bf16 1e-2). Convolutions run at every precision; the other kernels compute in
+// fp32 whatever the precision, so they run once. Ops without a reference kernel (Neg, Exp, Erf,
+// LogSoftmax, ReduceSum, Expand, ...) are checked by ONNX's node tests (gpu_conformance_test.cpp).
+
+#include "core/error.hpp"
+#include "gpu_test_support.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace redwood::cuda {
+namespace {
+
+using redwood::testing::random_tensor;
+
+struct OpCase {
+  std::string name;
+  std::string op;
+  std::vector<Tensor> inputs;
+  std::map<std::string, AttributeValue> attributes;
+  std::int64_t opset = 17;
+  std::size_t outputs = 1;
+  bool all_precisions = false;
+};
+
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<Tensor> run_provider(const OpCase& c, Device device, const std::string& provider, Precision precision) {
+  Graph graph;
+  graph.opset = c.opset;
+  Node node;
+  node.name = c.name;
+  node.op_type = c.op;
+  node.attributes = c.attributes;
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = c.opset;
+  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
+    node.inputs.push_back(c.inputs[i].defined() ? "in" + std::to_string(i) : "");
+    info.input_dtypes.push_back(c.inputs[i].defined() ? c.inputs[i].dtype() : DType::kUndefined);
+    info.constant_inputs.push_back(c.inputs[i].defined() && c.inputs[i].dtype() == DType::kI64 ? &c.inputs[i] : nullptr);
+  }
+  for (std::size_t o = 0; o < c.outputs; ++o) node.outputs.push_back("out" + std::to_string(o));
+  const KernelEntry* entry = nullptr;
+  for (const KernelEntry* e : OpRegistry::instance().candidates(c.op, device)) {
+    if (e->provider == provider) entry = e;
+  }
+  if (entry == nullptr) throw Unsupported(fmt::format("no {} kernel for {}", provider, c.op));
+  std::unique_ptr<Kernel> kernel = entry->factory(node, info);
+  if (auto* ck = dynamic_cast<CudaKernel*>(kernel.get())) ck->set_precision(precision);
+  std::vector<Tensor> outputs(c.outputs);
+  KernelContext ctx{c.inputs, outputs, node};
+  kernel->run(ctx);
+  for (auto& t : outputs) t = t.contiguous();
+  return outputs;
+}
+
+Tensor r(Shape s, std::uint32_t seed, double lo = -1, double hi = 1) { return random_tensor(DType::kF32, std::move(s), lo, hi, seed); }
+Tensor ints(std::vector<std::int64_t> v) { return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v); }
+Tensor scalar(float v) { return Tensor::scalar<float>(v); }
+using Attrs = std::map<std::string, AttributeValue>;
+using I = std::vector<std::int64_t>;
+
+std::vector<OpCase> cases() {
+  std::vector<OpCase> c;
+  auto conv = [&](std::string name, std::vector<Tensor> in, Attrs a) {
+    c.push_back({std::move(name), "Conv", std::move(in), std::move(a), 17, 1, true});
+  };
+  conv("conv3x3_bias_relu", {r({2, 8, 12, 10}, 1), r({16, 8, 3, 3}, 2), r({16}, 3)},
+       {{"pads", I{1, 1, 1, 1}}, {"rw.activation", std::string("Relu")}});
+  conv("conv1x1_wide", {r({1, 64, 7, 9}, 4), r({96, 64, 1, 1}, 5)}, {});
+  conv("conv3x3_stride2_hardswish", {r({2, 3, 33, 31}, 6), r({32, 3, 3, 3}, 7), r({32}, 8)},
+       {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"rw.activation", std::string("HardSwish")}});
+  conv("conv_grouped", {r({1, 16, 9, 9}, 9), r({32, 4, 3, 3}, 10)}, {{"group", std::int64_t{4}}, {"pads", I{1, 1, 1, 1}}});
+  conv("conv_depthwise_residual_clip",
+       {r({2, 24, 10, 10}, 11), r({24, 1, 3, 3}, 12), r({24}, 13), r({2, 24, 5, 5}, 14)},
+       {{"group", std::int64_t{24}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"rw.activation", std::string("Clip")},
+        {"rw.alpha", 0.0f}, {"rw.beta", 1.5f}});
+  conv("conv_dilated_asymmetric_pads", {r({1, 5, 14, 13}, 15), r({7, 5, 3, 3}, 16)},
+       {{"dilations", I{2, 2}}, {"pads", I{1, 0, 2, 1}}});
+  conv("conv5x5_residual_leaky", {r({1, 6, 11, 12}, 17), r({70, 6, 5, 5}, 18), r({70}, 19), r({1, 70, 11, 12}, 20)},
+       {{"pads", I{2, 2, 2, 2}}, {"rw.activation", std::string("LeakyRelu")}, {"rw.alpha", 0.1f}});
+  conv("conv_deep_k", {r({1, 256, 8, 8}, 21), r({128, 256, 3, 3}, 22)}, {{"pads", I{1, 1, 1, 1}}});
+  conv("conv_same_upper", {r({1, 4, 9, 8}, 23), r({8, 4, 3, 3}, 24)}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", I{2, 2}}});
+  conv("conv1d", {r({2, 4, 20}, 25), r({6, 4, 3}, 26), r({6}, 27)}, {{"pads", I{1, 1}}});
+  conv("conv_sigmoid_hardsigmoid", {r({1, 8, 6, 6}, 28), r({8, 8, 1, 1}, 29)},
+       {{"rw.activation", std::string("HardSigmoid")}, {"rw.alpha", 0.2f}, {"rw.beta", 0.5f}});
+
+  c.push_back({"convtranspose_2x2_s2", "ConvTranspose", {r({1, 16, 10, 12}, 30), r({16, 8, 2, 2}, 31), r({8}, 32)},
+               {{"strides", I{2, 2}}}});
+  c.push_back({"convtranspose_grouped_outpad", "ConvTranspose", {r({2, 4, 5, 6}, 33), r({4, 3, 3, 3}, 34)},
+               {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"output_padding", I{1, 1}}, {"group", std::int64_t{2}}}});
+
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSwish"}) {
+    c.push_back({std::string("unary_") + op, op, {r({2, 3, 17, 5}, 40, -3, 3)}, {}});
+  }
+  c.push_back({"unary_Sqrt", "Sqrt", {r({1000}, 41, 0.01, 4)}, {}});
+  c.push_back({"unary_HardSigmoid", "HardSigmoid", {r({3, 50}, 42, -4, 4)}, {{"alpha", 0.3f}, {"beta", 0.4f}}});
+  c.push_back({"unary_LeakyRelu", "LeakyRelu", {r({3, 50}, 43)}, {{"alpha", 0.2f}}});
+  c.push_back({"unary_Clip_inputs", "Clip", {r({4, 40}, 44, -2, 2), scalar(-0.5f), scalar(0.75f)}, {}, 13});
+  c.push_back({"binary_Add_same", "Add", {r({2, 3, 4, 5}, 50), r({2, 3, 4, 5}, 51)}, {}});
+  c.push_back({"binary_Mul_channel", "Mul", {r({2, 3, 4, 5}, 52), r({3, 1, 1}, 53)}, {}});
+  c.push_back({"binary_Div_row", "Div", {r({2, 3, 4, 5}, 54), r({5}, 55, 0.5, 2)}, {}});
+  c.push_back({"binary_Sub_scalar", "Sub", {scalar(0.25f), r({7, 9}, 56)}, {}});
+  c.push_back({"binary_Pow", "Pow", {r({6, 7}, 57, 0.1, 3), r({6, 1}, 58, -2, 2)}, {}});
+  c.push_back({"batchnorm", "BatchNormalization",
+               {r({2, 6, 5, 4}, 60), r({6}, 61), r({6}, 62), r({6}, 63), r({6}, 64, 0.5, 2)}, {{"epsilon", 1e-3f}}});
+  c.push_back({"maxpool_3x3_s2_p1", "MaxPool", {r({2, 4, 13, 12}, 70)},
+               {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}});
+  c.push_back({"maxpool_ceil", "MaxPool", {r({1, 3, 9, 9}, 71)}, {{"kernel_shape", I{2, 2}}, {"strides", I{2, 2}}, {"ceil_mode", std::int64_t{1}}}});
+  c.push_back({"avgpool_3x2", "AveragePool", {r({1, 8, 9, 20}, 72)}, {{"kernel_shape", I{3, 2}}, {"strides", I{3, 2}}}});
+  c.push_back({"avgpool_pads_include", "AveragePool", {r({1, 2, 7, 7}, 73)},
+               {{"kernel_shape", I{3, 3}}, {"pads", I{1, 1, 1, 1}}, {"count_include_pad", std::int64_t{1}}}});
+  c.push_back({"avgpool_pads_exclude", "AveragePool", {r({1, 2, 7, 7}, 74)},
+               {{"kernel_shape", I{3, 3}}, {"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}}});
+  c.push_back({"global_avgpool", "GlobalAveragePool", {r({3, 40, 7, 9}, 75)}, {}});
+  c.push_back({"resize_nearest_x2", "Resize", {r({1, 3, 5, 7}, 80), Tensor(), Tensor::from_vector<float>({4}, {1, 1, 2, 2})},
+               {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
+                {"nearest_mode", std::string("floor")}}, 11});
+  c.push_back({"resize_linear_sizes", "Resize", {r({2, 2, 6, 5}, 81), Tensor(), Tensor(), ints({2, 2, 9, 13})},
+               {{"mode", std::string("linear")}}, 13});
+  c.push_back({"resize_linear_align_corners_down", "Resize", {r({1, 2, 12, 10}, 82), Tensor(), Tensor(), ints({1, 2, 5, 4})},
+               {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}, 13});
+  c.push_back({"softmax_last", "Softmax", {r({4, 3, 37}, 90, -5, 5)}, {}, 13});
+  c.push_back({"softmax_axis1_inner", "Softmax", {r({2, 6, 4, 5}, 91, -5, 5)}, {{"axis", std::int64_t{1}}}, 13});
+  c.push_back({"softmax_coerced_opset11", "Softmax", {r({2, 3, 4}, 92, -5, 5)}, {{"axis", std::int64_t{1}}}, 11});
+  c.push_back({"reducemean_last", "ReduceMean", {r({2, 25, 120}, 100)}, {{"axes", I{-1}}}, 13});
+  c.push_back({"matmul_batched", "MatMul", {r({2, 3, 20, 33}, 110), r({33, 17}, 111)}, {}});
+  c.push_back({"matmul_bias_relu", "MatMul", {r({5, 40}, 112), r({40, 70}, 113), r({70}, 114)},
+               {{"rw.activation", std::string("Relu")}}});
+  c.push_back({"matmul_batch_both", "MatMul", {r({4, 5, 6}, 115), r({4, 6, 7}, 116)}, {}});
+  c.push_back({"matmul_vector", "MatMul", {r({6}, 117), r({3, 6, 4}, 118)}, {}});
+  c.push_back({"gemm_transB_bias", "Gemm", {r({3, 100}, 120), r({65, 100}, 121), r({65}, 122)},
+               {{"transB", std::int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.0f}}});
+  c.push_back({"gemm_transA_column_c", "Gemm", {r({9, 4}, 123), r({9, 6}, 124), r({4, 1}, 125)}, {{"transA", std::int64_t{1}}}});
+  c.push_back({"transpose_nhwc_nchw", "Transpose", {r({2, 6, 7, 3}, 130)}, {{"perm", I{0, 3, 1, 2}}}});
+  c.push_back({"transpose_default", "Transpose", {r({3, 4, 5}, 131)}, {}});
+  c.push_back({"slice_steps", "Slice", {r({5, 10, 6}, 132), ints({4, 1}), ints({-100, 9}), ints({0, 1}), ints({-2, 3})}, {}, 13});
+  c.push_back({"slice_opset9_attrs", "Slice", {r({4, 7}, 133)}, {{"starts", I{1}}, {"ends", I{1000}}, {"axes", I{1}}}, 9});
+  c.push_back({"concat_axis1", "Concat", {r({2, 3, 4}, 134), r({2, 5, 4}, 135), r({2, 1, 4}, 136)}, {{"axis", std::int64_t{1}}}});
+  c.push_back({"split_axis2", "Split", {r({2, 3, 5}, 137), ints({2, 3})}, {{"axis", std::int64_t{2}}}, 13, 2});
+  c.push_back({"reshape_infer", "Reshape", {r({2, 3, 4}, 139), ints({0, -1})}, {}, 14});
+  c.push_back({"flatten_axis2", "Flatten", {r({2, 3, 4, 5}, 140)}, {{"axis", std::int64_t{2}}}});
+  c.push_back({"unsqueeze", "Unsqueeze", {r({3, 4}, 141), ints({0, 3})}, {}, 13});
+  c.push_back({"squeeze", "Squeeze", {r({3, 1, 4, 1}, 142), ints({1})}, {}, 13});
+  return c;
+}
+
+struct Param {
+  OpCase op;
+  Precision precision;
+};
+void PrintTo(const Param& p, std::ostream* os) { *os << p.op.name << "_" << precision_name(p.precision); }
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const OpCase& c : cases()) {
+    if (c.all_precisions) {
+      for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16}) out.push_back({c, p});
+    } else {
+      out.push_back({c, Precision::kFp32});
+    }
+  }
+  return out;
+}
+
+class CudaKernelVsReference : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaKernelVsReference, AgreesWithinThePrecisionsBound) {
+  RW_SKIP_WITHOUT_GPU();
+  const Param& p = GetParam();
+  const std::vector<Tensor> expected = run_provider(p.op, Device::kCpu, kReferenceProvider, Precision::kFp32);
+  const std::vector<Tensor> actual = run_provider(p.op, Device::kCuda, kCudaProvider, p.precision);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_EQ(actual[i].shape(), expected[i].shape()) << "output " << i;
+    ASSERT_EQ(actual[i].dtype(), expected[i].dtype()) << "output " << i;
+    const double err = testing::relative_l2(actual[i], expected[i]);
+    EXPECT_LE(err, testing::tolerance(p.precision)) << p.op.name << " output " << i << " at " << precision_name(p.precision);
+    if (p.precision == Precision::kFp32) {
+      redwood::testing::expect_close(actual[i], expected[i], 1e-4, 1e-5);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, CudaKernelVsReference, ::testing::ValuesIn(params()),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return info.param.op.name + "_" + std::string(precision_name(info.param.precision));
+                         });
+
+TEST(CudaKernelPlan, RejectsWhatItCannotRunWithTheNodesName) {
+  // Host-only: plan() runs without a device.
+  Graph graph;
+  graph.opset = 17;
+  Node node;
+  node.name = "conv3d";
+  node.op_type = "Conv";
+  node.inputs = {"x", "w"};
+  node.outputs = {"y"};
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = 17;
+  info.input_dtypes = {DType::kF32, DType::kF32};
+  info.constant_inputs = {nullptr, nullptr};
+  const KernelEntry* entry = OpRegistry::instance().candidates("Conv", Device::kCuda).at(0);
+  auto kernel = entry->factory(node, info);
+  auto* ck = dynamic_cast<CudaKernel*>(kernel.get());
+  ASSERT_NE(ck, nullptr);
+  std::vector<TensorDesc> in = {{DType::kF32, {1, 2, 4, 4, 4}}, {DType::kF32, {3, 2, 1, 1, 1}}};
+  try {
+    ck->plan(PlanInfo{node, in, Precision::kFp32, 17});
+    FAIL() << "a 3-D convolution was planned";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("conv3d"), std::string::npos) << e.what();
+  }
+  info.input_dtypes = {DType::kI64, DType::kF32};
+  EXPECT_THROW(entry->factory(node, info), Unsupported);
+}
+
+}  // namespace
+}  // namespace redwood::cuda

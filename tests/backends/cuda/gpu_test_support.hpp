@@ -1,0 +1,55 @@
+#pragma once
+// Shared by the GPU tests: whether a CUDA device is usable (tests skip with the reason where not,
+// as in CI), the tolerances per precision, and relative L2 error.
+
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/device_probe.hpp"
+#include "core/tensor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace redwood::cuda::testing {
+
+/// Empty when a CUDA device is usable, else why not.
+inline std::string gpu_unavailable() {
+  static const std::string why = [] {
+    const ProbeResult probe = probe_devices();
+    return probe.devices.empty() ? "no usable CUDA device: " + probe.error : std::string();
+  }();
+  return why;
+}
+
+#define RW_SKIP_WITHOUT_GPU()                                                          \
+  do {                                                                                 \
+    if (const std::string why = ::redwood::cuda::testing::gpu_unavailable(); !why.empty()) \
+      GTEST_SKIP() << why;                                                             \
+  } while (0)
+
+/// The bounds on relative L2 error against the reference kernels.
+inline double tolerance(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 1e-4;
+    case Precision::kTf32: return 1e-3;
+    default: return 1e-2;
+  }
+}
+
+/// ‖actual − expected‖₂ / ‖expected‖₂ over fp32 tensors of one shape (NaN anywhere: infinity).
+inline double relative_l2(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape()) return INFINITY;
+  const Tensor a = actual.cast(DType::kF32).contiguous(), e = expected.cast(DType::kF32).contiguous();
+  double num = 0, den = 0;
+  const float* ap = a.data<float>();
+  const float* ep = e.data<float>();
+  for (std::int64_t i = 0; i < e.numel(); ++i) {
+    if (std::isnan(ap[i]) || std::isnan(ep[i])) return INFINITY;
+    num += (double(ap[i]) - ep[i]) * (double(ap[i]) - ep[i]);
+    den += double(ep[i]) * ep[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+}  // namespace redwood::cuda::testing
