@@ -117,6 +117,40 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
   last_use_ = std::move(last_use);
   is_graph_output_.assign(value_ids_.size(), false);
   for (int s : graph_output_slots_) is_graph_output_[s] = true;
+  find_shape_folded_nodes();
+}
+
+void Executor::find_shape_folded_nodes() {
+  const Graph& g = *graph_;
+  shape_folded_.assign(g.nodes.size(), false);
+  if (!options_.optimize || !options_.fold_shapes) return;
+  // A slot is shape-determined when a constant or an output of a shape-folded node holds it.
+  std::vector<bool> determined(value_ids_.size(), false);
+  for (std::size_t s = 0; s < constants_.size(); ++s) determined[s] = constants_[s].defined();
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& node = g.nodes[i];
+    bool folded = node.body.empty() && !node.outputs.empty();
+    bool reads_shape = false;  // at least one input comes from the shape side (else: a constant)
+    if (folded && node.op_type == "Shape" && node.domain.empty()) {
+      reads_shape = true;  // depends on its input's shape only
+    } else if (folded) {
+      for (int s : node_inputs_[i]) {
+        if (s < 0) continue;
+        if (!determined[s]) folded = false;
+        else if (!constants_[s].defined()) reads_shape = true;
+      }
+    }
+    // A node of constants alone is the optimizer's to fold; a graph output is returned as is.
+    for (int s : node_outputs_[i]) {
+      if (s >= 0 && is_graph_output_[s]) folded = false;
+    }
+    if (!folded || !reads_shape) continue;
+    shape_folded_[i] = true;
+    shape_folded_nodes_.push_back(i);
+    for (int s : node_outputs_[i]) {
+      if (s >= 0) determined[s] = true;
+    }
+  }
 }
 
 Executor::~Executor() = default;
@@ -305,8 +339,27 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     signature.push_back(t.rank());
     signature.insert(signature.end(), t.shape().begin(), t.shape().end());
   }
+  // Per-shape folding: this signature's shape-chain values, or capture them on this run.
+  std::shared_ptr<const ShapeValues> folded;
+  ShapeValues captured;
+  const bool folding = !shape_folded_nodes_.empty();
+  if (folding) {
+    std::lock_guard lock(plans_mutex_);
+    if (auto it = shape_values_.find(signature); it != shape_values_.end()) folded = it->second;
+  }
+  std::vector<Tensor> outputs =
+      run_signature(values, signature, folded.get(), folding && !folded ? &captured : nullptr);
+  if (folding && !folded) {
+    std::lock_guard lock(plans_mutex_);
+    shape_values_.emplace(std::move(signature), std::make_shared<const ShapeValues>(std::move(captured)));
+  }
+  return outputs;
+}
+
+std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::vector<std::int64_t> signature,
+                                            const ShapeValues* folded, ShapeValues* capture) {
   OutputPlacer placer;
-  if (!options_.plan_memory) return run_nodes(values, placer);
+  if (!options_.plan_memory) return run_nodes(values, placer, folded, capture);
 
   std::shared_ptr<MemoryPlan> plan;
   {
@@ -315,7 +368,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   }
   if (plan == nullptr) {
     placer.mode = OutputPlacer::Mode::kRecord;
-    std::vector<Tensor> outputs = run_nodes(values, placer);
+    std::vector<Tensor> outputs = run_nodes(values, placer, folded, capture);
     auto recorded = record_plan(placer);
     std::lock_guard lock(plans_mutex_);
     plans_.emplace(std::move(signature), recorded);
@@ -348,7 +401,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
       plan.idle.push_back(std::move(workspace));
     }
   } give_back{*plan, workspace};
-  std::vector<Tensor> outputs = run_nodes(values, placer);
+  std::vector<Tensor> outputs = run_nodes(values, placer, folded, capture);
   values.clear();  // every view into the workspace goes before it is given back
   // Insurance: a graph output must never view the workspace (the recording saw none do so).
   const auto* lo = placer.workspace;
@@ -368,12 +421,20 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   return outputs;
 }
 
-std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlacer& placer) {
+std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlacer& placer,
+                                        const ShapeValues* folded, ShapeValues* capture) {
   const Graph& g = *graph_;
   if (profiling_) timings_.clear();
+  if (folded != nullptr) {
+    for (const auto& [slot, value] : *folded) values[slot] = value;
+  }
   std::vector<Tensor> in_buf, out_buf;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
+    if (folded != nullptr && shape_folded_[i]) {
+      for (int s : release_after_[i]) values[s] = Tensor();
+      continue;
+    }
     in_buf.clear();
     for (int s : node_inputs_[i]) in_buf.push_back(s >= 0 ? values[s] : Tensor());
     out_buf.assign(node_outputs_[i].size(), Tensor());
@@ -396,6 +457,8 @@ std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlace
       const int s = node_outputs_[i][o];
       if (s < 0) continue;
       RW_EXPECTS(out_buf[o].defined(), Error, "{}: kernel produced no output {}", node.where(), o);
+      // A heap copy: the output may view this run's workspace.
+      if (capture != nullptr && shape_folded_[i]) capture->emplace_back(s, out_buf[o].clone());
       values[s] = std::move(out_buf[o]);
     }
     for (int s : release_after_[i]) values[s] = Tensor();

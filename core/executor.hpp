@@ -18,6 +18,12 @@
 // those offsets: one allocation per signature instead of one per tensor. Graph outputs, and
 // intermediates that a graph output views, stay on the heap: they are returned to the caller.
 //
+// Per-shape folding: the optimizer folds Shape chains whose input shapes are static; a model
+// with symbolic dimensions (a batch, a text width) keeps chains that become constant only once
+// the input shapes are bound. The executor finds them at load (a Shape node, and every node whose
+// inputs are all constants or such nodes' outputs), runs them on the first run of each signature
+// and keeps copies of their outputs; later runs of that signature skip them.
+//
 // Threads: run() may be called from several threads at once. Plans are shared; a workspace is
 // used by one run at a time (a run takes an idle one, or allocates another), so N concurrent
 // runs of one signature hold N workspaces. Profiling (last_timings) is for one thread at a time.
@@ -46,6 +52,11 @@ struct ExecutorOptions {
   /// Place intermediates in one planned workspace per input-shape signature (see above);
   /// otherwise every output is its own heap allocation.
   bool plan_memory = true;
+  /// Per-shape folding (with optimize): nodes whose outputs depend only on the input shapes
+  /// (Shape, and every node fed only by such nodes and constants: the Shape/Gather/Concat/...
+  /// chains that build Reshape targets) run on the first run of each input-shape signature;
+  /// later runs of that signature reuse their values and skip them.
+  bool fold_shapes = true;
 };
 
 /// The memory plan of one input-shape signature.
@@ -93,12 +104,22 @@ class Executor {
   std::uint64_t workspace_allocations() const { return workspace_allocations_.load(); }
   /// Input-shape signatures that have a plan.
   std::size_t planned_signatures() const;
+  /// Nodes of graph() folded per input shape (empty unless optimize and fold_shapes).
+  const std::vector<std::size_t>& shape_folded_nodes() const { return shape_folded_nodes_; }
 
  private:
   struct MemoryPlan;
   class OutputPlacer;
   void check_inputs(const std::map<std::string, Tensor>& inputs) const;
-  std::vector<Tensor> run_nodes(std::vector<Tensor>& values, OutputPlacer& placer);
+  void find_shape_folded_nodes();
+  /// Values of the shape-folded nodes' outputs for one signature (heap copies), by slot.
+  using ShapeValues = std::vector<std::pair<int, Tensor>>;
+  /// Runs the nodes; with `folded` set, the shape-folded nodes are skipped and their values
+  /// taken from it; with `capture` set, their outputs are copied into it.
+  std::vector<Tensor> run_nodes(std::vector<Tensor>& values, OutputPlacer& placer,
+                                const ShapeValues* folded = nullptr, ShapeValues* capture = nullptr);
+  std::vector<Tensor> run_signature(std::vector<Tensor>& values, std::vector<std::int64_t> signature,
+                                    const ShapeValues* folded, ShapeValues* capture);
   std::shared_ptr<MemoryPlan> record_plan(const OutputPlacer& placer) const;
 
   std::shared_ptr<const Graph> graph_;
@@ -120,6 +141,9 @@ class Executor {
   std::map<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_;  // by signature
   std::shared_ptr<MemoryPlan> last_plan_;
   std::atomic<std::uint64_t> workspace_allocations_{0};
+  std::vector<bool> shape_folded_;                        // node -> folded per input shape
+  std::vector<std::size_t> shape_folded_nodes_;
+  std::map<std::vector<std::int64_t>, std::shared_ptr<const ShapeValues>> shape_values_;  // by signature
 };
 
 }  // namespace redwood

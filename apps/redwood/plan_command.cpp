@@ -96,6 +96,18 @@ int run_plan(const PlanArgs& args) {
       for (const auto& [k, n] : kinds) fmt::print("      {:4d} x {}\n", n, k);
     }
   }
+  // Chains that become constant once the input shapes are bound (core/executor.hpp).
+  if (!executor.shape_folded_nodes().empty()) {
+    std::map<std::string, int> ops;
+    for (std::size_t i : executor.shape_folded_nodes()) ops[g.nodes[i].op_type]++;
+    fmt::print("  {:22s} {:4d} node(s) run once per input shape, then reused:", "fold_per_shape",
+               executor.shape_folded_nodes().size());
+    for (const auto& [op, n] : ops) fmt::print(" {} {}", n, op);
+    fmt::print("\n");
+    if (args.verbose) {
+      for (std::size_t i : executor.shape_folded_nodes()) fmt::print("      {}\n", g.nodes[i].where());
+    }
+  }
   // "Conv+HardSwish+residual": the op with its fused epilogue (backends/cpu/reference/epilogue.hpp).
   auto label = [](const Node& n) {
     std::string op = n.op_type;

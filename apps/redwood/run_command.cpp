@@ -6,6 +6,7 @@
 //   redwood run configs/ocr-video.yaml --set stages.det.max_batch=2 --frames 20
 
 #include "apps/redwood/commands.hpp"
+#include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
 #include "pipelines/pipeline.hpp"
 
@@ -37,6 +38,9 @@ extern "C" void on_signal(int) {
 int run_pipeline(const RunArgs& args) {
   RW_EXPECTS(args.frames >= 0, InvalidArgument, "--frames must be >= 0 (got {})", args.frames);
   Pipeline pipeline(load_pipeline_file(args.config, args.sets));
+  // oneDNN's OpenMP teams follow service.threads as oneTBB does (0 keeps OpenMP's default: all
+  // cores); docs/optimizer.md says why they are two pools.
+  cpu::onednn::set_threads(pipeline.service().threads);
   fmt::print("pipeline {}: {} stream(s) [{}], {} stage(s)\n", pipeline.name(), pipeline.stream_names().size(),
              fmt::join(pipeline.stream_names(), ", "), pipeline.stages().size());
   std::fflush(stdout);

@@ -179,9 +179,8 @@ TEST(ExecutorWorkspace, DynamicShapesPlanOncePerSignature) {
   auto g = std::make_shared<Graph>();
   g->opset = 17;
   g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, false, {}});
-  g->nodes = {Node{.name = "a", .op_type = "Relu", .inputs = {"x"}, .outputs = {"p"}},
-              Node{.name = "b", .op_type = "Sigmoid", .inputs = {"p"}, .outputs = {"q"}},
-              Node{.name = "c", .op_type = "Relu", .inputs = {"q"}, .outputs = {"y"}}};
+  g->nodes = {node("a", "Relu", {"x"}, {"p"}), node("b", "Sigmoid", {"p"}, {"q"}),
+              node("c", "Relu", {"q"}, {"y"})};
   g->outputs = {ValueInfo{"y", DType::kF32, 0, false, {}}};
   Executor e(g, options(true, true)), heap(g, options(false, true));
   for (int round = 0; round < 3; ++round) {
@@ -248,7 +247,9 @@ TEST(ExecutorWorkspace, ShippedModelsGiveIdenticalResultsWithAndWithoutThePlan) 
       const WorkspaceStats st = planned.workspace_stats();
       EXPECT_EQ(planned.workspace_allocations(), st.workspace_bytes != 0 ? 1u : 0u);
       EXPECT_GE(st.workspace_bytes, st.lower_bound);
-      if (reference) EXPECT_GT(st.planned_tensors, 10u);
+      if (reference) {
+        EXPECT_GT(st.planned_tensors, 10u);
+      }
     }
   }
 }
