@@ -16,6 +16,7 @@
 namespace redwood {
 namespace {
 
+using testing::make_node;
 using testing::random_tensor;
 
 void expect_identical(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
@@ -123,16 +124,6 @@ TEST(ExecutorWorkspace, RandomGraphsGiveIdenticalResultsWithAndWithoutThePlan) {
   }
 }
 
-// A node with no attributes (designated initializers would leave members unnamed: -Wextra).
-Node node(std::string name, std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
 TEST(ExecutorWorkspace, GraphOutputsNeverViewTheWorkspace) {
   // y = Relu(x); out = Reshape(y): `out` views y's buffer, so y must stay on the heap, and the
   // result must survive later runs that reuse the workspace.
@@ -140,10 +131,10 @@ TEST(ExecutorWorkspace, GraphOutputsNeverViewTheWorkspace) {
   g->opset = 17;
   g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, false, {}});
   g->initializers["flat"] = int64s({1, 16});
-  const Node relu = node("relu", "Relu", {"x"}, {"y"});
-  const Node sig = node("sig", "Sigmoid", {"x"}, {"s"});
-  const Node add = node("add", "Add", {"y", "s"}, {"z"});
-  const Node reshape = node("reshape", "Reshape", {"y", "flat"}, {"out"});
+  const Node relu = make_node("relu", "Relu", {"x"}, {"y"});
+  const Node sig = make_node("sig", "Sigmoid", {"x"}, {"s"});
+  const Node add = make_node("add", "Add", {"y", "s"}, {"z"});
+  const Node reshape = make_node("reshape", "Reshape", {"y", "flat"}, {"out"});
   g->nodes = {relu, sig, add, reshape};
   g->outputs = {ValueInfo{"out", DType::kF32, 0, false, {}}, ValueInfo{"z", DType::kF32, 0, false, {}}};
   Executor planned(g, options(true, true)), heap(g, options(false, true));
@@ -179,8 +170,8 @@ TEST(ExecutorWorkspace, DynamicShapesPlanOncePerSignature) {
   auto g = std::make_shared<Graph>();
   g->opset = 17;
   g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, false, {}});
-  g->nodes = {node("a", "Relu", {"x"}, {"p"}), node("b", "Sigmoid", {"p"}, {"q"}),
-              node("c", "Relu", {"q"}, {"y"})};
+  g->nodes = {make_node("a", "Relu", {"x"}, {"p"}), make_node("b", "Sigmoid", {"p"}, {"q"}),
+              make_node("c", "Relu", {"q"}, {"y"})};
   g->outputs = {ValueInfo{"y", DType::kF32, 0, false, {}}};
   Executor e(g, options(true, true)), heap(g, options(false, true));
   for (int round = 0; round < 3; ++round) {

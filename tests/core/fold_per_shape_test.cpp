@@ -14,19 +14,11 @@
 namespace redwood {
 namespace {
 
+using testing::make_node;
 using testing::random_tensor;
 
 Tensor int64s(std::vector<std::int64_t> v) {
   return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
-}
-
-Node node(std::string name, std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
 }
 
 // y = Reshape(Relu(x), Concat(Unsqueeze(Gather(Shape(Relu(x)), 0)), [-1])): flattens all but
@@ -38,14 +30,14 @@ std::shared_ptr<Graph> flatten_by_shape_chain() {
   g->initializers["zero"] = Tensor::scalar<std::int64_t>(0);
   g->initializers["axes"] = int64s({0});
   g->initializers["rest"] = int64s({-1});
-  Node concat = node("concat", "Concat", {"n1", "rest"}, {"target"});
+  Node concat = make_node("concat", "Concat", {"n1", "rest"}, {"target"});
   concat.attributes["axis"] = std::int64_t{0};
-  g->nodes = {node("relu", "Relu", {"x"}, {"r"}),
-              node("shape", "Shape", {"r"}, {"s"}),
-              node("gather", "Gather", {"s", "zero"}, {"n"}),
-              node("unsqueeze", "Unsqueeze", {"n", "axes"}, {"n1"}),
+  g->nodes = {make_node("relu", "Relu", {"x"}, {"r"}),
+              make_node("shape", "Shape", {"r"}, {"s"}),
+              make_node("gather", "Gather", {"s", "zero"}, {"n"}),
+              make_node("unsqueeze", "Unsqueeze", {"n", "axes"}, {"n1"}),
               concat,
-              node("reshape", "Reshape", {"r", "target"}, {"y"})};
+              make_node("reshape", "Reshape", {"r", "target"}, {"y"})};
   g->outputs = {ValueInfo{"y", DType::kF32, 0, false, {}}};
   return g;
 }

@@ -91,7 +91,7 @@ class FaceCapture final : public Stage {
   void do_process(std::span<Frame* const> frames) override {
     for (Frame* f : frames) {
       write_npy(g_capture_dir / (std::to_string(f->seq) + ".npy"), f->tensors.at("face_in"));
-      Captured c{f->seq, f->transforms.at("face_in"), f->image.cols, f->image.rows, {}};
+      Captured c{f->seq, f->transforms.at("face_in"), f->image.cols, f->image.rows, {}, {}};
       for (const auto& d : f->detections) c.boxes.push_back(d.box);
       for (const char* key : {"s16", "s8", "b16", "b8"}) {
         const auto v = f->tensors.at(key).to_float_vector();

@@ -185,7 +185,9 @@ TEST(PipelineRunCommand, VideoWithNoFrameFailsAfterFlushing) {
   const bool unopenable = r.output.find("path: OpenCV cannot open this video") != std::string::npos;
   EXPECT_TRUE(no_frame || unopenable) << r.output;
   EXPECT_EQ(r.output.find("terminate"), std::string::npos) << r.output;
-  if (no_frame) EXPECT_NE(r.output.find("summary:"), std::string::npos) << r.output;
+  if (no_frame) {
+    EXPECT_NE(r.output.find("summary:"), std::string::npos) << r.output;
+  }
 }
 
 TEST(PipelineRunCommand, TruncatedVideoWarnsAndKeepsWhatWasRead) {

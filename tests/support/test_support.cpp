@@ -34,6 +34,16 @@ NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
   return spec;
 }
 
+Node make_node(std::string name, std::string op_type, std::vector<std::string> inputs,
+               std::vector<std::string> outputs) {
+  Node n;
+  n.name = std::move(name);
+  n.op_type = std::move(op_type);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  return n;
+}
+
 std::vector<Tensor> run_node(const NodeSpec& spec) {
   auto graph = std::make_shared<Graph>();
   graph->name = "test_" + spec.op_type;

@@ -30,6 +30,10 @@ struct NodeSpec {
 NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
                    std::map<std::string, AttributeValue> attributes = {}, std::size_t num_outputs = 1);
 
+/// An IR node without attributes, for tests that build a Graph by hand.
+Node make_node(std::string name, std::string op_type, std::vector<std::string> inputs,
+               std::vector<std::string> outputs);
+
 /// Builds a graph of one node and runs it on the CPU through the Executor.
 std::vector<Tensor> run_node(const NodeSpec& spec);
 

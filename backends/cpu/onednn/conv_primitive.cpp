@@ -101,24 +101,20 @@ std::optional<ConvPrimitive> make_conv(const Node& node, const ConvSpec& spec, c
   const bool has_bias = spec.bias.defined();
   try {
     dnnl::memory::desc w_md;
+    // Convolution and deconvolution share the descriptor's form and what we keep of it.
+    auto build = [&]<typename F>(dnnl::algorithm algorithm) {
+      auto d = has_bias ? typename F::desc(dnnl::prop_kind::forward_inference, algorithm, src_any, w_any, b_md,
+                                           dst_any, strides, dil, pl, pr)
+                        : typename F::desc(dnnl::prop_kind::forward_inference, algorithm, src_any, w_any, dst_any,
+                                           strides, dil, pl, pr);
+      typename F::primitive_desc pd(d, attr, engine());
+      c.src_md = pd.src_desc(), c.dst_md = pd.dst_desc(), w_md = pd.weights_desc();
+      c.prim = F(pd);
+    };
     if (!spec.transposed) {
-      using F = dnnl::convolution_forward;
-      auto d = has_bias ? F::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                  src_any, w_any, b_md, dst_any, strides, dil, pl, pr)
-                        : F::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                  src_any, w_any, dst_any, strides, dil, pl, pr);
-      F::primitive_desc pd(d, attr, engine());
-      c.src_md = pd.src_desc(), c.dst_md = pd.dst_desc(), w_md = pd.weights_desc();
-      c.prim = F(pd);
+      build.template operator()<dnnl::convolution_forward>(dnnl::algorithm::convolution_direct);
     } else {
-      using F = dnnl::deconvolution_forward;
-      auto d = has_bias ? F::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                  src_any, w_any, b_md, dst_any, strides, dil, pl, pr)
-                        : F::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                  src_any, w_any, dst_any, strides, dil, pl, pr);
-      F::primitive_desc pd(d, attr, engine());
-      c.src_md = pd.src_desc(), c.dst_md = pd.dst_desc(), w_md = pd.weights_desc();
-      c.prim = F(pd);
+      build.template operator()<dnnl::deconvolution_forward>(dnnl::algorithm::deconvolution_direct);
     }
     // Weights: once into the primitive's layout.
     dnnl::memory w_user(dnnl::memory::desc(w_dims, dt::f32, w_tag), engine(), spec.weights.raw_data());

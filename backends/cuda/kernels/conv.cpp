@@ -3,9 +3,9 @@
 // rw.activation / rw.alpha / rw.beta. Depthwise and other one-channel-per-group convolutions take
 // the direct kernel; every other convolution the implicit GEMM at the runner's precision.
 
-#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/conv_kernels.hpp"
+#include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "core/error.hpp"
 
 namespace redwood::cuda {
@@ -56,21 +56,12 @@ Spatial read_spatial(const Node& node, std::size_t spatial_rank, const Shape& w)
   return s;
 }
 
-kernels::Epilogue epilogue_of(const Node& node) {
-  const cpu::Epilogue e = cpu::Epilogue::from_node(node);
-  kernels::Epilogue k;
-  k.act = static_cast<int>(e.act);
-  k.alpha = e.alpha;
-  k.beta = e.beta;
-  return k;
-}
-
 // Shared by Conv and ConvTranspose: operand checks, epilogue inputs, launch arguments.
 class ConvBase : public CudaKernel {
  protected:
   ConvBase(const Node& node, const KernelInfo& info) : node_(node) {
     for (std::size_t i = 0; i < info.input_dtypes.size() && i < 4; ++i) expect_f32(node, info.input_dtypes[i]);
-    epilogue_ = epilogue_of(node);
+    epilogue_ = fused_activation(node);
   }
 
   // Checks bias and residual against the planned output.
@@ -79,11 +70,41 @@ class ConvBase : public CudaKernel {
       RW_EXPECTS(shape_numel(info.input(2).shape) == out_channels, InvalidArgument, "{}: bias {} for {} channels",
                  node_.where(), shape_str(info.input(2).shape), out_channels);
     }
-    if (info.has_input(cpu::kResidualInput)) {
-      RW_EXPECTS(info.input(cpu::kResidualInput).shape == out, Unsupported,
-                 "{}: the CUDA kernel fuses a residual of the output's shape {}, not {}", node_.where(),
-                 shape_str(out), shape_str(info.input(cpu::kResidualInput).shape));
-    }
+    check_fused_residual(info, out);
+  }
+
+  // The operands both kernels read: input and weights of one rank, 2-D spatial attributes, group.
+  struct Operands {
+    Shape x, w;
+    std::size_t spatial_rank;
+    Spatial sp;
+    std::int64_t groups;
+    std::int64_t in[2];  // input extent as 2-D
+  };
+  Operands read_operands(const PlanInfo& info) const {
+    Operands o{info.input(0).shape, info.input(1).shape, 0, {}, node_.attr_int("group", 1), {}};
+    RW_EXPECTS(o.x.size() >= 3 && o.w.size() == o.x.size(), InvalidArgument, "{}: input {} and weights {}",
+               node_.where(), shape_str(o.x), shape_str(o.w));
+    o.spatial_rank = o.x.size() - 2;
+    o.sp = read_spatial(node_, o.spatial_rank, o.w);
+    o.in[0] = o.spatial_rank == 2 ? o.x[2] : 1;
+    o.in[1] = o.x[o.x.size() - 1];
+    return o;
+  }
+
+  // Records the launch shape and returns the output shape [N, k, (oh,) ow].
+  Shape set_shape(const Operands& o, std::int64_t k, const std::int64_t out[2], const std::int64_t pad_begin[2]) {
+    const Spatial& sp = o.sp;
+    shape_ = ConvShape{static_cast<int>(o.x[0]), static_cast<int>(o.x[1]), static_cast<int>(o.in[0]),
+                       static_cast<int>(o.in[1]), static_cast<int>(k), static_cast<int>(sp.kernel[0]),
+                       static_cast<int>(sp.kernel[1]), static_cast<int>(out[0]), static_cast<int>(out[1]),
+                       static_cast<int>(sp.stride[0]), static_cast<int>(sp.stride[1]), static_cast<int>(pad_begin[0]),
+                       static_cast<int>(pad_begin[1]), static_cast<int>(sp.dil[0]), static_cast<int>(sp.dil[1]),
+                       static_cast<int>(o.groups)};
+    Shape y = {o.x[0], k};
+    if (o.spatial_rank == 2) y.push_back(out[0]);
+    y.push_back(out[1]);
+    return y;
   }
 
   kernels::Epilogue bound_epilogue(const LaunchArgs& a) const {
@@ -103,16 +124,14 @@ class ConvKernel final : public ConvBase {
   ConvKernel(const Node& node, const KernelInfo& info) : ConvBase(node, info) {}
 
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
-    const Shape& x = info.input(0).shape;
-    const Shape& w = info.input(1).shape;
-    RW_EXPECTS(x.size() >= 3 && w.size() == x.size(), InvalidArgument, "{}: input {} and weights {}", node_.where(),
-               shape_str(x), shape_str(w));
-    const std::size_t sr = x.size() - 2;
-    const Spatial sp = read_spatial(node_, sr, w);
-    const std::int64_t groups = node_.attr_int("group", 1);
+    const Operands o = read_operands(info);
+    const Shape& x = o.x;
+    const Shape& w = o.w;
+    const Spatial& sp = o.sp;
+    const std::int64_t groups = o.groups;
     RW_EXPECTS(groups > 0 && x[1] % groups == 0 && w[0] % groups == 0 && w[1] * groups == x[1], InvalidArgument,
                "{}: {} input channels, weights {}, group {}", node_.where(), x[1], shape_str(w), groups);
-    const std::int64_t in[2] = {sr == 2 ? x[2] : 1, x[x.size() - 1]};
+    const std::int64_t* in = o.in;
     std::int64_t out[2], pb[2];
     for (int i = 0; i < 2; ++i) {
       const std::int64_t ext = (sp.kernel[i] - 1) * sp.dil[i] + 1;
@@ -130,14 +149,7 @@ class ConvKernel final : public ConvBase {
       }
       RW_EXPECTS(out[i] > 0, InvalidArgument, "{}: input {} is smaller than the kernel", node_.where(), shape_str(x));
     }
-    shape_ = ConvShape{static_cast<int>(x[0]), static_cast<int>(x[1]), static_cast<int>(in[0]), static_cast<int>(in[1]),
-                       static_cast<int>(w[0]), static_cast<int>(sp.kernel[0]), static_cast<int>(sp.kernel[1]),
-                       static_cast<int>(out[0]), static_cast<int>(out[1]), static_cast<int>(sp.stride[0]),
-                       static_cast<int>(sp.stride[1]), static_cast<int>(pb[0]), static_cast<int>(pb[1]),
-                       static_cast<int>(sp.dil[0]), static_cast<int>(sp.dil[1]), static_cast<int>(groups)};
-    Shape y = {x[0], w[0]};
-    if (sr == 2) y.push_back(out[0]);
-    y.push_back(out[1]);
+    const Shape y = set_shape(o, w[0], out, pb);
     check_epilogue(info, w[0], y);
     depthwise_ = w[1] == 1;
     type_ = mma_type(info.precision);
@@ -173,16 +185,15 @@ class ConvTransposeKernel final : public ConvBase {
   ConvTransposeKernel(const Node& node, const KernelInfo& info) : ConvBase(node, info) {}
 
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
-    const Shape& x = info.input(0).shape;
-    const Shape& w = info.input(1).shape;
-    RW_EXPECTS(x.size() >= 3 && w.size() == x.size(), InvalidArgument, "{}: input {} and weights {}", node_.where(),
-               shape_str(x), shape_str(w));
-    const std::size_t sr = x.size() - 2;
-    const Spatial sp = read_spatial(node_, sr, w);
-    const std::int64_t groups = node_.attr_int("group", 1);
+    const Operands o = read_operands(info);
+    const Shape& x = o.x;
+    const Shape& w = o.w;
+    const Spatial& sp = o.sp;
+    const std::size_t sr = o.spatial_rank;
+    const std::int64_t groups = o.groups;
     RW_EXPECTS(groups > 0 && x[1] == w[0] && x[1] % groups == 0, InvalidArgument,
                "{}: {} input channels, weights {}, group {}", node_.where(), x[1], shape_str(w), groups);
-    const std::int64_t in[2] = {sr == 2 ? x[2] : 1, x[x.size() - 1]};
+    const std::int64_t* in = o.in;
     std::int64_t out[2], pb[2];
     for (int i = 0; i < 2; ++i) {
       const std::int64_t ext = (sp.kernel[i] - 1) * sp.dil[i] + 1;
@@ -209,14 +220,7 @@ class ConvTransposeKernel final : public ConvBase {
       RW_EXPECTS(out[i] > 0, InvalidArgument, "{}: empty output", node_.where());
     }
     const std::int64_t k = w[1] * groups;
-    shape_ = ConvShape{static_cast<int>(x[0]), static_cast<int>(x[1]), static_cast<int>(in[0]), static_cast<int>(in[1]),
-                       static_cast<int>(k), static_cast<int>(sp.kernel[0]), static_cast<int>(sp.kernel[1]),
-                       static_cast<int>(out[0]), static_cast<int>(out[1]), static_cast<int>(sp.stride[0]),
-                       static_cast<int>(sp.stride[1]), static_cast<int>(pb[0]), static_cast<int>(pb[1]),
-                       static_cast<int>(sp.dil[0]), static_cast<int>(sp.dil[1]), static_cast<int>(groups)};
-    Shape y = {x[0], k};
-    if (sr == 2) y.push_back(out[0]);
-    y.push_back(out[1]);
+    const Shape y = set_shape(o, k, out, pb);
     check_epilogue(info, k, y);
     return {{DType::kF32, y}};
   }

@@ -28,11 +28,14 @@ class ViewKernel final : public CudaKernel {
   }
 
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
-    static unsigned char placeholder[16];
+    // The reference kernel sees a data-less view of input 0: it only computes the output's shape
+    // and views its input (Reshape family), so it reads no element; the address only lets us check
+    // that the output is such a view.
+    static unsigned char shape_only[16];
     std::vector<Tensor> inputs(info.inputs.size());
     for (std::size_t i = 0; i < info.inputs.size(); ++i) {
       if (!info.has_input(i)) continue;
-      inputs[i] = i == 0 ? Tensor::view(placeholder, info.input(0).dtype, info.input(0).shape)
+      inputs[i] = i == 0 ? Tensor::view(shape_only, info.input(0).dtype, info.input(0).shape)
                          : info.host_input(i, "this input");
     }
     KernelInfo ki = info_;
@@ -42,7 +45,7 @@ class ViewKernel final : public CudaKernel {
     std::vector<Tensor> outputs(node_.outputs.size());
     KernelContext ctx{inputs, outputs, node_};
     reference->run(ctx);
-    RW_EXPECTS(outputs.size() == 1 && outputs[0].raw_data() == placeholder, Unsupported,
+    RW_EXPECTS(outputs.size() == 1 && outputs[0].raw_data() == shape_only, Unsupported,
                "{}: the reference kernel did not view its input", node_.where());
     return {{outputs[0].dtype(), outputs[0].shape()}};
   }

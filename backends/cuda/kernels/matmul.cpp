@@ -1,26 +1,17 @@
 // MatMul (numpy batching; the fused bias of input 2 and residual of input 3) and Gemm (alpha,
 // beta, transA/B, broadcast C; residual input 3) on the GPU, exact fp32 at every precision for now.
 
-#include "backends/cpu/reference/epilogue.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "backends/cuda/kernels/launchers.hpp"
 #include "core/error.hpp"
 
 namespace redwood::cuda {
 namespace {
 
-kernels::Epilogue activation_of(const Node& node) {
-  const cpu::Epilogue e = cpu::Epilogue::from_node(node);
-  kernels::Epilogue k;
-  k.act = static_cast<int>(e.act);
-  k.alpha = e.alpha;
-  k.beta = e.beta;
-  return k;
-}
-
 class MatMulKernel final : public CudaKernel {
  public:
-  MatMulKernel(const Node& node, const KernelInfo& info) : node_(node), act_(activation_of(node)) {
+  MatMulKernel(const Node& node, const KernelInfo& info) : node_(node), act_(fused_activation(node)) {
     for (DType t : info.input_dtypes) expect_f32(node, t);
   }
 
@@ -65,11 +56,7 @@ class MatMulKernel final : public CudaKernel {
       RW_EXPECTS(shape_numel(info.input(2).shape) == n, InvalidArgument, "{}: fused bias {} for {} columns",
                  node_.where(), shape_str(info.input(2).shape), n);
     }
-    if (info.has_input(cpu::kResidualInput)) {
-      RW_EXPECTS(info.input(cpu::kResidualInput).shape == y, Unsupported,
-                 "{}: the CUDA kernel fuses a residual of the output's shape {}, not {}", node_.where(), shape_str(y),
-                 shape_str(info.input(cpu::kResidualInput).shape));
-    }
+    check_fused_residual(info, y);
     return {{DType::kF32, y}};
   }
 
@@ -90,7 +77,7 @@ class MatMulKernel final : public CudaKernel {
 
 class GemmKernel final : public CudaKernel {
  public:
-  GemmKernel(const Node& node, const KernelInfo& info) : node_(node), act_(activation_of(node)) {
+  GemmKernel(const Node& node, const KernelInfo& info) : node_(node), act_(fused_activation(node)) {
     for (DType t : info.input_dtypes) expect_f32(node, t);
   }
 
@@ -127,11 +114,7 @@ class GemmKernel final : public CudaKernel {
       p_.c_n = c2[1] == 1 ? 0 : 1;
     }
     const Shape y = {m, n};
-    if (info.has_input(cpu::kResidualInput)) {
-      RW_EXPECTS(info.input(cpu::kResidualInput).shape == y, Unsupported,
-                 "{}: the CUDA kernel fuses a residual of the output's shape {}, not {}", node_.where(), shape_str(y),
-                 shape_str(info.input(cpu::kResidualInput).shape));
-    }
+    check_fused_residual(info, y);
     return {{DType::kF32, y}};
   }
 

@@ -27,8 +27,6 @@ struct OpCase {
   bool all_precisions = false;
 };
 
-void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
-
 std::vector<Tensor> run_provider(const OpCase& c, Device device, const std::string& provider, Precision precision) {
   Graph graph;
   graph.opset = c.opset;
