@@ -19,7 +19,7 @@ void ArenaResource::reset() {
 void ArenaResource::release() {
   std::lock_guard lock(mutex_);
   if (base_ != nullptr) {
-    upstream_.deallocate(base_, capacity_);
+    upstream_.deallocate(base_, capacity_, base_alignment_, nullptr);
     ++upstream_deallocations_;
     base_ = nullptr;
   }
@@ -49,7 +49,7 @@ void* ArenaResource::do_allocate(std::size_t bytes, std::size_t alignment, Strea
   return base_ + start;
 }
 
-void ArenaResource::do_deallocate(void* p, std::size_t bytes, Stream) {
+void ArenaResource::do_deallocate(void* p, std::size_t bytes, std::size_t, Stream) {
   std::lock_guard lock(mutex_);
   RW_EXPECTS(base_ != nullptr && p >= base_ && static_cast<std::byte*>(p) < base_ + offset_,
              InvalidArgument, "arena '{}': deallocate of {} which this arena did not hand out",

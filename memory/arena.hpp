@@ -29,7 +29,7 @@ class ArenaResource final : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) override;
-  void do_deallocate(void* p, std::size_t bytes, Stream stream) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) override;
   PoolStats do_stats() const override;
 
   MemoryResource& upstream_;

@@ -23,7 +23,15 @@
 // Stream order: with a StreamOrdering, deallocate(p, n, stream) keeps the block tagged with its
 // stream; it is reused at once for allocations on the same stream (stream order protects it),
 // and for others only after an event recorded on `stream` has completed: the event is recorded
-// when the block leaves the thread cache, and the block waits in its shard's pending list.
+// when the block leaves the thread cache (one event for all the blocks of one stream that leave
+// together), and the block waits in its shard's pending list.
+//
+// deallocate(p, bytes, alignment) takes the block's size from the caller (the same bytes and
+// alignment as allocate, as std::pmr asks), not from the block's state byte, which would be a
+// cache miss on every free of an old block. Wrong sizes and double frees are still caught: at
+// once with debug checks, a second free of a block still in the thread cache at once, and
+// anything else when the block leaves the cache (logged, the block dropped, never handed out
+// twice).
 //
 // Metadata lives outside the managed memory (it may be device memory): one state byte per
 // min_block_bytes unit (0.4 % of the pool with 256 B units) in one region reserved for the whole
@@ -79,7 +87,7 @@ class BuddyResource final : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) override;
-  void do_deallocate(void* p, std::size_t bytes, Stream stream) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) override;
   PoolStats do_stats() const override;
 
   using Shard = detail::BuddyShard;
@@ -87,6 +95,8 @@ class BuddyResource final : public MemoryResource {
   using ThreadCache = detail::BuddyThreadCache;
   friend struct detail::ThreadCaches;
   std::uint32_t order_for(std::size_t bytes, std::size_t alignment) const;
+  std::uint32_t block_order(std::size_t bytes, std::size_t alignment) const;  // 0: no block fits
+  void count_deallocation(ThreadCache& tc, std::size_t bytes, std::uint64_t block);
   Shard& my_shard();
   ThreadCache& thread_cache();
   ThreadCache& thread_cache_slow();
@@ -98,7 +108,7 @@ class BuddyResource final : public MemoryResource {
   std::uint32_t split_from_free_lists(Shard& s, std::uint32_t order);
   bool grow(Shard& s);
   void free_block(Shard& s, std::uint32_t id);
-  void defer(Shard& s, std::uint32_t id, Stream stream);
+  void defer(Shard& s, std::uint32_t id, StreamOrdering::Event event);
   void poll_pending(Shard& s, bool wait);
   void flush_magazine(ThreadCache& tc, std::uint32_t order, std::uint32_t count);
   void flush_thread_cache(ThreadCache& tc);

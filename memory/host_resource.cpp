@@ -24,7 +24,7 @@ void* HostResource::do_allocate(std::size_t bytes, std::size_t alignment, Stream
   return p;
 }
 
-void HostResource::do_deallocate(void* p, std::size_t bytes, Stream) {
+void HostResource::do_deallocate(void* p, std::size_t bytes, std::size_t, Stream) {
   std::free(p);
   counters_.release(bytes);
 }

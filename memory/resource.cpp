@@ -35,21 +35,24 @@ void MemoryResource::set_debug_checks(bool on) {
   if (!on) live_.clear();
 }
 
-void MemoryResource::track_allocate(void* p, std::size_t bytes) {
+void MemoryResource::track_allocate(void* p, std::size_t bytes, std::size_t alignment) {
   std::lock_guard lock(live_mutex_);
-  live_[p] = bytes;
+  live_[p] = {bytes, alignment};
 }
 
-void MemoryResource::track_deallocate(void* p, std::size_t bytes) {
+void MemoryResource::track_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   std::lock_guard lock(live_mutex_);
   auto it = live_.find(p);
   RW_EXPECTS(it != live_.end(), InvalidArgument,
              "{} '{}': deallocate({}, {}) of a pointer that is not live here (double free, or "
              "memory from another resource)",
              kind(), name_, p, bytes);
-  RW_EXPECTS(it->second == bytes, InvalidArgument,
+  RW_EXPECTS(it->second.bytes == bytes, InvalidArgument,
              "{} '{}': deallocate({}, {}) but it was allocated with {} bytes", kind(), name_, p,
-             bytes, it->second);
+             bytes, it->second.bytes);
+  RW_EXPECTS(it->second.alignment == alignment, InvalidArgument,
+             "{} '{}': deallocate({}, {}) with alignment {} but it was allocated with alignment {}",
+             kind(), name_, p, bytes, alignment, it->second.alignment);
   live_.erase(it);
 }
 

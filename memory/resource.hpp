@@ -72,17 +72,23 @@ class MemoryResource {
                "{} '{}': alignment {} is not a power of two", kind(), name_, alignment);
     if (bytes == 0) return nullptr;
     void* p = do_allocate(bytes, alignment, stream);
-    if (debug_checks_) track_allocate(p, bytes);
+    if (debug_checks_) track_allocate(p, bytes, alignment);
     return p;
   }
 
-  /// Gives back what allocate(bytes, ..., stream) returned. With a stream, the memory is reused
-  /// only once the work queued on that stream so far has completed. With debug checks on, a
-  /// double free, a foreign pointer or a wrong size throws InvalidArgument.
-  void deallocate(void* p, std::size_t bytes, Stream stream = nullptr) {
+  /// Gives back what allocate(bytes, alignment, stream) returned, with the same bytes and
+  /// alignment (as std::pmr asks: a pool may size the block from them instead of reading its
+  /// own metadata). With a stream, the memory is reused only once the work queued on that
+  /// stream so far has completed. With debug checks on, a double free, a foreign pointer or a
+  /// wrong size or alignment throws InvalidArgument.
+  void deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) {
     if (p == nullptr) return;
-    if (debug_checks_) track_deallocate(p, bytes);
-    do_deallocate(p, bytes, stream);
+    if (debug_checks_) track_deallocate(p, bytes, alignment);
+    do_deallocate(p, bytes, alignment, stream);
+  }
+  /// For memory allocated with the default alignment.
+  void deallocate(void* p, std::size_t bytes, Stream stream = nullptr) {
+    deallocate(p, bytes, kDefaultAlignment, stream);
   }
 
   PoolStats stats() const { return do_stats(); }
@@ -97,11 +103,11 @@ class MemoryResource {
 
  private:
   virtual void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) = 0;
-  virtual void do_deallocate(void* p, std::size_t bytes, Stream stream) = 0;
+  virtual void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) = 0;
   virtual PoolStats do_stats() const = 0;
 
-  void track_allocate(void* p, std::size_t bytes);
-  void track_deallocate(void* p, std::size_t bytes);
+  void track_allocate(void* p, std::size_t bytes, std::size_t alignment);
+  void track_deallocate(void* p, std::size_t bytes, std::size_t alignment);
 
   std::string name_;
 #ifdef NDEBUG
@@ -110,7 +116,10 @@ class MemoryResource {
   bool debug_checks_ = true;
 #endif
   std::mutex live_mutex_;
-  std::unordered_map<void*, std::size_t> live_;
+  struct Live {
+    std::size_t bytes, alignment;
+  };
+  std::unordered_map<void*, Live> live_;
 };
 
 }  // namespace redwood::memory

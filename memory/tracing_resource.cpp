@@ -59,7 +59,7 @@ void* TracingResource::do_allocate(std::size_t bytes, std::size_t alignment, Str
   return p;
 }
 
-void TracingResource::do_deallocate(void* p, std::size_t bytes, Stream stream) {
+void TracingResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) {
   {
     std::lock_guard lock(mutex_);
     auto it = index_of_.find(p);
@@ -68,7 +68,7 @@ void TracingResource::do_deallocate(void* p, std::size_t bytes, Stream stream) {
     put_varint((allocations_ - 1 - it->second) << 1 | 1);
     index_of_.erase(it);
   }
-  upstream_.deallocate(p, bytes, stream);
+  upstream_.deallocate(p, bytes, alignment, stream);
 }
 
 AllocationTrace read_allocation_trace(const std::filesystem::path& path) {

@@ -36,7 +36,7 @@ class TracingResource final : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) override;
-  void do_deallocate(void* p, std::size_t bytes, Stream stream) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) override;
   PoolStats do_stats() const override { return upstream_.stats(); }
   void put_varint(std::uint64_t v);
 

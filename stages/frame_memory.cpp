@@ -103,7 +103,7 @@ class PoolMatAllocator final : public cv::MatAllocator {
     // The last picture may hold the last reference to the pool (and so to this allocator):
     // release it only after everything here is done.
     std::shared_ptr<FrameMemory::State> keep = std::move(pooled->state);
-    if (!(u->flags & cv::UMatData::USER_ALLOCATED)) keep->calls().deallocate(u->origdata, std::max<std::size_t>(u->size, 1));
+    if (!(u->flags & cv::UMatData::USER_ALLOCATED)) keep->calls().deallocate(u->origdata, std::max<std::size_t>(u->size, 1), kAlignment, nullptr);
     delete pooled;
   }
 
@@ -142,7 +142,7 @@ Tensor FrameMemory::empty(DType dtype, Shape shape) {
                                    [state = state_, block](Storage* s) {
                                      void* data = s->data();
                                      delete s;
-                                     state->calls().deallocate(data, block);
+                                     state->calls().deallocate(data, block, kAlignment, nullptr);
                                    });
   return Tensor::from_storage(std::move(storage), dtype, std::move(shape));
 }

@@ -45,6 +45,7 @@ void BM_HostBuddy(benchmark::State& state) {
   BuddyResource& pool = host_buddy();
   run_trace(state, [&](std::size_t b) { return pool.allocate(b); },
             [&](void* p, std::size_t b) { pool.deallocate(p, b); });
+  state.counters["reserved_MiB"] = static_cast<double>(pool.stats().reserved_bytes) / (1 << 20);
 }
 
 void BM_Malloc(benchmark::State& state) {

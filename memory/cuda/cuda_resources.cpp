@@ -52,7 +52,7 @@ void* PinnedHostResource::do_allocate(std::size_t bytes, std::size_t alignment, 
   return p;
 }
 
-void PinnedHostResource::do_deallocate(void* p, std::size_t bytes, Stream) {
+void PinnedHostResource::do_deallocate(void* p, std::size_t bytes, std::size_t, Stream) {
   RW_CUDA_TRY(cudaFreeHost(p));
   counters_.release(bytes);
 }
@@ -80,7 +80,7 @@ void* DeviceResource::do_allocate(std::size_t bytes, std::size_t alignment, Stre
   return p;
 }
 
-void DeviceResource::do_deallocate(void* p, std::size_t bytes, Stream) {
+void DeviceResource::do_deallocate(void* p, std::size_t bytes, std::size_t, Stream) {
   RW_CUDA_TRY(cudaFree(p));
   counters_.release(bytes);
 }

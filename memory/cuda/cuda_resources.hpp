@@ -25,7 +25,7 @@ class PinnedHostResource final : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) override;
-  void do_deallocate(void* p, std::size_t bytes, Stream stream) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) override;
   PoolStats do_stats() const override { return counters_.stats(name(), limit_); }
   std::size_t limit_;
   detail::UpstreamCounters counters_;
@@ -40,7 +40,7 @@ class DeviceResource final : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment, Stream stream) override;
-  void do_deallocate(void* p, std::size_t bytes, Stream stream) override;
+  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, Stream stream) override;
   PoolStats do_stats() const override { return counters_.stats(name(), limit_); }
   int device_;
   std::size_t limit_;

@@ -121,6 +121,50 @@ TEST(BuddyPool, DetectsDoubleFreeAndForeignPointersEvenWithoutDebugChecks) {
   EXPECT_THROW(pool.deallocate(&local, 4), InvalidArgument);
 }
 
+TEST(BuddyPool, FreesTheBlockItsAlignmentAskedFor) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, small_config());
+  pool.set_debug_checks(true);
+  void* p = pool.allocate(100, 4096);  // a 4 KiB block: the alignment, not the size, sets it
+  EXPECT_EQ(pool.stats().bytes_in_use, 4096u);
+  EXPECT_THROW(pool.deallocate(p, 100), InvalidArgument);  // the default alignment: wrong block
+  pool.deallocate(p, 100, 4096, nullptr);
+  pool.trim();
+  const PoolStats s = pool.stats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.largest_free_block, s.reserved_bytes);  // coalesced back into the whole chunk
+}
+
+TEST(BuddyPool, WithoutDebugChecksAWrongSizeThatFitsNoBlockIsRefused) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, small_config());
+  pool.set_debug_checks(false);
+  void* a = pool.allocate(256);
+  void* b = pool.allocate(256);  // the buddy of a: offset 256, not a 4 KiB boundary
+  void* far = static_cast<std::byte*>(a) < static_cast<std::byte*>(b) ? b : a;
+  EXPECT_THROW(pool.deallocate(far, 4000), InvalidArgument);
+  pool.deallocate(a, 256);
+  pool.deallocate(b, 256);
+}
+
+TEST(BuddyPool, ADoubleFreeFromTwoThreadsIsDroppedNotHandedOutTwice) {
+  HostResource upstream;
+  BuddyResource pool("p", upstream, small_config());
+  pool.set_debug_checks(false);  // the base class's tracking would catch it first
+  void* p = pool.allocate(1000);
+  std::thread([&] { pool.deallocate(p, 1000); }).join();  // the thread's exit flushes its cache
+  std::thread([&] { pool.deallocate(p, 1000); }).join();  // a second free: logged and dropped
+  pool.trim();
+  PoolStats s = pool.stats();
+  EXPECT_EQ(s.bytes_in_use, 0u);
+  EXPECT_EQ(s.free_bytes, s.reserved_bytes);
+  void* x = pool.allocate(1000);
+  void* y = pool.allocate(1000);
+  EXPECT_NE(x, y);
+  pool.deallocate(x, 1000);
+  pool.deallocate(y, 1000);
+}
+
 TEST(BuddyPool, RejectsBadConfigs) {
   HostResource upstream;
   BuddyConfig c = small_config();

@@ -43,7 +43,7 @@ TYPED_TEST_P(MemoryResourceTest, AlignsEveryPowerOfTwo) {
       void* p = mr->allocate(bytes, a);
       ASSERT_NE(p, nullptr);
       EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % a, 0u) << "alignment " << a << ", bytes " << bytes;
-      mr->deallocate(p, bytes);
+      mr->deallocate(p, bytes, a, nullptr);
     }
   }
   EXPECT_THROW(mr->allocate(64, 3), InvalidArgument);

@@ -8,6 +8,7 @@
 #include "memory/resource_suite.hpp"
 
 #include <map>
+#include <set>
 
 namespace redwood::memory::testing {
 namespace {
@@ -33,7 +34,7 @@ class OwningArena : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return arena_.allocate(b, a, s); }
-  void do_deallocate(void* p, std::size_t b, Stream s) override { arena_.deallocate(p, b, s); }
+  void do_deallocate(void* p, std::size_t b, std::size_t alignment, Stream s) override { arena_.deallocate(p, b, alignment, s); }
   PoolStats do_stats() const override { return arena_.stats(); }
   HostResource upstream_{"host"};
   ArenaResource arena_;
@@ -59,6 +60,7 @@ class FakeOrdering final : public StreamOrdering {
   };
   Event record(Stream s) override {
     std::lock_guard lock(mutex_);
+    ++recorded_;
     events_.push_back(std::make_unique<FakeEvent>(FakeEvent{s, blocked_[s]}));
     return events_.back().get();
   }
@@ -70,7 +72,22 @@ class FakeOrdering final : public StreamOrdering {
   void wait(Event e) override {
     if (!completed(e)) throw Error("FakeOrdering: wait() on a blocked stream would hang");
   }
-  void release(Event) override {}
+  void release(Event e) override {
+    std::lock_guard lock(mutex_);
+    if (!released_.insert(e).second) ++double_releases_;
+  }
+  std::size_t recorded() {
+    std::lock_guard lock(mutex_);
+    return recorded_;
+  }
+  std::size_t released() {
+    std::lock_guard lock(mutex_);
+    return released_.size();
+  }
+  std::size_t double_releases() {
+    std::lock_guard lock(mutex_);
+    return double_releases_;
+  }
   void block(Stream s) {
     std::lock_guard lock(mutex_);
     blocked_[s] = ++epoch_;
@@ -84,7 +101,9 @@ class FakeOrdering final : public StreamOrdering {
   std::mutex mutex_;
   std::map<Stream, std::uint64_t> blocked_;
   std::uint64_t epoch_ = 0;
-  std::vector<std::unique_ptr<FakeEvent>> events_;
+  std::vector<std::unique_ptr<FakeEvent>> events_;  // never reused, so released_ can tell them apart
+  std::set<Event> released_;
+  std::size_t recorded_ = 0, double_releases_ = 0;
 };
 
 std::shared_ptr<FakeOrdering>& fake_ordering() {
@@ -107,7 +126,7 @@ class OwningBuddy : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return pool_.allocate(b, a, s); }
-  void do_deallocate(void* p, std::size_t b, Stream s) override { pool_.deallocate(p, b, s); }
+  void do_deallocate(void* p, std::size_t b, std::size_t alignment, Stream s) override { pool_.deallocate(p, b, alignment, s); }
   PoolStats do_stats() const override { return pool_.stats(); }
   HostResource upstream_{"host upstream"};
   BuddyResource pool_;
@@ -151,6 +170,26 @@ class FactoryNames {
     return "Unknown";
   }
 };
+
+TEST(StreamOrderedBuddy, BlocksOfAStreamThatLeaveTheCacheTogetherShareOneEvent) {
+  auto ordering = std::make_shared<FakeOrdering>();
+  HostResource upstream("host");
+  BuddyResource pool("p", upstream,
+                     BuddyConfig{.max_block_bytes = 256 << 10, .limit_bytes = 1 << 20, .chunk_alignment = 4096,
+                                 .shards = 1, .cache_blocks_per_order = 16, .ordering = ordering});
+  const Stream a = reinterpret_cast<Stream>(1), b = reinterpret_cast<Stream>(2);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 12; ++i) blocks.push_back(pool.allocate(1024, kDefaultAlignment, i < 8 ? a : b));
+  for (int i = 0; i < 12; ++i) pool.deallocate(blocks[i], 1024, i < 8 ? a : b);
+  EXPECT_EQ(ordering->recorded(), 0u);  // all twelve wait in the thread cache
+  pool.trim();  // they leave it together: a's eight, then b's four
+  EXPECT_EQ(ordering->recorded(), 2u);
+  EXPECT_EQ(ordering->released(), 2u);
+  EXPECT_EQ(ordering->double_releases(), 0u);
+  const PoolStats st = pool.stats();
+  EXPECT_EQ(st.pending_bytes, 0u);
+  EXPECT_EQ(st.free_bytes, st.reserved_bytes);
+}
 
 }  // namespace
 

@@ -55,7 +55,7 @@ class OwningBuddy : public MemoryResource {
 
  private:
   void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return pool_.allocate(b, a, s); }
-  void do_deallocate(void* p, std::size_t b, Stream s) override { pool_.deallocate(p, b, s); }
+  void do_deallocate(void* p, std::size_t b, std::size_t alignment, Stream s) override { pool_.deallocate(p, b, alignment, s); }
   PoolStats do_stats() const override { return pool_.stats(); }
   Upstream upstream_;
   BuddyResource pool_;
