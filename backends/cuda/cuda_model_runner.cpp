@@ -3,6 +3,7 @@
 // CUDA graph) per distinct input shape, built on first use. Registered from a static
 // initializer, so binaries link redwood::backend_cuda with redwood_link_registered().
 
+#include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/graph_runner.hpp"
 #include "core/model_runner.hpp"
@@ -49,16 +50,21 @@ class CudaModelRunner final : public ModelRunner {
   std::string device_name_;
 };
 
+// Why GPU 0 cannot run models, or "": no device (CUDA's reason), or a device this build carries
+// no code for (device_arch.hpp), which would otherwise fail at the first kernel launch.
 std::string cuda_unavailable() {
   const ProbeResult probe = probe_devices();
-  if (!probe.devices.empty()) return "";
-  return fmt::format("{} (CUDA runtime {}, driver {})", probe.error.empty() ? "no CUDA device found" : probe.error,
-                     probe.runtime_version, probe.driver_version);
+  if (probe.devices.empty()) {
+    return fmt::format("{} (CUDA runtime {}, driver {})", probe.error.empty() ? "no CUDA device found" : probe.error,
+                       probe.runtime_version, probe.driver_version);
+  }
+  return architecture_problem(probe.devices[0]);
 }
 
 std::unique_ptr<ModelRunner> make_cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision) {
   const ProbeResult probe = probe_devices();
-  RW_EXPECTS(!probe.devices.empty(), Unsupported, "no usable CUDA device: {}", cuda_unavailable());
+  const std::string why = cuda_unavailable();
+  RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
   return std::make_unique<CudaModelRunner>(std::move(graph), parse_precision(precision), probe.devices[0].name);
 }
 

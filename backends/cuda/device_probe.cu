@@ -1,8 +1,31 @@
+#include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_probe.hpp"
 
 #include <cuda_runtime.h>
 
 namespace redwood::cuda {
+namespace {
+
+// Compiled, like every kernel of this library, for CMAKE_CUDA_ARCHITECTURES: whether the runtime
+// has an image of it for a GPU is whether it has one of any Redwood kernel.
+__global__ void kernel_image_probe() {}
+
+}  // namespace
+
+KernelImage probe_kernel_image(int device) {
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device) != cudaSuccess) {
+    cudaGetLastError();
+    return KernelImage::kNotAsked;
+  }
+  cudaFuncAttributes attributes{};
+  const cudaError_t err = cudaFuncGetAttributes(&attributes, kernel_image_probe);
+  cudaGetLastError();  // not sticky; leave no error for the next launch check
+  cudaSetDevice(previous);
+  if (err == cudaSuccess) return KernelImage::kPresent;
+  if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidDeviceFunction) return KernelImage::kMissing;
+  return KernelImage::kNotAsked;
+}
 
 ProbeResult probe_devices() {
   ProbeResult result;

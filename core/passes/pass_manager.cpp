@@ -14,10 +14,16 @@ std::vector<NamedPass> default_pipeline(bool regions) {
   if (regions) {
     pipeline.push_back({"form_regions", form_regions});
     // After the regions, so that it only fuses what they left outside (a chain node would split
-    // a region). Not in the regions-free pipeline: the CUDA runner uses it and has no kernel for
-    // rw.ElementwiseChain, and the reference-only executor stays the unfused ground truth.
+    // a region). Not in the regions-free pipeline: the reference-only executor stays the unfused
+    // ground truth.
     pipeline.push_back({"fuse_elementwise", fuse_elementwise});
   }
+  return pipeline;
+}
+
+std::vector<NamedPass> gpu_pipeline() {
+  std::vector<NamedPass> pipeline = default_pipeline(false);
+  pipeline.push_back({"fuse_elementwise", fuse_elementwise});
   return pipeline;
 }
 

@@ -42,6 +42,9 @@ struct NamedPass {
 /// The default pipeline, in order; `regions` adds form_regions and fuse_elementwise at
 /// the end (both make composite nodes only the CPU providers run).
 std::vector<NamedPass> default_pipeline(bool regions = true);
+/// The pipeline of a runner that has a kernel for rw.ElementwiseChain but none for the CPU
+/// regions (the CUDA graph runner): default_pipeline(false), then fuse_elementwise.
+std::vector<NamedPass> gpu_pipeline();
 
 /// A provider that runs groups of nodes as one composite node.
 struct RegionProvider {

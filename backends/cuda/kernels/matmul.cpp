@@ -1,13 +1,23 @@
 // MatMul (numpy batching; the fused bias of input 2 and residual of input 3) and Gemm (alpha,
-// beta, transA/B, broadcast C; residual input 3) on the GPU, exact fp32 at every precision for now.
+// beta, transA/B, broadcast C; residual input 3) on the GPU: exact fp32 on CUDA cores, or
+// tensor cores at the runner's tf32/fp16/bf16 precision (matmul.cu).
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
-#include "backends/cuda/kernels/launchers.hpp"
+#include "backends/cuda/kernels/matmul.hpp"
 #include "core/error.hpp"
 
 namespace redwood::cuda {
 namespace {
+
+kernels::MmaType operand_type(Precision p) {
+  switch (p) {
+    case Precision::kTf32: return kernels::MmaType::kTf32;
+    case Precision::kFp16: return kernels::MmaType::kFp16;
+    case Precision::kBf16: return kernels::MmaType::kBf16;
+    default: return kernels::MmaType::kFp32;
+  }
+}
 
 class MatMulKernel final : public CudaKernel {
  public:
@@ -26,28 +36,35 @@ class MatMulKernel final : public CudaKernel {
     const std::int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
     RW_EXPECTS(b[b.size() - 2] == k, InvalidArgument, "{}: MatMul of {} and {}", node_.where(),
                shape_str(info.input(0).shape), shape_str(info.input(1).shape));
+    // Numpy batch broadcasting: Y's batch dims, each operand's stride along them (0 where the
+    // operand has extent 1 or lacks the axis).
     const Shape a_batch(a.begin(), a.end() - 2), b_batch(b.begin(), b.end() - 2);
     const Shape batch = broadcast_shapes(a_batch, b_batch);
     const std::int64_t count = shape_numel(batch);
-    auto batch_stride = [&](const Shape& own, std::int64_t matrix) -> std::int64_t {
-      if (shape_numel(own) == 1) return 0;
-      Shape padded(batch.size() - own.size(), 1);
-      padded.insert(padded.end(), own.begin(), own.end());
-      RW_EXPECTS(padded == batch, Unsupported, "{}: the CUDA MatMul broadcasts a batch fully or not at all ({} and {})",
-                 node_.where(), shape_str(info.input(0).shape), shape_str(info.input(1).shape));
-      return matrix;
+    RW_EXPECTS(batch.size() <= static_cast<std::size_t>(kernels::kMaxDims), Unsupported, "{}: {} batch dimensions",
+               node_.where(), batch.size());
+    batches_ = {};
+    batches_.rank = static_cast<int>(batch.size());
+    auto batch_strides = [&](const Shape& own, std::int64_t matrix, long long* out) {
+      std::int64_t stride = matrix;
+      for (std::size_t d = own.size(); d-- > 0;) {
+        out[batch.size() - own.size() + d] = own[d] == 1 ? 0 : stride;
+        stride *= own[d];
+      }
     };
+    for (std::size_t d = 0; d < batch.size(); ++d) batches_.dims[d] = batch[d];
+    batch_strides(a_batch, m * k, batches_.a_strides);
+    batch_strides(b_batch, k * n, batches_.b_strides);
     p_ = {};
     p_.batch = static_cast<int>(count);
     p_.m = static_cast<int>(m);
     p_.n = static_cast<int>(n);
     p_.k = static_cast<int>(k);
-    p_.a_batch = batch_stride(a_batch, m * k);
     p_.a_m = k;
     p_.a_k = 1;
-    p_.b_batch = batch_stride(b_batch, k * n);
     p_.b_k = n;
     p_.b_n = 1;
+    type_ = operand_type(info.precision);
     RW_EXPECTS(count <= 65535, Unsupported, "{}: {} batches", node_.where(), count);
     Shape y = batch;
     if (!a_vec) y.push_back(m);
@@ -65,14 +82,16 @@ class MatMulKernel final : public CudaKernel {
     p.epilogue = act_;
     if (a.inputs.size() > 2) p.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
     if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-    kernels::launch_gemm(p, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
-                         static_cast<float*>(a.outputs[0].data), a.stream);
+    kernels::launch_gemm(type_, p, batches_, static_cast<const float*>(a.inputs[0].data),
+                         static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
   }
 
  private:
   const Node& node_;
   kernels::Epilogue act_;
   kernels::GemmParams p_{};
+  kernels::GemmBatches batches_{};
+  kernels::MmaType type_ = kernels::MmaType::kFp32;
 };
 
 class GemmKernel final : public CudaKernel {
@@ -102,6 +121,7 @@ class GemmKernel final : public CudaKernel {
     p_.b_n = tb ? b[1] : 1;
     p_.alpha = node_.attr_float("alpha", 1.f);
     p_.beta = node_.attr_float("beta", 1.f);
+    type_ = operand_type(info.precision);
     has_c_ = info.has_input(2);
     if (has_c_) {
       const Shape& c = info.input(2).shape;
@@ -123,14 +143,15 @@ class GemmKernel final : public CudaKernel {
     p.epilogue = act_;
     if (has_c_) p.c = static_cast<const float*>(a.inputs[2].data);
     if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-    kernels::launch_gemm(p, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
-                         static_cast<float*>(a.outputs[0].data), a.stream);
+    kernels::launch_gemm(type_, p, kernels::GemmBatches{}, static_cast<const float*>(a.inputs[0].data),
+                         static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
   }
 
  private:
   const Node& node_;
   kernels::Epilogue act_;
   kernels::GemmParams p_{};
+  kernels::MmaType type_ = kernels::MmaType::kFp32;
   bool has_c_ = false;
 };
 

@@ -52,7 +52,7 @@ TEST_P(ModelSchedule, PlacesEveryNodeAndPacksTheWorkspace) {
   auto graph = load_model(GetParam(), &why);
   if (!graph) GTEST_SKIP() << why;
   Graph optimized = *graph;
-  passes::optimize(optimized, passes::default_pipeline(false));
+  passes::optimize(optimized, passes::gpu_pipeline());
   const Schedule s = build_schedule(optimized, {GetParam().input}, Precision::kFp16);
   EXPECT_EQ(s.steps.size() + s.host_nodes, optimized.nodes.size());
   EXPECT_GT(s.steps.size(), 10u);
