@@ -7,6 +7,11 @@
 //                    (and the values of inputs known on the host: initializers, shape arithmetic),
 //                    returns each output's dtype and shape, and keeps what launch() needs
 //                    (extents, the tile configuration). A kernel object serves one plan.
+//   tune(args)       optional, once per plan before the CUDA graph is captured, with the plan's
+//                    real addresses: a kernel with several ways to run (the convolution's tiles
+//                    and split-K counts) may time them on args.stream and keep the fastest. It
+//                    may synchronize; it must not change what launch() computes beyond rounding
+//                    within the precision's tolerance.
 //   launch(args)     queues the work on args.stream: no allocation, no synchronization, nothing
 //                    that cannot be captured into a CUDA graph.
 //
@@ -18,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -72,12 +78,23 @@ struct LaunchArgs {
   void* workspace = nullptr;           // workspace_bytes() of scratch, live during this launch only
 };
 
+/// Device time a plan may still spend in tune() (GraphRunner::make_plan); kernels past it keep
+/// their untimed default.
+struct TuneBudget {
+  double ms_left = 0;
+};
+
 class CudaKernel : public Kernel {
  public:
   virtual std::vector<TensorDesc> plan(const PlanInfo& info) = 0;
   virtual void launch(const LaunchArgs& args) = 0;
   /// Device scratch launch() needs (after plan()); the runner packs it into its workspace.
   virtual std::size_t workspace_bytes() const { return 0; }
+  /// Picks among the kernel's variants by measurement (see above); the default has none.
+  virtual void tune(const LaunchArgs& /*args*/, TuneBudget& /*budget*/) {}
+  /// The variant launch() runs and how it was chosen, for logs and `redwood_gpu_bench --verbose`
+  /// (empty for kernels with one way to run).
+  virtual std::string variant() const { return {}; }
   /// Host path: copies inputs to the device, plans at `precision()`, launches, copies back.
   void run(KernelContext& ctx) override;
 

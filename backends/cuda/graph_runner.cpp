@@ -1,6 +1,7 @@
 #include "backends/cuda/graph_runner.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device_arch.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -240,6 +241,14 @@ void* Plan::output(std::size_t i) const {
   return static_cast<char*>(workspace_.data()) + v.offset;
 }
 
+std::vector<std::string> Plan::variants() const {
+  std::vector<std::string> out;
+  for (const auto& step : schedule_.steps) {
+    if (std::string v = step.kernel->variant(); !v.empty()) out.push_back(std::move(v));
+  }
+  return out;
+}
+
 void Plan::launch_steps(cudaStream_t stream) {
   // A failed runtime call elsewhere leaves its error for cudaGetLastError: clear it, so that each
   // launch check reports only its own kernel's failure.
@@ -260,10 +269,19 @@ void Plan::enqueue(cudaStream_t stream) {
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
     : options_(options) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "GraphRunner: no graph");
+  // A GPU this build carries no code for would fail at the first launch with CUDA's terse "no
+  // kernel image"; say which GPU and which architectures were built instead (device_arch.hpp).
+  int device = 0;
+  RW_CUDA_CHECK(cudaGetDevice(&device));
+  const ProbeResult probe = probe_devices();
+  if (device >= 0 && static_cast<std::size_t>(device) < probe.devices.size()) {
+    const std::string why = architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
+    RW_EXPECTS(why.empty(), Unsupported, "GraphRunner: {}", why);
+  }
   if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
-    // Without form_regions: its fused regions are for the CPU providers.
-    pass_records_ = passes::optimize(*copy, passes::default_pipeline(false));
+    // Without form_regions (its fused regions are for the CPU providers), with elementwise chains.
+    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline());
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);
@@ -335,6 +353,17 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
     plan->step_outputs_.push_back(std::move(outs));
   }
   stream_.synchronize();
+  // Tuning: kernels time their variants on this plan's buffers (nothing in the workspace is live
+  // yet) and keep the fastest, so the graph below captures the picks.
+  TuneBudget budget{options_.tune_budget_ms};
+  if (budget.ms_left > 0) {
+    for (std::size_t i = 0; i < s.steps.size(); ++i) {
+      s.steps[i].kernel->tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream_.get(),
+                                         plan->step_workspaces_[i]},
+                              budget);
+    }
+    stream_.synchronize();
+  }
   if (options_.cuda_graph && !s.steps.empty()) {
     cudaGraph_t captured = nullptr;
     RW_CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));

@@ -37,6 +37,10 @@ struct RunnerOptions {
   bool optimize = true;
   /// Capture each plan into a CUDA graph and replay it (otherwise launch kernel by kernel).
   bool cuda_graph = true;
+  /// Time the kernels' variants (the convolutions' tiles and split-K counts) when a plan is made,
+  /// before capture, within this much time per plan; 0 keeps every kernel's untimed default.
+  /// Picks are cached per process by shape and precision, so only new shapes are timed.
+  double tune_budget_ms = 3000;
 };
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
@@ -84,6 +88,9 @@ class Plan {
   /// Queues one forward pass on `stream` (a CUDA graph replay when captured).
   void enqueue(cudaStream_t stream);
   bool captured() const { return exec_ != nullptr; }
+  /// CudaKernel::variant() of each step whose kernel has several ways to run ("node ...: tile,
+  /// split-K, how it was picked").
+  std::vector<std::string> variants() const;
 
  private:
   friend class GraphRunner;

@@ -1,17 +1,52 @@
 // Conv and ConvTranspose on the GPU (2-D, and 1-D as 2-D of height 1), with the fused epilogue of
 // core/passes/fuse_epilogue.cpp: bias (input 2), residual (input 3, the output's shape), and
 // rw.activation / rw.alpha / rw.beta. Depthwise and other one-channel-per-group convolutions take
-// the direct kernel; every other convolution the implicit GEMM at the runner's precision.
+// the direct kernel; every other convolution the implicit GEMM at the runner's precision, with the
+// tile and split-K count the tuner picks per shape (below).
 
+#include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/conv_kernels.hpp"
+#include "backends/cuda/kernels/conv_tuning.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
 
 namespace redwood::cuda {
 namespace {
 
+using kernels::ConvConfig;
 using kernels::ConvShape;
+
+// ---- the tuner's process-wide cache: one pick per (shape, precision, device) ----
+using TuneKey = std::array<int, 18>;
+
+TuneKey tune_key(const ConvShape& p, kernels::MmaType type) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return {p.n,        p.c,        p.h,     p.w,     p.k,     p.r,      p.s,    p.oh,
+          p.ow,       p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
+          static_cast<int>(type), device};
+}
+
+struct TuneCache {
+  std::mutex mutex;
+  std::map<TuneKey, ConvConfig> picks;
+  std::atomic<std::int64_t> measured{0}, reused{0}, skipped{0};
+};
+TuneCache& tune_cache() {
+  static TuneCache cache;
+  return cache;
+}
 
 kernels::MmaType mma_type(Precision p) {
   switch (p) {
@@ -152,14 +187,113 @@ class ConvKernel final : public ConvBase {
     const Shape y = set_shape(o, w[0], out, pb);
     check_epilogue(info, w[0], y);
     depthwise_ = w[1] == 1;
-    type_ = mma_type(info.precision);
-    splits_ = depthwise_ ? 1 : kernels::conv_split_k(shape_, type_, multiprocessor_count());
+    type_ = kernels::conv_engine(shape_, mma_type(info.precision));
+    if (!depthwise_) {
+      const int sms = multiprocessor_count();
+      config_ = kernels::conv_default_config(shape_, type_, sms);
+      candidates_ = kernels::conv_candidates(shape_, type_, sms);
+      how_ = "default";
+    }
     return {{DType::kF32, y}};
   }
 
+  // Enough for any candidate's split-K partial sums (the tuner may pick any of them).
   std::size_t workspace_bytes() const override {
-    if (splits_ <= 1) return 0;
-    return static_cast<std::size_t>(splits_) * shape_.n * shape_.k * shape_.oh * shape_.ow * sizeof(float);
+    std::size_t bytes = kernels::conv_partial_bytes(shape_, config_.splits);
+    for (const ConvConfig& c : candidates_) bytes = std::max(bytes, kernels::conv_partial_bytes(shape_, c.splits));
+    return bytes;
+  }
+
+  // Times every candidate (tile × split-K) on the plan's stream with the plan's buffers, after
+  // about 1 ms of the default (clocks): one launch, then kReps launches between two events; a candidate whose warm-up already
+  // takes over 3× the best mean is dropped without the reps. The fastest mean wins, ties to the
+  // earlier candidate. Picks are cached process-wide per shape and precision, so identical layers
+  // and later plans reuse them; past the plan's budget, a new shape keeps (and caches) the default.
+  void tune(const LaunchArgs& a, TuneBudget& budget) override {
+    if (depthwise_ || candidates_.size() <= 1) return;
+    TuneCache& cache = tune_cache();
+    const TuneKey key = tune_key(shape_, type_);
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      if (auto it = cache.picks.find(key); it != cache.picks.end()) {
+        config_ = it->second;
+        how_ = "cached";
+        ++cache.reused;
+        return;
+      }
+    }
+    if (budget.ms_left <= 0) {
+      // Cached as it is, so every later plan of this shape runs the same kernel (an eager plan
+      // and a captured one give the same bits).
+      how_ = "default: the plan's tuning budget is spent";
+      ++cache.skipped;
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.picks.emplace(key, config_);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    constexpr int kReps = 3;
+    cudaEvent_t ev[3];
+    for (auto& e : ev) RW_CUDA_CHECK(cudaEventCreate(&e));
+    float best = 0;
+    std::size_t best_i = 0;
+    std::string timings;
+    try {
+      // An idle GPU raises its clocks over the first milliseconds of work: run the default until
+      // about 1 ms has passed (at most 50 launches) so that early candidates are not handicapped.
+      for (int round = 0; round < 10; ++round) {
+        RW_CUDA_CHECK(cudaEventRecord(ev[0], a.stream));
+        for (int r = 0; r < 5; ++r) launch(a);
+        RW_CUDA_CHECK(cudaEventRecord(ev[1], a.stream));
+        RW_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+        float ms = 0;
+        RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+        if (ms >= 1.f) break;
+      }
+      for (std::size_t i = 0; i < candidates_.size(); ++i) {
+        config_ = candidates_[i];
+        RW_CUDA_CHECK(cudaEventRecord(ev[0], a.stream));
+        launch(a);
+        RW_CUDA_CHECK(cudaEventRecord(ev[1], a.stream));
+        RW_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+        float ms = 0;
+        RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+        if (i == 0 || ms <= 3 * best) {  // else: slow from the first launch, not worth the reps
+          for (int r = 0; r < kReps; ++r) launch(a);
+          RW_CUDA_CHECK(cudaEventRecord(ev[2], a.stream));
+          RW_CUDA_CHECK(cudaEventSynchronize(ev[2]));
+          RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[1], ev[2]));
+          ms /= kReps;
+          if (i == 0 || ms < best) {
+            best = ms;
+            best_i = i;
+          }
+        }
+        timings += fmt::format("{}{}/{}:{:.3f}", timings.empty() ? "" : " ",
+                               kernels::conv_tiles(type_)[static_cast<std::size_t>(candidates_[i].tile)].name,
+                               candidates_[i].splits, ms);
+      }
+    } catch (...) {
+      for (auto& e : ev) cudaEventDestroy(e);
+      throw;
+    }
+    for (auto& e : ev) RW_CUDA_WARN(cudaEventDestroy(e));
+    config_ = candidates_[best_i];
+    how_ = fmt::format("measured {:.3f} ms", best);
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.picks.emplace(key, config_);
+    }
+    ++cache.measured;
+    budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log().debug("conv tuning (tile/splits:ms) {}; picked {}", timings, variant());
+  }
+
+  std::string variant() const override {
+    if (depthwise_) return {};  // one way to run
+    const char* engine = type_ == kernels::MmaType::kFp32 ? "CUDA cores" : "mma.sync";
+    return fmt::format("{}: {} tile {}, split-K {} ({})", node_.where(), engine,
+                       kernels::conv_tiles(type_)[static_cast<std::size_t>(config_.tile)].name, config_.splits, how_);
   }
 
   void launch(const LaunchArgs& a) override {
@@ -169,7 +303,7 @@ class ConvKernel final : public ConvBase {
     if (depthwise_) {
       kernels::launch_conv_depthwise(shape_, x, w, y, bound_epilogue(a), a.stream);
     } else {
-      kernels::launch_conv_implicit_gemm(shape_, x, w, y, bound_epilogue(a), type_, splits_,
+      kernels::launch_conv_implicit_gemm(shape_, x, w, y, bound_epilogue(a), type_, config_,
                                          static_cast<float*>(a.workspace), a.stream);
     }
   }
@@ -177,7 +311,9 @@ class ConvKernel final : public ConvBase {
  private:
   bool depthwise_ = false;
   kernels::MmaType type_ = kernels::MmaType::kFp32;
-  int splits_ = 1;  // K split in this many ranges (layers with few output pixels)
+  ConvConfig config_;                   // what launch() runs: the default until tune() picks
+  std::vector<ConvConfig> candidates_;  // what tune() may pick from
+  std::string how_;                     // how config_ was chosen
 };
 
 class ConvTransposeKernel final : public ConvBase {
@@ -233,6 +369,20 @@ class ConvTransposeKernel final : public ConvBase {
 };
 
 }  // namespace
+
+ConvTuningStats conv_tuning_stats() {
+  TuneCache& c = tune_cache();
+  return {c.measured.load(), c.reused.load(), c.skipped.load()};
+}
+
+bool conv_tuned_config(const kernels::ConvShape& shape, kernels::MmaType type, kernels::ConvConfig* out) {
+  TuneCache& c = tune_cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.picks.find(tune_key(shape, type));
+  if (it == c.picks.end()) return false;
+  *out = it->second;
+  return true;
+}
 
 RW_REGISTER_CUDA_KERNEL("Conv", ConvKernel);
 RW_REGISTER_CUDA_KERNEL("ConvTranspose", ConvTransposeKernel);

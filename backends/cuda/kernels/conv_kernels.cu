@@ -1,46 +1,38 @@
-// Convolution kernels: implicit GEMM on CUDA cores (exact fp32) and on tensor cores through WMMA
-// (tf32, fp16, bf16 operands; fp32 accumulation), depthwise and transposed convolution, each with
-// the fused epilogue y = act(conv + bias + residual).
-//
-// Implicit GEMM view of one group g:   Y[m][n] = Σ_k A[m][k] · B[k][n]
-//   m = (image, oy, ox)            A[m][k] = x[image, g·Cg + c, oy·sh − ph + r·dh, ox·sw − pw + s·dw]
-//   k = (c, r, s), Kdim = Cg·R·S   B[k][n] = w[g·Kg + n][k]   (OIHW weights are rows of Kdim)
-//   n = output channel within g
-// A is never materialized: each block gathers its tile of A straight from x into shared memory.
+// Convolution kernels: implicit GEMM on CUDA cores (exact fp32) and on tensor cores
+// (conv_mma.cuh: tf32, fp16, bf16 operands; fp32 accumulation), depthwise and transposed
+// convolution, each with the fused epilogue y = act(conv + bias + residual). The GEMM view and the
+// split-K bookkeeping are in conv_common.cuh; the tiles a launch may use are listed here
+// (conv_tiles) and picked per shape by the Conv kernel's tuner (conv.cpp).
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernels/conv_common.cuh"
 #include "backends/cuda/kernels/conv_kernels.hpp"
-#include "backends/cuda/kernels/device_math.cuh"
+#include "backends/cuda/kernels/conv_mma.cuh"
 
 #include <algorithm>
-
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
+#include <mutex>
 
 namespace redwood::cuda::kernels {
 namespace {
 
-using namespace nvcuda;
+using namespace conv;
 
-struct ConvGeometry {
-  int m_total, kg, cg, kdim, rs, ohw;
-};
-
-__device__ __forceinline__ ConvGeometry geometry(const ConvShape& p) {
-  ConvGeometry g;
-  g.ohw = p.oh * p.ow;
-  g.m_total = p.n * g.ohw;
-  g.kg = p.k / p.groups;
-  g.cg = p.c / p.groups;
-  g.rs = p.r * p.s;
-  g.kdim = g.cg * g.rs;
-  return g;
+// partial is [split][group][n][m]; i runs over [group][n][m], as y's channels and pixels.
+__global__ void splitk_reduce(ConvShape p, const float* __restrict__ partial, float* __restrict__ y, Epilogue e,
+                              int splits, long long total) {
+  const Geometry g = geometry(p);
+  RW_GRID_STRIDE(i, total) {
+    const int m = static_cast<int>(i % g.m_total);
+    const int oc = static_cast<int>(i / g.m_total);  // group · Kg + n
+    float acc = 0.f;
+    for (int s = 0; s < splits; ++s) acc += partial[i + s * total];
+    store_y(p, g, y, e, m, oc, acc);
+  }
 }
 
 // Element A[m][kidx] of group `grp`, zero outside the image (padding) or past the edges.
-__device__ __forceinline__ float load_a(const ConvShape& p, const ConvGeometry& g, const float* x, int grp,
-                                        bool m_ok, int image, int oy, int ox, int kidx, int k_end) {
+__device__ __forceinline__ float load_a(const ConvShape& p, const Geometry& g, const float* x, int grp, bool m_ok,
+                                        int image, int oy, int ox, int kidx, int k_end) {
   if (!m_ok || kidx >= k_end) return 0.f;
   const int ci = kidx / g.rs;
   const int rem = kidx - ci * g.rs;
@@ -53,58 +45,6 @@ __device__ __forceinline__ float load_a(const ConvShape& p, const ConvGeometry& 
   return __ldg(x + (plane * p.h + iy) * p.w + ix);
 }
 
-__device__ __forceinline__ void store_y(const ConvShape& p, const ConvGeometry& g, float* y, const Epilogue& e,
-                                        int m, int oc, float acc) {
-  const int image = m / g.ohw;
-  const int pix = m - image * g.ohw;
-  const long long idx = (static_cast<long long>(image) * p.k + oc) * g.ohw + pix;
-  float v = acc;
-  if (e.bias != nullptr) v += __ldg(e.bias + oc);
-  if (e.residual != nullptr) v += __ldg(e.residual + idx);
-  y[idx] = activate(v, e.act, e.alpha, e.beta);
-}
-
-// Split-K: grid layer z = split · groups + group; split s sums K over [k_begin, k_end) and, when
-// there are several splits, writes its partial tile to `partial` ([split][group][m][n]) for
-// splitk_reduce, which adds the splits in a fixed order (deterministic) and runs the epilogue.
-struct KRange {
-  int grp, split, k_begin, k_end;
-};
-
-__device__ __forceinline__ KRange k_range(const ConvShape& p, const ConvGeometry& g, int bk) {
-  KRange r;
-  r.grp = blockIdx.z % p.groups;
-  r.split = blockIdx.z / p.groups;
-  const int splits = gridDim.z / p.groups;
-  const int tiles = (g.kdim + bk - 1) / bk;
-  const int per = (tiles + splits - 1) / splits;
-  r.k_begin = min(r.split * per * bk, g.kdim);
-  r.k_end = min(r.k_begin + per * bk, g.kdim);
-  return r;
-}
-
-__device__ __forceinline__ void finish(const ConvShape& p, const ConvGeometry& g, float* y, float* partial,
-                                       const Epilogue& e, const KRange& r, int m, int n, float acc) {
-  if (partial != nullptr) {
-    partial[((static_cast<long long>(r.split) * p.groups + r.grp) * g.m_total + m) * g.kg + n] = acc;
-  } else {
-    store_y(p, g, y, e, m, r.grp * g.kg + n, acc);
-  }
-}
-
-__global__ void splitk_reduce(ConvShape p, const float* __restrict__ partial, float* __restrict__ y, Epilogue e,
-                              int splits, long long total) {
-  const ConvGeometry g = geometry(p);
-  RW_GRID_STRIDE(i, total) {
-    const int n = static_cast<int>(i % g.kg);
-    const int m = static_cast<int>((i / g.kg) % g.m_total);
-    const int grp = static_cast<int>(i / (static_cast<long long>(g.kg) * g.m_total));
-    float acc = 0.f;
-    for (int s = 0; s < splits; ++s) acc += partial[i + s * total];
-    store_y(p, g, y, e, m, grp * g.kg + n, acc);
-  }
-}
-
 // ---- exact fp32 on CUDA cores: 64×64 tile, 256 threads, 4×4 outputs each ----
 constexpr int kSimtBM = 64, kSimtBN = 64, kSimtBK = 16;
 
@@ -113,7 +53,7 @@ __global__ void __launch_bounds__(256) conv_simt(ConvShape p, const float* __res
                                                  float* __restrict__ partial) {
   __shared__ float as[kSimtBK][kSimtBM];
   __shared__ float bs[kSimtBK][kSimtBN + 1];
-  const ConvGeometry g = geometry(p);
+  const Geometry g = geometry(p);
   const KRange kr = k_range(p, g, kSimtBK);
   const int grp = kr.grp;
   const int m0 = blockIdx.x * kSimtBM, n0 = blockIdx.y * kSimtBN;
@@ -161,98 +101,6 @@ __global__ void __launch_bounds__(256) conv_simt(ConvShape p, const float* __res
       const int n = n0 + ty + 16 * j;
       if (n < g.kg) finish(p, g, y, partial, e, kr, m, n, acc[i][j]);
     }
-  }
-}
-
-// ---- tensor cores through WMMA: 64×64 tile, 4 warps of 32×32, BK = 32 ----
-struct Tf32Tag {};
-template <typename T> struct Mma;
-template <> struct Mma<half> {
-  using Smem = half;
-  using Frag = half;
-  static constexpr int kK = 16, kPad = 8;
-  static __device__ __forceinline__ Smem cvt(float v) { return __float2half_rn(v); }
-};
-template <> struct Mma<__nv_bfloat16> {
-  using Smem = __nv_bfloat16;
-  using Frag = __nv_bfloat16;
-  static constexpr int kK = 16, kPad = 8;
-  static __device__ __forceinline__ Smem cvt(float v) { return __float2bfloat16_rn(v); }
-};
-template <> struct Mma<Tf32Tag> {
-  using Smem = float;
-  using Frag = wmma::precision::tf32;
-  static constexpr int kK = 8, kPad = 4;
-  static __device__ __forceinline__ Smem cvt(float v) { return wmma::__float_to_tf32(v); }
-};
-
-constexpr int kTcBM = 64, kTcBN = 64, kTcBK = 32, kTcLdc = kTcBN + 4;
-
-template <typename T>
-__global__ void __launch_bounds__(128) conv_wmma(ConvShape p, const float* __restrict__ x,
-                                                 const float* __restrict__ w, float* __restrict__ y, Epilogue e,
-                                                 float* __restrict__ partial) {
-  using M = Mma<T>;
-  using S = typename M::Smem;
-  constexpr int kLd = kTcBK + M::kPad;
-  __shared__ __align__(128) S as[kTcBM * kLd];  // A[m][k], row-major
-  __shared__ __align__(128) S bs[kTcBN * kLd];  // B[k][n] stored as [n][k]: column-major B
-  __shared__ __align__(128) float cs[kTcBM * kTcLdc];
-  const ConvGeometry g = geometry(p);
-  const KRange kr = k_range(p, g, kTcBK);
-  const int grp = kr.grp;
-  const int m0 = blockIdx.x * kTcBM, n0 = blockIdx.y * kTcBN;
-  const int t = threadIdx.x, warp = t / 32;
-  const int wm = warp / 2, wn = warp % 2;
-  const int am = m0 + (t % kTcBM);
-  const bool am_ok = am < g.m_total;
-  const int image = am_ok ? am / g.ohw : 0;
-  const int pix = am_ok ? am - image * g.ohw : 0;
-  const int oy = pix / p.ow, ox = pix - (pix / p.ow) * p.ow;
-  const float* wg = w + static_cast<long long>(grp) * g.kg * g.kdim;
-
-  wmma::fragment<wmma::accumulator, 16, 16, M::kK, float> acc[2][2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
-
-  for (int k0 = kr.k_begin; k0 < kr.k_end; k0 += kTcBK) {
-#pragma unroll 4
-    for (int l = 0; l < 16; ++l) {
-      const int kk = t / kTcBM + 2 * l;
-      as[(t % kTcBM) * kLd + kk] = M::cvt(load_a(p, g, x, grp, am_ok, image, oy, ox, k0 + kk, kr.k_end));
-      const int bk = t % kTcBK, bn = t / kTcBK + 4 * l;
-      const bool ok = n0 + bn < g.kg && k0 + bk < kr.k_end;
-      bs[bn * kLd + bk] = M::cvt(ok ? __ldg(wg + static_cast<long long>(n0 + bn) * g.kdim + k0 + bk) : 0.f);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int kk = 0; kk < kTcBK; kk += M::kK) {
-      wmma::fragment<wmma::matrix_a, 16, 16, M::kK, typename M::Frag, wmma::row_major> fa[2];
-      wmma::fragment<wmma::matrix_b, 16, 16, M::kK, typename M::Frag, wmma::col_major> fb[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], as + (wm * 32 + i * 16) * kLd + kk, kLd);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], bs + (wn * 32 + j * 16) * kLd + kk, kLd);
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
-    __syncthreads();
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(cs + (wm * 32 + i * 16) * kTcLdc + wn * 32 + j * 16, acc[i][j], kTcLdc,
-                              wmma::mem_row_major);
-  __syncthreads();
-  for (int idx = t; idx < kTcBM * kTcBN; idx += 128) {
-    const int mm = idx % kTcBM, nn = idx / kTcBM;
-    const int m = m0 + mm, n = n0 + nn;
-    if (m < g.m_total && n < g.kg) finish(p, g, y, partial, e, kr, m, n, cs[mm * kTcLdc + nn]);
   }
 }
 
@@ -316,29 +164,97 @@ __global__ void conv_transpose(ConvShape p, const float* __restrict__ x, const f
   }
 }
 
+
+// ---- the tensor-core tiles: one row per ConvTile of conv_tiles(), in that order ----
+template <typename T> struct MmaLaunch {
+  using Kernel = void (*)(ConvShape, const float*, const float*, float*, Epilogue, float*, int);
+  Kernel kernel;
+  int smem, threads, bm, bn;
+};
+
+template <typename T, int BM, int BN, int WM, int WN> MmaLaunch<T> mma_entry() {
+  using Tile = MmaTile<BM, BN, WM, WN>;
+  return {conv_mma<T, BM, BN, WM, WN>, Tile::template smem_bytes<T>(), Tile::kThreads, BM, BN};
+}
+
+constexpr int kMmaTiles = 7;
+template <typename T> const MmaLaunch<T>& mma_launch(int tile) {
+  static const MmaLaunch<T> table[kMmaTiles] = {
+      mma_entry<T, 128, 128, 64, 32>(), mma_entry<T, 128, 64, 64, 32>(), mma_entry<T, 64, 128, 64, 32>(),
+      mma_entry<T, 64, 64, 32, 32>(),   mma_entry<T, 64, 32, 32, 16>(),  mma_entry<T, 32, 64, 16, 32>(),
+      mma_entry<T, 128, 128, 64, 64>()};
+  // More than 48 KiB of dynamic shared memory needs the kernel's opt-in, once per process.
+  static std::once_flag opted_in;
+  std::call_once(opted_in, [] {
+    for (const MmaLaunch<T>& l : table) {
+      RW_CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem));
+    }
+  });
+  return table[tile];
+}
+
+template <typename T>
+void launch_mma(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e, int tile,
+                unsigned layers, float* part, cudaStream_t stream) {
+  const MmaLaunch<T>& l = mma_launch<T>(tile);
+  const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
+  const int kg = p.k / p.groups;
+  const int kdim = p.c / p.groups * p.r * p.s;
+  int flags = 0;
+  if (p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0 &&
+      (p.oh * p.ow) % 4 == 0) {
+    flags |= kVecA;
+  }
+  if (kdim % 4 == 0) flags |= kVecB;
+  if ((p.oh * p.ow) % 4 == 0) flags |= kVecC;
+  const dim3 grid(static_cast<unsigned>((m_total + l.bm - 1) / l.bm), static_cast<unsigned>((kg + l.bn - 1) / l.bn),
+                  layers);
+  l.kernel<<<grid, l.threads, l.smem, stream>>>(p, x, w, y, e, part, flags);
+}
+
+int k_tile(MmaType type) { return type == MmaType::kFp32 ? kSimtBK : MmaTile<64, 64, 32, 32>::kBK; }
+
 }  // namespace
 
+MmaType conv_engine(const ConvShape& p, MmaType type) {
+  // The tensor-core kernel keeps a 64-bit mask of the window positions inside the image per pixel
+  // and 32-bit offsets within one image.
+  const long long per_image = static_cast<long long>(p.c) * p.h * p.w;
+  const bool fits = p.r * p.s <= 64 && per_image < (1LL << 31) && static_cast<long long>(p.k) * p.oh * p.ow < (1LL << 31);
+  return fits ? type : MmaType::kFp32;
+}
+
+const std::vector<ConvTile>& conv_tiles(MmaType type) {
+  static const std::vector<ConvTile> simt = {{kSimtBM, kSimtBN, 256, "64x64"}};
+  static const std::vector<ConvTile> mma = {{128, 128, 256, "128x128"}, {128, 64, 128, "128x64"},
+                                            {64, 128, 128, "64x128"},   {64, 64, 128, "64x64"},
+                                            {64, 32, 128, "64x32"},     {32, 64, 128, "32x64"},
+                                            {128, 128, 128, "128x128w4"}};
+  return type == MmaType::kFp32 ? simt : mma;
+}
+
 void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,
-                               MmaType type, int splits, float* partial, cudaStream_t stream) {
+                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream) {
   const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
   const int kg = p.k / p.groups;
   if (m_total == 0 || kg == 0) return;
-  if (splits < 1 || partial == nullptr) splits = 1;
+  type = conv_engine(p, type);
+  const int splits = cfg.splits < 1 || partial == nullptr ? 1 : cfg.splits;
+  const int tile = cfg.tile >= 0 && cfg.tile < static_cast<int>(conv_tiles(type).size()) ? cfg.tile : 0;
   float* part = splits > 1 ? partial : nullptr;
   const unsigned layers = static_cast<unsigned>(p.groups * splits);
-  if (type == MmaType::kFp32) {
-    const dim3 grid(static_cast<unsigned>((m_total + kSimtBM - 1) / kSimtBM), (kg + kSimtBN - 1) / kSimtBN, layers);
-    conv_simt<<<grid, 256, 0, stream>>>(p, x, w, y, e, part);
-    RW_CUDA_CHECK_LAUNCH("conv_simt");
-  } else {
-    const dim3 grid(static_cast<unsigned>((m_total + kTcBM - 1) / kTcBM), (kg + kTcBN - 1) / kTcBN, layers);
-    switch (type) {
-      case MmaType::kTf32: conv_wmma<Tf32Tag><<<grid, 128, 0, stream>>>(p, x, w, y, e, part); break;
-      case MmaType::kFp16: conv_wmma<half><<<grid, 128, 0, stream>>>(p, x, w, y, e, part); break;
-      default: conv_wmma<__nv_bfloat16><<<grid, 128, 0, stream>>>(p, x, w, y, e, part); break;
+  switch (type) {
+    case MmaType::kFp32: {
+      const dim3 grid(static_cast<unsigned>((m_total + kSimtBM - 1) / kSimtBM), (kg + kSimtBN - 1) / kSimtBN, layers);
+      conv_simt<<<grid, 256, 0, stream>>>(p, x, w, y, e, part);
+      RW_CUDA_CHECK_LAUNCH("conv_simt");
+      break;
     }
-    RW_CUDA_CHECK_LAUNCH("conv_wmma");
+    case MmaType::kTf32: launch_mma<Tf32>(p, x, w, y, e, tile, layers, part, stream); break;
+    case MmaType::kFp16: launch_mma<half>(p, x, w, y, e, tile, layers, part, stream); break;
+    default: launch_mma<__nv_bfloat16>(p, x, w, y, e, tile, layers, part, stream); break;
   }
+  if (type != MmaType::kFp32) RW_CUDA_CHECK_LAUNCH("conv_mma");
   if (splits > 1) {
     const long long total = m_total * p.k;
     splitk_reduce<<<grid_for(total), 256, 0, stream>>>(p, partial, y, e, splits, total);
@@ -346,16 +262,40 @@ void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* 
   }
 }
 
-int conv_split_k(const ConvShape& p, MmaType type, int multiprocessors) {
+std::vector<int> conv_split_choices(const ConvShape& p, MmaType type, int tile, int multiprocessors) {
+  const ConvTile& t = conv_tiles(type).at(static_cast<std::size_t>(tile));
   const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
   const int kg = p.k / p.groups;
-  const int bm = type == MmaType::kFp32 ? kSimtBM : kTcBM, bk = type == MmaType::kFp32 ? kSimtBK : kTcBK;
-  const long long blocks = ((m_total + bm - 1) / bm) * ((kg + 63) / 64) * p.groups;
-  const int tiles = ((p.c / p.groups) * p.r * p.s + bk - 1) / bk;
-  // Aim for two blocks per multiprocessor, keeping at least 4 K tiles per split, 16 splits at most.
+  const long long blocks = ((m_total + t.bm - 1) / t.bm) * ((kg + t.bn - 1) / t.bn) * p.groups;
+  const int ktiles = ((p.c / p.groups) * p.r * p.s + k_tile(type) - 1) / k_tile(type);
+  std::vector<int> out = {1};
+  for (int s = 2; s <= 16 && s <= ktiles / 4 && blocks * s <= 4LL * multiprocessors; s *= 2) out.push_back(s);
+  return out;
+}
+
+std::vector<ConvConfig> conv_candidates(const ConvShape& p, MmaType type, int multiprocessors) {
+  std::vector<ConvConfig> out;
+  for (int tile = 0; tile < static_cast<int>(conv_tiles(type).size()); ++tile) {
+    for (int s : conv_split_choices(p, type, tile, multiprocessors)) out.push_back({tile, s});
+  }
+  return out;
+}
+
+ConvConfig conv_default_config(const ConvShape& p, MmaType type, int multiprocessors) {
+  const int tile = type == MmaType::kFp32 ? 0 : 3;  // 64×64
+  const ConvTile& t = conv_tiles(type)[static_cast<std::size_t>(tile)];
+  const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
+  const long long blocks = ((m_total + t.bm - 1) / t.bm) * ((p.k / p.groups + t.bn - 1) / t.bn) * p.groups;
+  const int ktiles = ((p.c / p.groups) * p.r * p.s + k_tile(type) - 1) / k_tile(type);
+  // About two blocks per multiprocessor, at least 4 K tiles per split, 16 splits at most.
   long long splits = (2LL * multiprocessors + blocks - 1) / blocks;
-  splits = std::min<long long>({splits, tiles / 4, 16});
-  return static_cast<int>(std::max<long long>(splits, 1));
+  splits = std::min<long long>({splits, ktiles / 4, 16});
+  return {tile, static_cast<int>(std::max<long long>(splits, 1))};
+}
+
+std::size_t conv_partial_bytes(const ConvShape& p, int splits) {
+  if (splits <= 1) return 0;
+  return static_cast<std::size_t>(splits) * p.n * p.k * p.oh * p.ow * sizeof(float);
 }
 
 void launch_conv_depthwise(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,

@@ -1,21 +1,58 @@
 #pragma once
-// Launchers of the convolution kernels (conv_kernels.cu). x is NCHW, w is [K, C/groups, R, S],
-// y is [N, K, OH, OW]; all fp32 in memory. The epilogue (bias, residual, activation) is fused.
+// Launchers of the convolution kernels (conv_kernels.cu, conv_mma.cuh). x is NCHW, w is
+// [K, C/groups, R, S], y is [N, K, OH, OW]; all fp32 in memory. The epilogue (bias, residual,
+// activation) is fused.
 
 #include "backends/cuda/kernels/kernel_params.hpp"
 
+#include <cstddef>
+#include <vector>
+
 namespace redwood::cuda::kernels {
 
+/// One way to run an implicit-GEMM convolution: a tile of the GEMM per block (an index into
+/// conv_tiles(type)) and the number of K ranges (split-K) computed by separate blocks.
+struct ConvConfig {
+  int tile = 0;
+  int splits = 1;
+  bool operator==(const ConvConfig& o) const { return tile == o.tile && splits == o.splits; }
+};
+
+/// A block tile: bm output pixels × bn output channels, `threads` per block.
+struct ConvTile {
+  int bm, bn, threads;
+  const char* name;  // "128x64"
+};
+
+/// The tiles a precision can use. kFp32 (exact, CUDA cores): one 64×64 tile. kTf32/kFp16/kBf16
+/// (mma.sync, fp32 accumulation, 3-stage cp.async pipeline): 128×128, 128×64, 64×128, 64×64,
+/// 64×32, 32×64 with 64×32, 32×32 or smaller warp tiles, and 128×128w4 (4 warps of 64×64: fewer
+/// shared-memory reads per mma, more registers).
+const std::vector<ConvTile>& conv_tiles(MmaType type);
+
+/// The type a convolution of this shape runs at: `type`, or kFp32 (exact, CUDA cores) for shapes
+/// the tensor-core kernel does not take (a window of more than 64 positions, or 2^31 or more
+/// elements in one image's input or output).
+MmaType conv_engine(const ConvShape& p, MmaType type);
+
+/// Split counts worth trying for this shape and tile: 1, and powers of two while the grid stays
+/// within about four blocks per multiprocessor and each split keeps at least 4 K tiles (≤ 16).
+std::vector<int> conv_split_choices(const ConvShape& p, MmaType type, int tile, int multiprocessors);
+/// Every (tile, splits) pair the tuner may time, in a fixed order.
+std::vector<ConvConfig> conv_candidates(const ConvShape& p, MmaType type, int multiprocessors);
+/// The pick without measurement: a 64×64 tile and splits for about two blocks per multiprocessor.
+ConvConfig conv_default_config(const ConvShape& p, MmaType type, int multiprocessors);
+/// Scratch for the partial sums of `splits` K ranges (0 for one).
+std::size_t conv_partial_bytes(const ConvShape& p, int splits);
+
 /// Implicit GEMM: M = N·OH·OW output pixels, N = K/groups channels, K = C/groups·R·S, one grid
-/// layer per group. kFp32: CUDA cores, exact fp32. kTf32/kFp16/kBf16: tensor cores (WMMA), the
-/// operands rounded to that type as they enter shared memory, fp32 accumulation.
-/// With splits > 1 the K dimension is cut in `splits` ranges computed by separate blocks (more
-/// blocks for layers with few output pixels); their partial sums go to `partial`
-/// (splits · N·OH·OW · K floats) and one more kernel adds them in order and runs the epilogue.
+/// layer per group and split. kFp32: CUDA cores, exact fp32. kTf32/kFp16/kBf16: tensor cores
+/// (mma.sync), the operands rounded to that type as fragments are read from shared memory, fp32
+/// accumulation. With cfg.splits > 1 the partial sums of each K range go to `partial`
+/// (conv_partial_bytes) and one more kernel adds them in a fixed order (deterministic) and runs
+/// the epilogue; without `partial` the launch runs unsplit.
 void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,
-                               MmaType type, int splits, float* partial, cudaStream_t stream);
-/// The split count for a shape: enough blocks for about two per multiprocessor.
-int conv_split_k(const ConvShape& p, MmaType type, int multiprocessors);
+                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream);
 
 /// One input channel per group (depthwise, channel multiplier K/groups): direct, fp32.
 void launch_conv_depthwise(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,

@@ -3,7 +3,7 @@
 // no OpenCV, so it bundles small enough for the GPU host.
 //
 //   redwood_gpu_bench MODEL.onnx --batch 32 --precision fp16 [--shape 3,224,224] [--runs 50]
-//                     [--warmup 20] [--check] [--cpu-runs 10]
+//                     [--warmup 20] [--check] [--cpu-runs 10] [--verbose]
 //
 // Prints one JSON line: the median, min and p90 of `runs` CUDA-graph replays timed with CUDA
 // events (after `warmup` replays), the plan's FLOPs (convolutions and matrix products) and the
@@ -14,6 +14,8 @@
 // With --cpu-runs N, the Redwood CPU executor (the default: optimized, oneDNN, all cores) runs the
 // same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
 // between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
+// With --verbose, the tuned variant of each convolution (tile, split-K, how it was picked) goes to
+// stderr.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
@@ -79,12 +81,12 @@ double plan_flops(const Graph& g, const cuda::Schedule& s) {
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: redwood_gpu_bench MODEL.onnx [--batch N] [--precision fp32|tf32|fp16|bf16] "
-                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N]\n");
+                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose]\n");
     return 2;
   }
   std::string model = argv[1], precision = "fp32", dims;
   int batch = 1, runs = 50, warmup = 20, cpu_runs = 0;
-  bool check = false;
+  bool check = false, verbose = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -98,6 +100,7 @@ int run(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--check") check = true;
     else if (a == "--cpu-runs") cpu_runs = std::stoi(next());
+    else if (a == "--verbose") verbose = true;
     else throw InvalidArgument(fmt::format("unknown option '{}'", a));
   }
   auto graph = load_onnx(model);
@@ -137,6 +140,9 @@ int run(int argc, char** argv) {
     runner.run({{input, x}});  // plans, uploads weights, captures; the input stays in the workspace
   }
   cuda::Plan& plan = runner.plan_for({shape});
+  if (verbose) {  // the tuner's picks, one line per convolution, on stderr (stdout is the JSON row)
+    for (const std::string& v : plan.variants()) std::fprintf(stderr, "%s\n", v.c_str());
+  }
   cudaStream_t stream = runner.stream();
   for (int i = 0; i < warmup; ++i) plan.enqueue(stream);
   RW_CUDA_CHECK(cudaStreamSynchronize(stream));
