@@ -258,6 +258,32 @@ void Plan::launch_steps(cudaStream_t stream) {
   }
 }
 
+std::vector<double> Plan::time_steps(cudaStream_t stream, int runs) {
+  RW_EXPECTS(runs > 0, InvalidArgument, "Plan::time_steps: runs must be positive, not {}", runs);
+  const std::size_t n = schedule_.steps.size();
+  std::vector<Event> marks;
+  marks.reserve(n + 1);
+  for (std::size_t i = 0; i <= n; ++i) marks.emplace_back(true);
+  std::vector<std::vector<double>> times(n);
+  launch_steps(stream);  // warm-up: caches, clocks
+  for (int r = 0; r < runs; ++r) {
+    cudaGetLastError();
+    marks[0].record(stream);
+    for (std::size_t i = 0; i < n; ++i) {
+      schedule_.steps[i].kernel->launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
+      marks[i + 1].record(stream);
+    }
+    marks[n].synchronize();
+    for (std::size_t i = 0; i < n; ++i) times[i].push_back(marks[i + 1].elapsed_ms_since(marks[i]));
+  }
+  std::vector<double> medians(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::nth_element(times[i].begin(), times[i].begin() + runs / 2, times[i].end());
+    medians[i] = times[i][static_cast<std::size_t>(runs / 2)];
+  }
+  return medians;
+}
+
 void Plan::enqueue(cudaStream_t stream) {
   if (exec_ != nullptr) {
     RW_CUDA_CHECK(cudaGraphLaunch(exec_, stream));

@@ -91,6 +91,11 @@ class Plan {
   /// CudaKernel::variant() of each step whose kernel has several ways to run ("node ...: tile,
   /// split-K, how it was picked").
   std::vector<std::string> variants() const;
+  /// Where a forward pass spends its time: each step launched on its own (no CUDA graph) between
+  /// two events, `runs` times after one warm-up pass; the median milliseconds per step, in
+  /// schedule order. Synchronizes `stream`. The sum is the kernels' time; a replay's time beyond
+  /// it is launch gaps.
+  std::vector<double> time_steps(cudaStream_t stream, int runs);
 
  private:
   friend class GraphRunner;

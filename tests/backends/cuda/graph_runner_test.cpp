@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace redwood::cuda {
@@ -189,6 +190,27 @@ TEST_P(ModelOnGpu, KernelByKernelEqualsGraphReplay) {
   const auto yb = b.run({{input, x}});
   EXPECT_FALSE(a.plan_for({c.input}).captured());
   for (std::size_t o = 0; o < ya.size(); ++o) redwood::testing::expect_close(yb[o], ya[o], 0, 0);
+}
+
+TEST_P(ModelOnGpu, TimingEachStepLeavesTheResultsAsTheyWere) {
+  RW_SKIP_WITHOUT_GPU();
+  const ModelCase& c = GetParam();
+  std::string why;
+  auto graph = load_model(c, &why);
+  if (!graph) GTEST_SKIP() << why;
+  GraphRunner runner(graph);
+  const std::string input = graph->inputs.at(0).name;
+  const Tensor x = redwood::testing::random_tensor(DType::kF32, c.input, c.lo, c.hi, 22);
+  const auto before = runner.run({{input, x}});
+  Plan& plan = runner.plan_for({c.input});
+  const std::vector<double> ms = plan.time_steps(runner.stream(), 3);
+  ASSERT_EQ(ms.size(), plan.schedule().steps.size());
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(ms[i]) && ms[i] >= 0) << "step " << i << ": " << ms[i];
+  }
+  EXPECT_THROW(plan.time_steps(runner.stream(), 0), InvalidArgument);
+  const auto after = runner.run({{input, x}});  // the eager passes wrote the same values
+  for (std::size_t o = 0; o < before.size(); ++o) redwood::testing::expect_close(after[o], before[o], 0, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelOnGpu, ::testing::ValuesIn(model_cases()),

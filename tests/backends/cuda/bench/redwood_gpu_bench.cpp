@@ -15,7 +15,8 @@
 // same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
 // between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
 // With --verbose, the tuned variant of each convolution (tile, split-K, how it was picked) goes to
-// stderr.
+// stderr. With --profile, where the time goes (Plan::time_steps: each step launched alone between
+// two events): per op type, the slowest steps, and the launch gaps of a replay, on stderr.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
@@ -56,37 +57,84 @@ double relative_l2(const Tensor& a, const Tensor& e) {
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
 }
 
-// FLOPs of the plan's convolutions and matrix products (2 per multiply-add).
+// FLOPs of one step if it is a convolution or a matrix product (2 per multiply-add), else 0.
+double step_flops(const Graph& g, const cuda::Schedule& s, const cuda::Schedule::Step& step) {
+  const Node& n = g.nodes[step.node];
+  auto shape = [&](int id) { return s.values[static_cast<std::size_t>(id)].shape; };
+  if (n.op_type == "Conv" || n.op_type == "ConvTranspose") {
+    const Shape w = shape(step.inputs[1]);
+    double per = 1;
+    for (std::size_t d = 1; d < w.size(); ++d) per *= static_cast<double>(w[d]);
+    const double outputs = static_cast<double>(shape_numel(n.op_type == "Conv" ? shape(step.outputs[0]) : shape(step.inputs[0])));
+    return 2 * outputs * per;
+  }
+  if (n.op_type == "MatMul" || n.op_type == "Gemm") {
+    const Shape a = shape(step.inputs[0]);
+    const bool ta = n.op_type == "Gemm" && n.attr_int("transA", 0) != 0;
+    const double k = static_cast<double>(ta ? a[0] : a.back());
+    return 2 * static_cast<double>(shape_numel(shape(step.outputs[0]))) * k;
+  }
+  return 0;
+}
+
 double plan_flops(const Graph& g, const cuda::Schedule& s) {
   double flops = 0;
-  for (const auto& step : s.steps) {
-    const Node& n = g.nodes[step.node];
-    auto shape = [&](int id) { return s.values[static_cast<std::size_t>(id)].shape; };
-    if (n.op_type == "Conv" || n.op_type == "ConvTranspose") {
-      const Shape w = shape(step.inputs[1]);
-      double per = 1;
-      for (std::size_t d = 1; d < w.size(); ++d) per *= static_cast<double>(w[d]);
-      const double outputs = static_cast<double>(shape_numel(n.op_type == "Conv" ? shape(step.outputs[0]) : shape(step.inputs[0])));
-      flops += 2 * outputs * per;
-    } else if (n.op_type == "MatMul" || n.op_type == "Gemm") {
-      const Shape a = shape(step.inputs[0]);
-      const bool ta = n.op_type == "Gemm" && n.attr_int("transA", 0) != 0;
-      const double k = static_cast<double>(ta ? a[0] : a.back());
-      flops += 2 * static_cast<double>(shape_numel(shape(step.outputs[0]))) * k;
-    }
-  }
+  for (const auto& step : s.steps) flops += step_flops(g, s, step);
   return flops;
+}
+
+// --profile: where a forward pass spends its time (Plan::time_steps), on stderr: per op type,
+// then the slowest steps, and the replay's time beyond the kernels' sum (launch gaps).
+void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int runs, double replay_ms) {
+  const cuda::Schedule& s = plan.schedule();
+  const std::vector<double> t = plan.time_steps(stream, runs);
+  double sum = 0;
+  for (double v : t) sum += v;
+  struct Op {
+    std::string type;
+    int steps = 0;
+    double ms = 0, flops = 0;
+  };
+  std::vector<Op> ops;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const Node& n = g.nodes[s.steps[i].node];
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const Op& o) { return o.type == n.op_type; });
+    if (it == ops.end()) it = ops.insert(ops.end(), Op{n.op_type});
+    ++it->steps;
+    it->ms += t[i];
+    it->flops += step_flops(g, s, s.steps[i]);
+  }
+  std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) { return a.ms > b.ms; });
+  std::fprintf(stderr, "profile: %zu steps, kernels %.4f ms (each launched alone, medians of %d), replay %.4f ms, "
+                       "launch gaps %.4f ms\n", t.size(), sum, runs, replay_ms, replay_ms - sum);
+  std::fprintf(stderr, "  %-24s %6s %10s %7s %10s\n", "op", "steps", "ms", "share", "TFLOP/s");
+  for (const Op& o : ops) {
+    std::fprintf(stderr, "  %-24s %6d %10.4f %6.1f%% %10.1f\n", o.type.c_str(), o.steps, o.ms, 100 * o.ms / sum,
+                 o.flops > 0 && o.ms > 0 ? o.flops / (o.ms * 1e9) : 0.0);
+  }
+  std::vector<std::size_t> order(t.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t[a] > t[b]; });
+  std::fprintf(stderr, "  slowest steps:\n");
+  for (std::size_t k = 0; k < std::min<std::size_t>(15, order.size()); ++k) {
+    const auto& step = s.steps[order[k]];
+    const double f = step_flops(g, s, step);
+    std::fprintf(stderr, "  %8.4f ms %7.1f TFLOP/s  %s %s [%s] %s\n", t[order[k]], f > 0 ? f / (t[order[k]] * 1e9) : 0.0,
+                 g.nodes[step.node].op_type.c_str(), g.nodes[step.node].name.c_str(),
+                 shape_str(s.values[static_cast<std::size_t>(step.outputs[0])].shape).c_str(),
+                 step.kernel->variant().c_str());
+  }
 }
 
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: redwood_gpu_bench MODEL.onnx [--batch N] [--precision fp32|tf32|fp16|bf16] "
-                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose]\n");
+                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose] [--profile]\n");
     return 2;
   }
   std::string model = argv[1], precision = "fp32", dims;
   int batch = 1, runs = 50, warmup = 20, cpu_runs = 0;
-  bool check = false, verbose = false;
+  bool check = false, verbose = false, profile = false;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -101,6 +149,7 @@ int run(int argc, char** argv) {
     else if (a == "--check") check = true;
     else if (a == "--cpu-runs") cpu_runs = std::stoi(next());
     else if (a == "--verbose") verbose = true;
+    else if (a == "--profile") profile = true;
     else throw InvalidArgument(fmt::format("unknown option '{}'", a));
   }
   auto graph = load_onnx(model);
@@ -162,6 +211,7 @@ int run(int argc, char** argv) {
   }
   for (auto& e : events) cudaEventDestroy(e);
   std::sort(ms.begin(), ms.end());
+  if (profile) print_profile(runner.graph(), plan, stream, runs, ms[ms.size() / 2]);
 
   using Clock = std::chrono::steady_clock;
   const auto wall_ms = [](Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); };
