@@ -1,14 +1,17 @@
 // Conv and ConvTranspose on the GPU (2-D, and 1-D as 2-D of height 1), with the fused epilogue of
 // core/passes/fuse_epilogue.cpp: bias (input 2), residual (input 3, the output's shape), and
 // rw.activation / rw.alpha / rw.beta. Depthwise and other one-channel-per-group convolutions take
-// the direct kernel; every other convolution the implicit GEMM at the runner's precision, with the
-// tile and split-K count the tuner picks per shape (below).
+// the tiled depthwise kernel (conv_depthwise.cu), or the direct one for shapes it does not take;
+// every other convolution the implicit GEMM at the runner's precision, with the tile and split-K
+// count the tuner picks per shape (below).
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/conv_depthwise.hpp"
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_tuning.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
+#include "backends/cuda/kernels/gemv.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -154,6 +157,36 @@ class ConvBase : public CudaKernel {
   ConvShape shape_{};
 };
 
+// A 1×1, stride-1, unpadded, ungrouped convolution of at most kGemvMaxRows output pixels (the
+// squeeze-excite layers on a 1×1 input): a matrix-vector product whose rows are the output pixels
+// (row m = image m / HW, pixel m % HW, reading x with stride HW along the channels) and whose
+// weights [K][C] are contiguous along C. Exact fp32 (gemv.cu): it is bound by reading the weights
+// once, which the implicit GEMM's tiles do slowly.
+bool conv_is_gemv(const ConvShape& p) {
+  return p.groups == 1 && p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
+         p.pad_w == 0 && p.oh == p.h && p.ow == p.w &&
+         static_cast<std::int64_t>(p.n) * p.oh * p.ow <= kernels::kGemvMaxRows;
+}
+
+kernels::GemvParams conv_gemv_params(const ConvShape& p) {
+  const long long hw = static_cast<long long>(p.oh) * p.ow;
+  kernels::GemvParams g;
+  g.rows = static_cast<int>(p.n * hw);
+  g.n = p.k;
+  g.k = p.c;
+  g.a_group = hw;
+  g.a_group_stride = p.c * hw;
+  g.a_m = 1;
+  g.a_k = hw;
+  g.w_k = 1;
+  g.w_n = p.c;
+  g.y_group = hw;
+  g.y_group_stride = p.k * hw;
+  g.y_m = 1;
+  g.y_n = hw;
+  return g;
+}
+
 class ConvKernel final : public ConvBase {
  public:
   ConvKernel(const Node& node, const KernelInfo& info) : ConvBase(node, info) {}
@@ -187,12 +220,18 @@ class ConvKernel final : public ConvBase {
     const Shape y = set_shape(o, w[0], out, pb);
     check_epilogue(info, w[0], y);
     depthwise_ = w[1] == 1;
+    if (depthwise_) dw_tiling_ = kernels::depthwise_tiling(shape_);  // !ok: the direct kernel
     type_ = kernels::conv_engine(shape_, mma_type(info.precision));
     if (!depthwise_) {
       const int sms = multiprocessor_count();
       config_ = kernels::conv_default_config(shape_, type_, sms);
       candidates_ = kernels::conv_candidates(shape_, type_, sms);
       how_ = "default";
+    }
+    gemv_ = !depthwise_ && conv_is_gemv(shape_);
+    if (gemv_) {  // one way to run: no split-K workspace, nothing to tune
+      config_ = {};
+      candidates_.clear();
     }
     return {{DType::kF32, y}};
   }
@@ -290,7 +329,15 @@ class ConvKernel final : public ConvBase {
   }
 
   std::string variant() const override {
-    if (depthwise_) return {};  // one way to run
+    if (gemv_) {
+      const int rows = conv_gemv_params(shape_).rows;
+      return fmt::format("{}: gemv, {} row{} (exact fp32)", node_.where(), rows, rows == 1 ? "" : "s");
+    }
+    if (depthwise_) {
+      return dw_tiling_.ok ? fmt::format("{}: depthwise tiled {}x{}x{}", node_.where(), dw_tiling_.ty,
+                                         dw_tiling_.tx * kernels::kDepthwiseVec, dw_tiling_.tc)
+                           : fmt::format("{}: depthwise direct", node_.where());
+    }
     const char* engine = type_ == kernels::MmaType::kFp32 ? "CUDA cores" : "mma.sync";
     return fmt::format("{}: {} tile {}, split-K {} ({})", node_.where(), engine,
                        kernels::conv_tiles(type_)[static_cast<std::size_t>(config_.tile)].name, config_.splits, how_);
@@ -300,7 +347,15 @@ class ConvKernel final : public ConvBase {
     const auto* x = static_cast<const float*>(a.inputs[0].data);
     const auto* w = static_cast<const float*>(a.inputs[1].data);
     auto* y = static_cast<float*>(a.outputs[0].data);
-    if (depthwise_) {
+    if (gemv_) {
+      kernels::GemvParams g = conv_gemv_params(shape_);
+      g.epilogue = bound_epilogue(a);
+      kernels::launch_gemv(g, x, w, y, a.stream);
+      return;
+    }
+    if (depthwise_ && dw_tiling_.ok) {
+      kernels::launch_conv_depthwise_tiled(shape_, dw_tiling_, x, w, y, bound_epilogue(a), a.stream);
+    } else if (depthwise_) {
       kernels::launch_conv_depthwise(shape_, x, w, y, bound_epilogue(a), a.stream);
     } else {
       kernels::launch_conv_implicit_gemm(shape_, x, w, y, bound_epilogue(a), type_, config_,
@@ -310,10 +365,12 @@ class ConvKernel final : public ConvBase {
 
  private:
   bool depthwise_ = false;
+  kernels::DepthwiseTiling dw_tiling_;  // depthwise: the tiled kernel's tiling, or !ok
   kernels::MmaType type_ = kernels::MmaType::kFp32;
   ConvConfig config_;                   // what launch() runs: the default until tune() picks
   std::vector<ConvConfig> candidates_;  // what tune() may pick from
   std::string how_;                     // how config_ was chosen
+  bool gemv_ = false;                   // launch() runs the matrix-vector kernel (conv_is_gemv)
 };
 
 class ConvTransposeKernel final : public ConvBase {

@@ -1,11 +1,16 @@
 // MatMul (numpy batching; the fused bias of input 2 and residual of input 3) and Gemm (alpha,
 // beta, transA/B, broadcast C; residual input 3) on the GPU: exact fp32 on CUDA cores, or
-// tensor cores at the runner's tf32/fp16/bf16 precision (matmul.cu).
+// tensor cores at the runner's tf32/fp16/bf16 precision (matmul.cu). Products of at most
+// kGemvMaxRows rows (a classifier at batch 1) take the matrix-vector kernel instead (gemv.cu),
+// exact at every precision: they are bound by reading the weights, which a 64×64 tile does slowly.
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
+#include "backends/cuda/kernels/gemv.hpp"
 #include "backends/cuda/kernels/matmul.hpp"
 #include "core/error.hpp"
+
+#include <fmt/format.h>
 
 namespace redwood::cuda {
 namespace {
@@ -17,6 +22,36 @@ kernels::MmaType operand_type(Precision p) {
     case Precision::kBf16: return kernels::MmaType::kBf16;
     default: return kernels::MmaType::kFp32;
   }
+}
+
+// The matrix-vector parameters of Y = op(A) · op(B) over `rows` rows of one group, from the
+// tiled kernel's strides (C, alpha and beta included; the epilogue is bound per launch).
+kernels::GemvParams gemv_params(const kernels::GemmParams& p, std::int64_t rows) {
+  kernels::GemvParams g;
+  g.rows = static_cast<int>(rows);
+  g.n = p.n;
+  g.k = p.k;
+  g.a_group = rows;
+  g.a_m = p.a_m;
+  g.a_k = p.a_k;
+  g.w_k = p.b_k;
+  g.w_n = p.b_n;
+  g.y_group = rows;
+  g.y_m = p.n;
+  g.y_n = 1;
+  g.c = p.c;
+  g.c_m = p.c_m;
+  g.c_n = p.c_n;
+  g.alpha = p.alpha;
+  g.beta = p.beta;
+  return g;
+}
+
+// What a product's variant() says: the matrix-vector kernel, or the tiles and their engine.
+std::string matrix_variant(const Node& node, bool gemv, int rows, kernels::MmaType type, int k) {
+  if (gemv) return fmt::format("{}: gemv, {} row{} (exact fp32)", node.where(), rows, rows == 1 ? "" : "s");
+  const bool exact = type == kernels::MmaType::kFp32 || k <= 16;  // launch_gemm's rule for K ≤ 16
+  return fmt::format("{}: {} 64x64 tiles", node.where(), exact ? "CUDA cores" : "mma.sync");
 }
 
 class MatMulKernel final : public CudaKernel {
@@ -74,10 +109,28 @@ class MatMulKernel final : public CudaKernel {
                  node_.where(), shape_str(info.input(2).shape), n);
     }
     check_fused_residual(info, y);
+    // A few rows by a B without batches (a classifier at batch 1): the matrix-vector kernel, the
+    // batches folded into rows (A and Y are contiguous [batch..., M, K] and [batch..., M, N]).
+    bool b_batched = false;
+    for (int d = 0; d < batches_.rank; ++d) b_batched = b_batched || batches_.b_strides[d] != 0;
+    const std::int64_t rows = count * m;
+    gemv_ = !b_batched && rows >= 1 && rows <= kernels::kGemvMaxRows;
+    gemv_p_ = gemv_ ? gemv_params(p_, rows) : kernels::GemvParams{};
     return {{DType::kF32, y}};
   }
 
+  std::string variant() const override { return matrix_variant(node_, gemv_, gemv_p_.rows, type_, p_.k); }
+
   void launch(const LaunchArgs& a) override {
+    if (gemv_) {
+      kernels::GemvParams g = gemv_p_;
+      g.epilogue = act_;
+      if (a.inputs.size() > 2) g.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
+      if (a.inputs.size() > 3) g.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
+      kernels::launch_gemv(g, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
+                           static_cast<float*>(a.outputs[0].data), a.stream);
+      return;
+    }
     kernels::GemmParams p = p_;
     p.epilogue = act_;
     if (a.inputs.size() > 2) p.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
@@ -92,6 +145,8 @@ class MatMulKernel final : public CudaKernel {
   kernels::GemmParams p_{};
   kernels::GemmBatches batches_{};
   kernels::MmaType type_ = kernels::MmaType::kFp32;
+  bool gemv_ = false;           // launch() runs the matrix-vector kernel with gemv_p_
+  kernels::GemvParams gemv_p_{};
 };
 
 class GemmKernel final : public CudaKernel {
@@ -135,10 +190,23 @@ class GemmKernel final : public CudaKernel {
     }
     const Shape y = {m, n};
     check_fused_residual(info, y);
+    gemv_ = m >= 1 && m <= kernels::kGemvMaxRows;  // a classifier at batch 1: the matrix-vector kernel
+    gemv_p_ = gemv_ ? gemv_params(p_, m) : kernels::GemvParams{};
     return {{DType::kF32, y}};
   }
 
+  std::string variant() const override { return matrix_variant(node_, gemv_, gemv_p_.rows, type_, p_.k); }
+
   void launch(const LaunchArgs& a) override {
+    if (gemv_) {
+      kernels::GemvParams g = gemv_p_;
+      g.epilogue = act_;
+      if (has_c_) g.c = static_cast<const float*>(a.inputs[2].data);
+      if (a.inputs.size() > 3) g.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
+      kernels::launch_gemv(g, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
+                           static_cast<float*>(a.outputs[0].data), a.stream);
+      return;
+    }
     kernels::GemmParams p = p_;
     p.epilogue = act_;
     if (has_c_) p.c = static_cast<const float*>(a.inputs[2].data);
@@ -153,6 +221,8 @@ class GemmKernel final : public CudaKernel {
   kernels::GemmParams p_{};
   kernels::MmaType type_ = kernels::MmaType::kFp32;
   bool has_c_ = false;
+  bool gemv_ = false;  // launch() runs the matrix-vector kernel with gemv_p_
+  kernels::GemvParams gemv_p_{};
 };
 
 }  // namespace

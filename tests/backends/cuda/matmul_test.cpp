@@ -2,7 +2,9 @@
 // cores (relative L2 ≤ 1e-4 and element-wise), tf32 ≤ 1e-3, fp16/bf16 ≤ 1e-2 on the tensor cores.
 // Odd extents (edge tiles, the 4-byte staging path), extents that take the 16-byte path, numpy
 // batch broadcasting, vectors, transA/transB, Gemm's alpha/beta/C, and the fused epilogue. K is
-// over 16 in each case (K ≤ 16 computes exactly at every precision, tested below).
+// over 16 in each case (K ≤ 16 computes exactly at every precision, tested below). Products of at
+// most 8 rows take the matrix-vector kernel, exact at every precision (below; gemv_test.cpp has
+// the rest).
 
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
@@ -63,6 +65,10 @@ std::vector<MatCase> cases() {
                  a["alpha"] = 1.5f;
                  return a;
                }()});
+  c.push_back({"gemv_rows1_fc_transB", "Gemm", {r({1, 512}, 46), r({300, 512}, 47, -0.1, 0.1), r({300}, 48)},
+               {{"transB", std::int64_t{1}}}});
+  c.push_back({"gemv_rows8_bias_residual_relu", "MatMul",
+               {r({8, 100}, 49), r({100, 50}, 60), r({50}, 61), r({8, 50}, 62)}, act("Relu")});
   return c;
 }
 
@@ -129,6 +135,23 @@ TEST(MatMulPrecision, SmallKIsExactAtEveryPrecision) {
       testing::run_with_provider("MatMul", in, {}, Device::kCuda, kCudaProvider, Precision::kFp32).at(0);
   for (Precision p : {Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
     const Tensor got = testing::run_with_provider("MatMul", in, {}, Device::kCuda, kCudaProvider, p).at(0);
+    redwood::testing::expect_close(got, exact, 0, 0);
+  }
+}
+
+// At most 8 rows (a classifier at batch 1) take the matrix-vector kernel, exact fp32 at every
+// precision: it is bound by reading the weights, so rounding them would buy nothing.
+TEST(MatMulPrecision, FewRowsAreExactAtEveryPrecision) {
+  RW_SKIP_WITHOUT_GPU();
+  const std::vector<Tensor> in = {r({2, 256}, 54), r({40, 256}, 55), r({40}, 56)};
+  const std::map<std::string, AttributeValue> attrs = {{"transB", std::int64_t{1}}};
+  const Tensor exact =
+      testing::run_with_provider("Gemm", in, attrs, Device::kCuda, kCudaProvider, Precision::kFp32).at(0);
+  const Tensor want =
+      testing::run_with_provider("Gemm", in, attrs, Device::kCpu, kReferenceProvider, Precision::kFp32).at(0);
+  redwood::testing::expect_close(exact, want, 1e-4, 1e-5);
+  for (Precision p : {Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
+    const Tensor got = testing::run_with_provider("Gemm", in, attrs, Device::kCuda, kCudaProvider, p).at(0);
     redwood::testing::expect_close(got, exact, 0, 0);
   }
 }
