@@ -34,6 +34,20 @@ NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
   return spec;
 }
 
+std::shared_ptr<Graph> make_x_to_y_graph(std::string name) {
+  auto graph = std::make_shared<Graph>();
+  graph->name = std::move(name);
+  graph->opset = 17;
+  ValueInfo x;
+  x.name = "x";
+  x.dtype = DType::kF32;
+  graph->inputs = {x};
+  ValueInfo y = x;
+  y.name = "y";
+  graph->outputs = {y};
+  return graph;
+}
+
 Node make_node(std::string name, std::string op_type, std::vector<std::string> inputs,
                std::vector<std::string> outputs) {
   Node n;

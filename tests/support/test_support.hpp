@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ NodeSpec make_spec(std::string op_type, std::vector<Tensor> inputs,
 /// An IR node without attributes, for tests that build a Graph by hand.
 Node make_node(std::string name, std::string op_type, std::vector<std::string> inputs,
                std::vector<std::string> outputs);
+
+/// An empty graph (opset 17) with one fp32 input "x" and one fp32 output "y" of unknown shape,
+/// for tests that add the nodes and initializers between them.
+std::shared_ptr<Graph> make_x_to_y_graph(std::string name);
 
 /// Builds a graph of one node and runs it on the CPU through the Executor.
 std::vector<Tensor> run_node(const NodeSpec& spec);

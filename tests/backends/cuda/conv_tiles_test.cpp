@@ -189,16 +189,7 @@ TEST(ConvTileChoices, CandidatesCoverEveryTileAndBoundTheSplits) {
 
 // x → Conv(w1) → Conv(w2) → y: two layers of one shape (16 → 16 channels, 3×3, pad 1).
 std::shared_ptr<Graph> two_identical_convs(int channels) {
-  auto graph = std::make_shared<Graph>();
-  graph->name = "two_convs";
-  graph->opset = 17;
-  ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::kF32;
-  graph->inputs = {x};
-  ValueInfo y = x;
-  y.name = "y";
-  graph->outputs = {y};
+  auto graph = redwood::testing::make_x_to_y_graph("two_convs");
   const std::int64_t ch = channels;
   graph->initializers["w1"] = random_tensor(DType::kF32, {ch, ch, 3, 3}, -0.2, 0.2, 21);
   graph->initializers["w2"] = random_tensor(DType::kF32, {ch, ch, 3, 3}, -0.2, 0.2, 22);

@@ -156,16 +156,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, DepthwiseVsReference, ::testing::ValuesIn(dw_ca
 
 // x → depthwise Conv(w, b) → y through the Conv kernel's dispatch.
 std::shared_ptr<Graph> depthwise_graph(const DwCase& c) {
-  auto graph = std::make_shared<Graph>();
-  graph->name = "depthwise";
-  graph->opset = 17;
-  ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::kF32;
-  graph->inputs = {x};
-  ValueInfo y = x;
-  y.name = "y";
-  graph->outputs = {y};
+  auto graph = redwood::testing::make_x_to_y_graph("depthwise");
   graph->initializers["w"] = random_tensor(DType::kF32, {c.c * c.mult, 1, c.r, c.r}, -1, 1, 41);
   graph->initializers["b"] = random_tensor(DType::kF32, {c.c * c.mult}, -1, 1, 42);
   graph->nodes.push_back(conv_node(c, {"x", "w", "b"}));

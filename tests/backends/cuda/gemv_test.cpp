@@ -222,16 +222,7 @@ INSTANTIATE_TEST_SUITE_P(Products, GemvOnGpu, ::testing::ValuesIn(cases()), case
 std::shared_ptr<Graph> squeeze_excite_classifier() {
   using redwood::testing::make_node;
   using redwood::testing::random_tensor;
-  auto graph = std::make_shared<Graph>();
-  graph->name = "se_classifier";
-  graph->opset = 17;
-  ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::kF32;
-  graph->inputs = {x};
-  ValueInfo y = x;
-  y.name = "y";
-  graph->outputs = {y};
+  auto graph = redwood::testing::make_x_to_y_graph("se_classifier");
   graph->initializers["w1"] = random_tensor(DType::kF32, {8, 16, 1, 1}, -1, 1, 400);
   graph->initializers["b1"] = random_tensor(DType::kF32, {8}, -1, 1, 401);
   graph->initializers["w2"] = random_tensor(DType::kF32, {16, 8, 1, 1}, -1, 1, 402);

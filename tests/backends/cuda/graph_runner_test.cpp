@@ -84,16 +84,7 @@ INSTANTIATE_TEST_SUITE_P(Models, ModelSchedule, ::testing::ValuesIn(model_cases(
                          [](const auto& info) { return info.param.name; });
 
 TEST(GraphSchedule, NamesTheNodeNoCudaKernelRuns) {
-  auto graph = std::make_shared<Graph>();
-  graph->name = "g";
-  graph->opset = 17;
-  ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::kF32;
-  graph->inputs = {x};
-  ValueInfo y = x;
-  y.name = "y";
-  graph->outputs = {y};
+  auto graph = redwood::testing::make_x_to_y_graph("g");
   Node n;
   n.name = "the_topk";
   n.op_type = "TopK";
