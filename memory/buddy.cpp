@@ -113,14 +113,10 @@ std::uint32_t BuddyResource::order_for(std::size_t bytes, std::size_t alignment)
   RW_EXPECTS(alignment <= config_.chunk_alignment, InvalidArgument,
              "buddy pool '{}': alignment {} exceeds the pool's chunk_alignment {}", name(),
              alignment, config_.chunk_alignment);
-  const std::size_t need = std::max({bytes, alignment, config_.min_block_bytes});
-  if (need > config_.max_block_bytes) {
-    throw OutOfMemory(fmt::format(
-        "buddy pool '{}' is out of memory: {} requested, largest block {} (max_block_bytes), limit {}",
-        name(), format_bytes(bytes), format_bytes(config_.max_block_bytes),
-        format_bytes(config_.limit_bytes)));
-  }
-  return static_cast<std::uint32_t>(std::bit_width(need - 1));
+  if (const std::uint32_t order = block_order(bytes, alignment); order != 0) return order;
+  throw OutOfMemory(fmt::format(
+      "buddy pool '{}' is out of memory: {} requested, largest block {} (max_block_bytes), limit {}",
+      name(), format_bytes(bytes), format_bytes(config_.max_block_bytes), format_bytes(config_.limit_bytes)));
 }
 
 std::uint32_t BuddyResource::block_order(std::size_t bytes, std::size_t alignment) const {
@@ -189,7 +185,7 @@ void BuddyResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
   // The block's order comes from the caller's bytes and alignment (the contract), not from its
   // state byte: that byte is a cache miss for a block allocated long ago, and it was most of the
   // cost of a free. The state is checked where it is read anyway (when the block leaves the
-  // thread cache), and here too with debug checks on.
+  // thread cache); with debug checks on, MemoryResource's tracking has checked the call already.
   const std::uint32_t order = block_order(bytes, alignment);
   RW_EXPECTS(order != 0 && (offset & ((std::size_t{1} << order) - 1)) == 0, InvalidArgument,
              "buddy pool '{}': deallocate of {} with {} bytes (alignment {}), which is no block of "
@@ -197,13 +193,6 @@ void BuddyResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
              name(), p, bytes, alignment);
   const std::uint32_t u = static_cast<std::uint32_t>(offset >> min_order_);
   const std::uint32_t id = (c->id << unit_shift_) | u;
-  if (debug_checks()) {
-    const std::uint8_t st = detail::load_state(c, u);
-    RW_EXPECTS(st == (kAllocated | order), InvalidArgument,
-               "buddy pool '{}': deallocate of {} which is not an allocated block of {} (double free, "
-               "or a wrong size?)",
-               name(), p, format_bytes(std::size_t{1} << order));
-  }
   ThreadCache& tc = thread_cache();
   const std::uint64_t block = std::uint64_t{1} << order;
   if (!config_.ordering) stream = nullptr;

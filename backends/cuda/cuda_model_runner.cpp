@@ -52,8 +52,7 @@ class CudaModelRunner final : public ModelRunner {
 
 // Why GPU 0 cannot run models, or "": no device (CUDA's reason), or a device this build carries
 // no code for (device_arch.hpp), which would otherwise fail at the first kernel launch.
-std::string cuda_unavailable() {
-  const ProbeResult probe = probe_devices();
+std::string unavailable_reason(const ProbeResult& probe) {
   if (probe.devices.empty()) {
     return fmt::format("{} (CUDA runtime {}, driver {})", probe.error.empty() ? "no CUDA device found" : probe.error,
                        probe.runtime_version, probe.driver_version);
@@ -61,9 +60,11 @@ std::string cuda_unavailable() {
   return architecture_problem(probe.devices[0]);
 }
 
+std::string cuda_unavailable() { return unavailable_reason(probe_devices()); }
+
 std::unique_ptr<ModelRunner> make_cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision) {
   const ProbeResult probe = probe_devices();
-  const std::string why = cuda_unavailable();
+  const std::string why = unavailable_reason(probe);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
   return std::make_unique<CudaModelRunner>(std::move(graph), parse_precision(precision), probe.devices[0].name);
 }

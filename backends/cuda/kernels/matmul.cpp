@@ -48,6 +48,19 @@ kernels::GemvParams gemv_params(const kernels::GemmParams& p, std::int64_t rows)
 }
 
 // What a product's variant() says: the matrix-vector kernel, or the tiles and their engine.
+/// Binds a launch's run-time operands to GemmParams or GemvParams: the fused activation, input 2
+/// (MatMul's fused bias, or Gemm's C) and input 3 (the fused residual).
+enum class Input2 { kBias, kC, kNone };
+
+template <typename Params>
+Params bind_operands(Params p, const kernels::Epilogue& act, const LaunchArgs& a, Input2 input2) {
+  p.epilogue = act;
+  if (a.inputs.size() > 2 && input2 == Input2::kBias) p.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
+  if (input2 == Input2::kC) p.c = static_cast<const float*>(a.inputs[2].data);
+  if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
+  return p;
+}
+
 std::string matrix_variant(const Node& node, bool gemv, int rows, kernels::MmaType type, int k) {
   if (gemv) return fmt::format("{}: gemv, {} row{} (exact fp32)", node.where(), rows, rows == 1 ? "" : "s");
   const bool exact = type == kernels::MmaType::kFp32 || k <= 16;  // launch_gemm's rule for K ≤ 16
@@ -123,19 +136,11 @@ class MatMulKernel final : public CudaKernel {
 
   void launch(const LaunchArgs& a) override {
     if (gemv_) {
-      kernels::GemvParams g = gemv_p_;
-      g.epilogue = act_;
-      if (a.inputs.size() > 2) g.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
-      if (a.inputs.size() > 3) g.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-      kernels::launch_gemv(g, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
-                           static_cast<float*>(a.outputs[0].data), a.stream);
+      kernels::launch_gemv(bind_operands(gemv_p_, act_, a, Input2::kBias), static_cast<const float*>(a.inputs[0].data),
+                           static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
       return;
     }
-    kernels::GemmParams p = p_;
-    p.epilogue = act_;
-    if (a.inputs.size() > 2) p.epilogue.bias = static_cast<const float*>(a.inputs[2].data);
-    if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-    kernels::launch_gemm(type_, p, batches_, static_cast<const float*>(a.inputs[0].data),
+    kernels::launch_gemm(type_, bind_operands(p_, act_, a, Input2::kBias), batches_, static_cast<const float*>(a.inputs[0].data),
                          static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
   }
 
@@ -199,19 +204,11 @@ class GemmKernel final : public CudaKernel {
 
   void launch(const LaunchArgs& a) override {
     if (gemv_) {
-      kernels::GemvParams g = gemv_p_;
-      g.epilogue = act_;
-      if (has_c_) g.c = static_cast<const float*>(a.inputs[2].data);
-      if (a.inputs.size() > 3) g.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-      kernels::launch_gemv(g, static_cast<const float*>(a.inputs[0].data), static_cast<const float*>(a.inputs[1].data),
-                           static_cast<float*>(a.outputs[0].data), a.stream);
+      kernels::launch_gemv(bind_operands(gemv_p_, act_, a, c_input()), static_cast<const float*>(a.inputs[0].data),
+                           static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
       return;
     }
-    kernels::GemmParams p = p_;
-    p.epilogue = act_;
-    if (has_c_) p.c = static_cast<const float*>(a.inputs[2].data);
-    if (a.inputs.size() > 3) p.epilogue.residual = static_cast<const float*>(a.inputs[3].data);
-    kernels::launch_gemm(type_, p, kernels::GemmBatches{}, static_cast<const float*>(a.inputs[0].data),
+    kernels::launch_gemm(type_, bind_operands(p_, act_, a, c_input()), kernels::GemmBatches{}, static_cast<const float*>(a.inputs[0].data),
                          static_cast<const float*>(a.inputs[1].data), static_cast<float*>(a.outputs[0].data), a.stream);
   }
 
@@ -221,6 +218,7 @@ class GemmKernel final : public CudaKernel {
   kernels::GemmParams p_{};
   kernels::MmaType type_ = kernels::MmaType::kFp32;
   bool has_c_ = false;
+  Input2 c_input() const { return has_c_ ? Input2::kC : Input2::kNone; }
   bool gemv_ = false;  // launch() runs the matrix-vector kernel with gemv_p_
   kernels::GemvParams gemv_p_{};
 };

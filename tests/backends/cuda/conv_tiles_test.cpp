@@ -13,6 +13,7 @@
 #include "backends/cuda/kernels/conv_tuning.hpp"
 #include "core/error.hpp"
 #include "gpu_test_support.hpp"
+#include "provider_run.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -62,35 +63,13 @@ ConvShape shape_of(const ConvCase& c) {
 
 // The reference Conv kernel (CPU) with the same fused epilogue attributes.
 Tensor reference_conv(const ConvCase& c, const std::vector<Tensor>& inputs) {
-  Graph graph;
-  graph.opset = 17;
-  Node node;
-  node.name = c.name;
-  node.op_type = "Conv";
-  node.attributes["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
-  node.attributes["pads"] = std::vector<std::int64_t>{c.pad_h, c.pad_w, c.pad_h, c.pad_w};
-  node.attributes["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
-  node.attributes["group"] = std::int64_t{c.groups};
-  if (!c.act.empty()) node.attributes["rw.activation"] = c.act;
-  KernelInfo info;
-  info.graph = &graph;
-  info.opset = 17;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
-    info.input_dtypes.push_back(inputs[i].defined() ? DType::kF32 : DType::kUndefined);
-    info.constant_inputs.push_back(nullptr);
-  }
-  node.outputs = {"y"};
-  const KernelEntry* entry = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates("Conv", Device::kCpu)) {
-    if (e->provider == kReferenceProvider) entry = e;
-  }
-  if (entry == nullptr) throw Unsupported("no reference Conv kernel is linked");
-  std::unique_ptr<Kernel> kernel = entry->factory(node, info);
-  std::vector<Tensor> outputs(1);
-  KernelContext ctx{inputs, outputs, node};
-  kernel->run(ctx);
-  return outputs[0].contiguous();
+  std::map<std::string, AttributeValue> attrs;
+  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
+  attrs["pads"] = std::vector<std::int64_t>{c.pad_h, c.pad_w, c.pad_h, c.pad_w};
+  attrs["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
+  attrs["group"] = std::int64_t{c.groups};
+  if (!c.act.empty()) attrs["rw.activation"] = c.act;
+  return testing::run_with_provider("Conv", inputs, attrs, Device::kCpu, kReferenceProvider, Precision::kFp32).at(0);
 }
 
 int act_code(const std::string& act) {

@@ -15,6 +15,7 @@
 #include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "core/error.hpp"
 #include "gpu_test_support.hpp"
+#include "provider_run.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -87,28 +88,9 @@ Node conv_node(const DwCase& c, const std::vector<std::string>& inputs) {
 
 // The reference Conv kernel (CPU) on `inputs` (x, w, bias or undefined, residual).
 Tensor reference_conv(const DwCase& c, const std::vector<Tensor>& inputs) {
-  Graph graph;
-  graph.opset = 17;
-  std::vector<std::string> names;
-  KernelInfo info;
-  info.graph = &graph;
-  info.opset = 17;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    names.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
-    info.input_dtypes.push_back(inputs[i].defined() ? DType::kF32 : DType::kUndefined);
-    info.constant_inputs.push_back(nullptr);
-  }
-  const Node node = conv_node(c, names);
-  const KernelEntry* entry = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates("Conv", Device::kCpu)) {
-    if (e->provider == kReferenceProvider) entry = e;
-  }
-  if (entry == nullptr) throw Unsupported("no reference Conv kernel is linked");
-  std::unique_ptr<Kernel> kernel = entry->factory(node, info);
-  std::vector<Tensor> outputs(1);
-  KernelContext ctx{inputs, outputs, node};
-  kernel->run(ctx);
-  return outputs[0].contiguous();
+  return testing::run_with_provider("Conv", inputs, conv_node(c, {}).attributes, Device::kCpu, kReferenceProvider,
+                                    Precision::kFp32)
+      .at(0);
 }
 
 void PrintTo(const DwCase& c, std::ostream* os) { *os << c.name; }

@@ -23,6 +23,8 @@
 #include "core/onnx/onnx_import.hpp"
 #include "core/passes/pass_manager.hpp"
 
+#include "bench_support.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,6 +37,9 @@
 namespace {
 
 using namespace redwood;
+using bench::parse_list;
+using bench::random_input;
+using bench::relative_l2;
 
 struct Args {
   std::string mode, model, precision = "fp32";
@@ -42,36 +47,6 @@ struct Args {
   std::vector<std::vector<std::int64_t>> mnk;
   int runs = 50, warmup = 20;
 };
-
-std::vector<std::int64_t> parse_list(const std::string& s) {
-  std::vector<std::int64_t> out;
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = s.find(',', at);
-    out.push_back(std::stoll(s.substr(at, comma - at)));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return out;
-}
-
-Tensor random_input(const Shape& shape, std::uint32_t seed) {
-  Tensor t = Tensor::empty(DType::kF32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (float& v : t.values<float>()) v = dist(rng);
-  return t;
-}
-
-double relative_l2(const Tensor& a, const Tensor& e) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < e.numel(); ++i) {
-    const double d = a.get_as_double(i) - e.get_as_double(i);
-    num += d * d;
-    den += e.get_as_double(i) * e.get_as_double(i);
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
 
 // Median of `runs` timings of enqueue(stream) after `warmup` untimed ones, CUDA events.
 template <typename Enqueue>

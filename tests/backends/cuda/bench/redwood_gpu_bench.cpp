@@ -24,6 +24,8 @@
 #include "core/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 
+#include "bench_support.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -38,24 +40,9 @@
 namespace {
 
 using namespace redwood;
-
-Tensor random_input(const Shape& shape, std::uint32_t seed) {
-  Tensor t = Tensor::empty(DType::kF32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  for (float& v : t.values<float>()) v = dist(rng);
-  return t;
-}
-
-double relative_l2(const Tensor& a, const Tensor& e) {
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < e.numel(); ++i) {
-    const double d = a.get_as_double(i) - e.get_as_double(i);
-    num += d * d;
-    den += e.get_as_double(i) * e.get_as_double(i);
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
+using bench::parse_list;
+using bench::random_input;
+using bench::relative_l2;
 
 // FLOPs of one step if it is a convolution or a matrix product (2 per multiply-add), else 0.
 double step_flops(const Graph& g, const cuda::Schedule& s, const cuda::Schedule::Step& step) {
@@ -156,13 +143,7 @@ int run(int argc, char** argv) {
   RW_EXPECTS(graph->inputs.size() == 1, InvalidArgument, "{}: {} inputs (the bench feeds one)", model, graph->inputs.size());
   Shape shape = {batch};
   if (!dims.empty()) {
-    std::size_t at = 0;
-    while (at <= dims.size()) {
-      const std::size_t comma = dims.find(',', at);
-      shape.push_back(std::stoll(dims.substr(at, comma - at)));
-      if (comma == std::string::npos) break;
-      at = comma + 1;
-    }
+    for (std::int64_t d : parse_list(dims)) shape.push_back(d);
   } else {
     const ValueInfo& vi = graph->inputs[0];
     for (std::size_t d = 1; d < vi.dims.size(); ++d) {
