@@ -11,6 +11,7 @@
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_tuning.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
+#include "backends/cuda/kernels/variant_timer.hpp"
 #include "backends/cuda/kernels/gemv.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -228,11 +229,22 @@ class ConvKernel final : public ConvBase {
       candidates_ = kernels::conv_candidates(shape_, type_, sms);
       how_ = "default";
     }
+    w_constant_ = info.input(1).host != nullptr;  // an initializer: read before pdl_wait (pdl.cuh)
     gemv_ = !depthwise_ && conv_is_gemv(shape_);
     if (gemv_) {  // one way to run: no split-K workspace, nothing to tune
       config_ = {};
       candidates_.clear();
     }
+    // Counters for the split-K reduction inside the tensor-core kernel, enough for any split
+    // candidate's tiles (SplitKCounters: none where the pool is spent; a separate kernel adds).
+    int split_tiles = 0;
+    if (!depthwise_ && !gemv_ && type_ != kernels::MmaType::kFp32) {
+      for (const ConvConfig& c : candidates_) {
+        if (c.splits > 1) split_tiles = std::max(split_tiles, kernels::conv_split_tiles(shape_, type_, c.tile));
+      }
+      if (config_.splits > 1) split_tiles = std::max(split_tiles, kernels::conv_split_tiles(shape_, type_, config_.tile));
+    }
+    counters_ = kernels::SplitKCounters(split_tiles);
     return {{DType::kF32, y}};
   }
 
@@ -243,10 +255,10 @@ class ConvKernel final : public ConvBase {
     return bytes;
   }
 
-  // Times every candidate (tile × split-K) on the plan's stream with the plan's buffers, after
-  // about 1 ms of the default (clocks): one launch, then kReps launches between two events; a candidate whose warm-up already
-  // takes over 3× the best mean is dropped without the reps. The fastest mean wins, ties to the
-  // earlier candidate. Picks are cached process-wide per shape and precision, so identical layers
+  // Times every candidate (tile × split-K) on the plan's stream with the plan's buffers
+  // (time_variants, variant_timer.hpp: about 1 ms of the default for the clocks, then each
+  // candidate once and, unless that is over 3× the best mean, 3 more times between two events).
+  // The fastest mean wins, ties to the earlier candidate. Picks are cached process-wide per shape and precision, so identical layers
   // and later plans reuse them; past the plan's budget, a new shape keeps (and caches) the default.
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (depthwise_ || candidates_.size() <= 1) return;
@@ -271,52 +283,20 @@ class ConvKernel final : public ConvBase {
       return;
     }
     const auto start = std::chrono::steady_clock::now();
-    constexpr int kReps = 3;
-    cudaEvent_t ev[3];
-    for (auto& e : ev) RW_CUDA_CHECK(cudaEventCreate(&e));
-    float best = 0;
-    std::size_t best_i = 0;
+    const VariantTimes t = time_variants(
+        a.stream, candidates_.size(), [&] { launch(a); },
+        [&](std::size_t i) {
+          config_ = candidates_[i];
+          launch(a);
+        });
     std::string timings;
-    try {
-      // An idle GPU raises its clocks over the first milliseconds of work: run the default until
-      // about 1 ms has passed (at most 50 launches) so that early candidates are not handicapped.
-      for (int round = 0; round < 10; ++round) {
-        RW_CUDA_CHECK(cudaEventRecord(ev[0], a.stream));
-        for (int r = 0; r < 5; ++r) launch(a);
-        RW_CUDA_CHECK(cudaEventRecord(ev[1], a.stream));
-        RW_CUDA_CHECK(cudaEventSynchronize(ev[1]));
-        float ms = 0;
-        RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-        if (ms >= 1.f) break;
-      }
-      for (std::size_t i = 0; i < candidates_.size(); ++i) {
-        config_ = candidates_[i];
-        RW_CUDA_CHECK(cudaEventRecord(ev[0], a.stream));
-        launch(a);
-        RW_CUDA_CHECK(cudaEventRecord(ev[1], a.stream));
-        RW_CUDA_CHECK(cudaEventSynchronize(ev[1]));
-        float ms = 0;
-        RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
-        if (i == 0 || ms <= 3 * best) {  // else: slow from the first launch, not worth the reps
-          for (int r = 0; r < kReps; ++r) launch(a);
-          RW_CUDA_CHECK(cudaEventRecord(ev[2], a.stream));
-          RW_CUDA_CHECK(cudaEventSynchronize(ev[2]));
-          RW_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[1], ev[2]));
-          ms /= kReps;
-          if (i == 0 || ms < best) {
-            best = ms;
-            best_i = i;
-          }
-        }
-        timings += fmt::format("{}{}/{}:{:.3f}", timings.empty() ? "" : " ",
-                               kernels::conv_tiles(type_)[static_cast<std::size_t>(candidates_[i].tile)].name,
-                               candidates_[i].splits, ms);
-      }
-    } catch (...) {
-      for (auto& e : ev) cudaEventDestroy(e);
-      throw;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      timings += fmt::format("{}{}/{}{}:{:.3f}", timings.empty() ? "" : " ",
+                             kernels::conv_tiles(type_)[static_cast<std::size_t>(candidates_[i].tile)].name,
+                             candidates_[i].splits, candidates_[i].reduce_in_kernel ? "k" : "", t.ms[i]);
     }
-    for (auto& e : ev) RW_CUDA_WARN(cudaEventDestroy(e));
+    const std::size_t best_i = t.best;
+    const float best = t.best_ms;
     config_ = candidates_[best_i];
     how_ = fmt::format("measured {:.3f} ms", best);
     {
@@ -325,7 +305,7 @@ class ConvKernel final : public ConvBase {
     }
     ++cache.measured;
     budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    log().debug("conv tuning (tile/splits:ms) {}; picked {}", timings, variant());
+    log().debug("conv tuning (tile/splits, k: added in the kernel: ms) {}; picked {}", timings, variant());
   }
 
   std::string variant() const override {
@@ -339,8 +319,9 @@ class ConvKernel final : public ConvBase {
                            : fmt::format("{}: depthwise direct", node_.where());
     }
     const char* engine = type_ == kernels::MmaType::kFp32 ? "CUDA cores" : "mma.sync";
-    return fmt::format("{}: {} tile {}, split-K {} ({})", node_.where(), engine,
-                       kernels::conv_tiles(type_)[static_cast<std::size_t>(config_.tile)].name, config_.splits, how_);
+    return fmt::format("{}: {} tile {}, split-K {}{} ({})", node_.where(), engine,
+                       kernels::conv_tiles(type_)[static_cast<std::size_t>(config_.tile)].name, config_.splits,
+                       config_.splits > 1 && config_.reduce_in_kernel ? " added in the kernel" : "", how_);
   }
 
   void launch(const LaunchArgs& a) override {
@@ -350,6 +331,7 @@ class ConvKernel final : public ConvBase {
     if (gemv_) {
       kernels::GemvParams g = conv_gemv_params(shape_);
       g.epilogue = bound_epilogue(a);
+      g.w_constant = w_constant_;
       kernels::launch_gemv(g, x, w, y, a.stream);
       return;
     }
@@ -359,7 +341,7 @@ class ConvKernel final : public ConvBase {
       kernels::launch_conv_depthwise(shape_, x, w, y, bound_epilogue(a), a.stream);
     } else {
       kernels::launch_conv_implicit_gemm(shape_, x, w, y, bound_epilogue(a), type_, config_,
-                                         static_cast<float*>(a.workspace), a.stream);
+                                         static_cast<float*>(a.workspace), a.stream, w_constant_, &counters_);
     }
   }
 
@@ -371,6 +353,8 @@ class ConvKernel final : public ConvBase {
   std::vector<ConvConfig> candidates_;  // what tune() may pick from
   std::string how_;                     // how config_ was chosen
   bool gemv_ = false;                   // launch() runs the matrix-vector kernel (conv_is_gemv)
+  bool w_constant_ = false;             // the weights are an initializer (no kernel writes them)
+  kernels::SplitKCounters counters_;    // split-K reduced in the kernel (conv_kernels.hpp)
 };
 
 class ConvTransposeKernel final : public ConvBase {

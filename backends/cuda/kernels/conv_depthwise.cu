@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/conv_depthwise.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -64,6 +65,7 @@ __global__ void __launch_bounds__(kThreads)
   const int total = t.tc * chan_elems;
   const int step = static_cast<int>(blockDim.x);
   const int step_c = step / chan_elems, step_r = (step % chan_elems) / t.pitch, step_col = step % t.pitch;
+  pdl_wait();  // x may still be being written by the previous kernel (pdl.cuh)
   int c = static_cast<int>(threadIdx.x) / chan_elems;
   int r = (static_cast<int>(threadIdx.x) % chan_elems) / t.pitch;
   int col = static_cast<int>(threadIdx.x) % t.pitch;
@@ -98,6 +100,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
+  pdl_launch_dependents();
 
   const int txi = static_cast<int>(threadIdx.x) % t.tx;
   const int tyi = (static_cast<int>(threadIdx.x) / t.tx) % t.ty;
@@ -212,7 +215,8 @@ void launch_conv_depthwise_tiled(const ConvShape& p, const DepthwiseTiling& t, c
   if (!t.ok || t.blocks == 0) return;
   auto aligned = [](const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; };
   const bool vec_out = p.ow % V == 0 && aligned(y) && (e.residual == nullptr || aligned(e.residual));
-  pick(p)<<<static_cast<unsigned>(t.blocks), t.tx * t.ty * t.tc, t.smem_bytes, stream>>>(p, t, x, w, y, e, vec_out);
+  launch_kernel(pick(p), static_cast<unsigned>(t.blocks), t.tx * t.ty * t.tc, t.smem_bytes, stream, p, t, x, w, y, e,
+                vec_out);
   RW_CUDA_CHECK_LAUNCH("conv_depthwise_tiled");
 }
 

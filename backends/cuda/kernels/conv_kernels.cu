@@ -8,9 +8,13 @@
 #include "backends/cuda/kernels/conv_common.cuh"
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_mma.cuh"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <utility>
 
 namespace redwood::cuda::kernels {
 namespace {
@@ -20,6 +24,8 @@ using namespace conv;
 // partial is [split][group][n][m]; i runs over [group][n][m], as y's channels and pixels.
 __global__ void splitk_reduce(ConvShape p, const float* __restrict__ partial, float* __restrict__ y, Epilogue e,
                               int splits, long long total) {
+  pdl_wait();
+  pdl_launch_dependents();
   const Geometry g = geometry(p);
   RW_GRID_STRIDE(i, total) {
     const int m = static_cast<int>(i % g.m_total);
@@ -67,6 +73,7 @@ __global__ void __launch_bounds__(256) conv_simt(ConvShape p, const float* __res
   const float* wg = w + static_cast<long long>(grp) * g.kg * g.kdim;
   const int tx = t % 16, ty = t / 16;
   float acc[4][4] = {};
+  pdl_wait();  // x and y may still be in use by the previous kernel (pdl.cuh)
   for (int k0 = kr.k_begin; k0 < kr.k_end; k0 += kSimtBK) {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
@@ -92,6 +99,7 @@ __global__ void __launch_bounds__(256) conv_simt(ConvShape p, const float* __res
     }
     __syncthreads();
   }
+  pdl_launch_dependents();
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int m = m0 + tx + 16 * i;
@@ -106,6 +114,8 @@ __global__ void __launch_bounds__(256) conv_simt(ConvShape p, const float* __res
 
 __global__ void conv_depthwise(ConvShape p, const float* __restrict__ x, const float* __restrict__ w,
                                float* __restrict__ y, Epilogue e, long long total) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int kg = p.k / p.groups;
   RW_GRID_STRIDE(i, total) {
     const int ox = static_cast<int>(i % p.ow);
@@ -133,6 +143,8 @@ __global__ void conv_depthwise(ConvShape p, const float* __restrict__ x, const f
 // y[n, oc, oy, ox] = Σ over ic of oc's group, (r, s) with oy = iy·sh − ph + r·dh: x[n, ic, iy, ix] · w[ic, oc_g, r, s]
 __global__ void conv_transpose(ConvShape p, const float* __restrict__ x, const float* __restrict__ w,
                                float* __restrict__ y, Epilogue e, long long total) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int kg = p.k / p.groups, cg = p.c / p.groups;
   RW_GRID_STRIDE(i, total) {
     const int ox = static_cast<int>(i % p.ow);
@@ -167,7 +179,7 @@ __global__ void conv_transpose(ConvShape p, const float* __restrict__ x, const f
 
 // ---- the tensor-core tiles: one row per ConvTile of conv_tiles(), in that order ----
 template <typename T> struct MmaLaunch {
-  using Kernel = void (*)(ConvShape, const float*, const float*, float*, Epilogue, float*, int);
+  using Kernel = void (*)(ConvShape, const float*, const float*, float*, Epilogue, float*, int, int);
   Kernel kernel;
   int smem, threads, bm, bn;
 };
@@ -195,7 +207,7 @@ template <typename T> const MmaLaunch<T>& mma_launch(int tile) {
 
 template <typename T>
 void launch_mma(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e, int tile,
-                unsigned layers, float* part, cudaStream_t stream) {
+                unsigned layers, float* part, bool weights_constant, int counters, cudaStream_t stream) {
   const MmaLaunch<T>& l = mma_launch<T>(tile);
   const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
   const int kg = p.k / p.groups;
@@ -207,12 +219,53 @@ void launch_mma(const ConvShape& p, const float* x, const float* w, float* y, co
   }
   if (kdim % 4 == 0) flags |= kVecB;
   if ((p.oh * p.ow) % 4 == 0) flags |= kVecC;
+  if (weights_constant) flags |= kConstW;
   const dim3 grid(static_cast<unsigned>((m_total + l.bm - 1) / l.bm), static_cast<unsigned>((kg + l.bn - 1) / l.bn),
                   layers);
-  l.kernel<<<grid, l.threads, l.smem, stream>>>(p, x, w, y, e, part, flags);
+  launch_kernel(l.kernel, grid, l.threads, l.smem, stream, p, x, w, y, e, part, flags, counters);
 }
 
 int k_tile(MmaType type) { return type == MmaType::kFp32 ? kSimtBK : MmaTile<64, 64, 32, 32>::kBK; }
+
+// The host's view of g_tile_counters (conv_mma.cuh): free ranges by offset, first fit, merged
+// again when released.
+class TileCounterPool {
+ public:
+  int reserve(int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < n) continue;
+      const int at = it->first, left = it->second - n;
+      free_.erase(it);
+      if (left > 0) free_.emplace(at + n, left);
+      return at;
+    }
+    return -1;
+  }
+  void release(int at, int n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.emplace(at, n).first;
+    if (auto next = std::next(it); next != free_.end() && at + n == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      if (auto prev = std::prev(it); prev->first + prev->second == at) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, int> free_{{0, kTileCounterPool}};
+};
+
+TileCounterPool& tile_counter_pool() {
+  static TileCounterPool pool;
+  return pool;
+}
 
 }  // namespace
 
@@ -233,8 +286,54 @@ const std::vector<ConvTile>& conv_tiles(MmaType type) {
   return type == MmaType::kFp32 ? simt : mma;
 }
 
+SplitKCounters::SplitKCounters(int tiles) {
+  if (tiles <= 0) return;
+  base_ = tile_counter_pool().reserve(tiles);
+  count_ = base_ >= 0 ? tiles : 0;
+}
+
+SplitKCounters::~SplitKCounters() {
+  if (base_ >= 0) tile_counter_pool().release(base_, count_);
+}
+
+SplitKCounters::SplitKCounters(SplitKCounters&& o) noexcept : base_(o.base_), count_(o.count_) {
+  o.base_ = -1;
+  o.count_ = 0;
+}
+
+SplitKCounters& SplitKCounters::operator=(SplitKCounters&& o) noexcept {
+  if (this != &o) {
+    if (base_ >= 0) tile_counter_pool().release(base_, count_);
+    base_ = std::exchange(o.base_, -1);
+    count_ = std::exchange(o.count_, 0);
+  }
+  return *this;
+}
+
+int* split_k_counter_address(const SplitKCounters& counters) {
+  if (counters.base() < 0 || counters.count() == 0) return nullptr;
+  static unsigned* pool = [] {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    RW_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    void* address = nullptr;
+    const cudaError_t err = cudaGetSymbolAddress(&address, g_tile_counters);
+    RW_CUDA_CHECK(cudaThreadExchangeStreamCaptureMode(&mode));
+    RW_CUDA_CHECK(err);
+    return static_cast<unsigned*>(address);
+  }();
+  return reinterpret_cast<int*>(pool + counters.base());
+}
+
+int conv_split_tiles(const ConvShape& p, MmaType type, int tile) {
+  const ConvTile& t = conv_tiles(type).at(static_cast<std::size_t>(tile));
+  const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
+  const long long tiles = ((m_total + t.bm - 1) / t.bm) * ((p.k / p.groups + t.bn - 1) / t.bn) * p.groups;
+  return static_cast<int>(std::min<long long>(tiles, kTileCounterPool + 1LL));
+}
+
 void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,
-                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream) {
+                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream,
+                               bool weights_constant, const SplitKCounters* counters) {
   const long long m_total = static_cast<long long>(p.n) * p.oh * p.ow;
   const int kg = p.k / p.groups;
   if (m_total == 0 || kg == 0) return;
@@ -243,21 +342,31 @@ void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* 
   const int tile = cfg.tile >= 0 && cfg.tile < static_cast<int>(conv_tiles(type).size()) ? cfg.tile : 0;
   float* part = splits > 1 ? partial : nullptr;
   const unsigned layers = static_cast<unsigned>(p.groups * splits);
+  // Split-K on the tensor cores adds the splits in the kernel where this launch has a counter
+  // for each of its output tiles; else (and on the CUDA cores) splitk_reduce does, after it.
+  const bool in_kernel = splits > 1 && cfg.reduce_in_kernel && type != MmaType::kFp32 && counters != nullptr &&
+                         counters->base() >= 0 && conv_split_tiles(p, type, tile) <= counters->count();
+  const int counter_base = in_kernel ? counters->base() : -1;
   switch (type) {
     case MmaType::kFp32: {
       const dim3 grid(static_cast<unsigned>((m_total + kSimtBM - 1) / kSimtBM), (kg + kSimtBN - 1) / kSimtBN, layers);
-      conv_simt<<<grid, 256, 0, stream>>>(p, x, w, y, e, part);
+      launch_kernel(conv_simt, grid, 256, 0, stream, p, x, w, y, e, part);
       RW_CUDA_CHECK_LAUNCH("conv_simt");
       break;
     }
-    case MmaType::kTf32: launch_mma<Tf32>(p, x, w, y, e, tile, layers, part, stream); break;
-    case MmaType::kFp16: launch_mma<half>(p, x, w, y, e, tile, layers, part, stream); break;
-    default: launch_mma<__nv_bfloat16>(p, x, w, y, e, tile, layers, part, stream); break;
+    case MmaType::kTf32:
+      launch_mma<Tf32>(p, x, w, y, e, tile, layers, part, weights_constant, counter_base, stream);
+      break;
+    case MmaType::kFp16:
+      launch_mma<half>(p, x, w, y, e, tile, layers, part, weights_constant, counter_base, stream);
+      break;
+    default: launch_mma<__nv_bfloat16>(p, x, w, y, e, tile, layers, part, weights_constant, counter_base, stream); break;
   }
   if (type != MmaType::kFp32) RW_CUDA_CHECK_LAUNCH("conv_mma");
-  if (splits > 1) {
+  if (splits > 1 && !in_kernel) {
     const long long total = m_total * p.k;
-    splitk_reduce<<<grid_for(total), 256, 0, stream>>>(p, partial, y, e, splits, total);
+    launch_kernel(splitk_reduce, grid_for(total), 256, 0, stream, p, static_cast<const float*>(partial), y, e, splits,
+                  total);
     RW_CUDA_CHECK_LAUNCH("conv_splitk_reduce");
   }
 }
@@ -276,7 +385,10 @@ std::vector<int> conv_split_choices(const ConvShape& p, MmaType type, int tile, 
 std::vector<ConvConfig> conv_candidates(const ConvShape& p, MmaType type, int multiprocessors) {
   std::vector<ConvConfig> out;
   for (int tile = 0; tile < static_cast<int>(conv_tiles(type).size()); ++tile) {
-    for (int s : conv_split_choices(p, type, tile, multiprocessors)) out.push_back({tile, s});
+    for (int s : conv_split_choices(p, type, tile, multiprocessors)) {
+      out.push_back({tile, s, false});
+      if (s > 1 && type != MmaType::kFp32) out.push_back({tile, s, true});  // the splits added in the kernel
+    }
   }
   return out;
 }
@@ -302,7 +414,7 @@ void launch_conv_depthwise(const ConvShape& p, const float* x, const float* w, f
                            cudaStream_t stream) {
   const long long total = static_cast<long long>(p.n) * p.k * p.oh * p.ow;
   if (total == 0) return;
-  conv_depthwise<<<grid_for(total), 256, 0, stream>>>(p, x, w, y, e, total);
+  launch_kernel(conv_depthwise, grid_for(total), 256, 0, stream, p, x, w, y, e, total);
   RW_CUDA_CHECK_LAUNCH("conv_depthwise");
 }
 
@@ -310,7 +422,7 @@ void launch_conv_transpose(const ConvShape& p, const float* x, const float* w, f
                            cudaStream_t stream) {
   const long long total = static_cast<long long>(p.n) * p.k * p.oh * p.ow;
   if (total == 0) return;
-  conv_transpose<<<grid_for(total), 256, 0, stream>>>(p, x, w, y, e, total);
+  launch_kernel(conv_transpose, grid_for(total), 256, 0, stream, p, x, w, y, e, total);
   RW_CUDA_CHECK_LAUNCH("conv_transpose");
 }
 

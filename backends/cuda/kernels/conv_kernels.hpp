@@ -11,11 +11,16 @@
 namespace redwood::cuda::kernels {
 
 /// One way to run an implicit-GEMM convolution: a tile of the GEMM per block (an index into
-/// conv_tiles(type)) and the number of K ranges (split-K) computed by separate blocks.
+/// conv_tiles(type)), the number of K ranges (split-K) computed by separate blocks, and, with
+/// several, whether the tensor-core kernel adds them itself (SplitKCounters, below) rather than a
+/// second kernel (which is faster depends on the shape: the tuner times both).
 struct ConvConfig {
   int tile = 0;
   int splits = 1;
-  bool operator==(const ConvConfig& o) const { return tile == o.tile && splits == o.splits; }
+  bool reduce_in_kernel = false;
+  bool operator==(const ConvConfig& o) const {
+    return tile == o.tile && splits == o.splits && reduce_in_kernel == o.reduce_in_kernel;
+  }
 };
 
 /// A block tile: bm output pixels × bn output channels, `threads` per block.
@@ -44,15 +49,50 @@ std::vector<ConvConfig> conv_candidates(const ConvShape& p, MmaType type, int mu
 ConvConfig conv_default_config(const ConvShape& p, MmaType type, int multiprocessors);
 /// Scratch for the partial sums of `splits` K ranges (0 for one).
 std::size_t conv_partial_bytes(const ConvShape& p, int splits);
+/// Output tiles (blocks of one K range) of a launch with this tile: the counters its split-K
+/// reduction in the kernel needs.
+int conv_split_tiles(const ConvShape& p, MmaType type, int tile);
+
+/// Arrival counters for split-K reduced inside the tensor-core kernel: the last block of each
+/// output tile to finish adds the splits' partial sums in split order (the bits of the separate
+/// reduction) and runs the epilogue, so no second kernel is launched. The counters are device
+/// memory that is zero at load and that each launch leaves at zero (CUDA graph replays), from a
+/// process-wide pool of 2^20 handed out here on the host, no CUDA call: a kernel holds its range
+/// for its lifetime, so launches that may overlap (plans on other streams) never share one.
+/// base() < 0 (none asked, or the pool is spent): launches add the splits in a separate kernel.
+class SplitKCounters {
+ public:
+  SplitKCounters() = default;
+  explicit SplitKCounters(int tiles);
+  ~SplitKCounters();
+  SplitKCounters(SplitKCounters&& o) noexcept;
+  SplitKCounters& operator=(SplitKCounters&& o) noexcept;
+  SplitKCounters(const SplitKCounters&) = delete;
+  SplitKCounters& operator=(const SplitKCounters&) = delete;
+  int base() const { return base_; }
+  int count() const { return count_; }
+
+ private:
+  int base_ = -1, count_ = 0;
+};
+
+/// The device address of `counters`' first counter (zero between launches), for kernels in other
+/// files that add their split-K tiles themselves (rw.ConvNhwc); null when the range is empty. The
+/// first call looks the pool up (with relaxed stream capture, so it may come during a capture).
+int* split_k_counter_address(const SplitKCounters& counters);
 
 /// Implicit GEMM: M = N·OH·OW output pixels, N = K/groups channels, K = C/groups·R·S, one grid
 /// layer per group and split. kFp32: CUDA cores, exact fp32. kTf32/kFp16/kBf16: tensor cores
 /// (mma.sync), the operands rounded to that type as fragments are read from shared memory, fp32
 /// accumulation. With cfg.splits > 1 the partial sums of each K range go to `partial`
-/// (conv_partial_bytes) and one more kernel adds them in a fixed order (deterministic) and runs
-/// the epilogue; without `partial` the launch runs unsplit.
+/// (conv_partial_bytes) and are added in a fixed order (deterministic) before the epilogue: in
+/// the kernel with cfg.reduce_in_kernel where `counters` has a counter for each output tile
+/// (tensor cores only), else by one more kernel; without `partial` the launch runs unsplit. `weights_constant`: w is a constant of
+/// the plan (an initializer), which no kernel writes, so the tensor-core kernel starts loading it
+/// before pdl_wait() (pdl.cuh); leave it false when w may be an activation.
 void launch_conv_implicit_gemm(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,
-                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream);
+                               MmaType type, ConvConfig cfg, float* partial, cudaStream_t stream,
+                               bool weights_constant = false, const SplitKCounters* counters = nullptr);
 
 /// One input channel per group (depthwise, channel multiplier K/groups): direct, fp32.
 void launch_conv_depthwise(const ConvShape& p, const float* x, const float* w, float* y, const Epilogue& e,

@@ -17,6 +17,8 @@
 // through shared memory as [n][m] and writes pixels contiguously (or the split's partial sums).
 
 #include "backends/cuda/kernels/conv_common.cuh"
+#include "backends/cuda/kernels/cp_async.cuh"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -27,23 +29,6 @@
 namespace redwood::cuda::kernels::conv {
 
 struct Tf32 {};
-
-__device__ __forceinline__ unsigned smem_u32(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-// Copies `bytes` (4 or 16) when `valid`, else writes zeros (src-size 0 reads nothing).
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_u32(dst)), "l"(src), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_u32(dst)), "l"(src),
-               "r"(valid ? 16 : 0));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 // Per operand type: k of one mma, shared-memory pads, fragment reads, the mma itself.
 template <typename T> struct MmaOp;
@@ -150,14 +135,21 @@ template <int BM, int BN, int WM, int WN> struct MmaTile {
   static_assert((BN * kBK) % kThreads == 0 && (BN * kBK / 4) % kThreads == 0, "the B copies");
 };
 
+/// Arrival counters of the split-K tiles reduced in the kernel: zero at module load, each launch
+/// leaves its own at zero again. Ranges of it are handed out on the host (SplitKCounters,
+/// conv_kernels.cu), so kernels that may run at the same time never share a counter.
+inline constexpr int kTileCounterPool = 1 << 20;
+static __device__ unsigned g_tile_counters[kTileCounterPool];
+
 /// flags: kVecA (1×1, stride 1, no padding, OH·OW % 4 == 0), kVecB (Kdim % 4 == 0), kVecC
-/// (OH·OW % 4 == 0: float4 epilogue; y, the residual and the partial sums 16-byte aligned).
-enum : int { kVecA = 1, kVecB = 2, kVecC = 16 };
+/// (OH·OW % 4 == 0: float4 epilogue; y, the residual and the partial sums 16-byte aligned),
+/// kConstW (w is a constant of the plan: the first stages' weight copies start before pdl_wait()).
+enum : int { kVecA = 1, kVecB = 2, kVecC = 16, kConstW = 32 };
 
 template <typename T, int BM, int BN, int WM, int WN>
 __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM, BN, WM, WN>::kMinBlocks)
     conv_mma(ConvShape p, const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y, Epilogue e,
-             float* __restrict__ partial, int flags) {
+             float* __restrict__ partial, int flags, int counters) {
   using Tile = MmaTile<BM, BN, WM, WN>;
   using Op = MmaOp<T>;
   constexpr int BK = Tile::kBK, kStages = Tile::kStages, kThreads = Tile::kThreads;
@@ -220,9 +212,8 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
   const bool fast_div = g.kdim < (1 << 20);
   const float inv_rs = 1.f / static_cast<float>(g.rs), inv_s = 1.f / static_cast<float>(p.s);
 
-  auto load_tile = [&](int stage, int k0) {
+  auto load_a = [&](int stage, int k0) {
     float* as = as_all + stage * kAStage;
-    float* bs = bs_all + stage * kBStage;
     if (vec_a) {
       const bool m_ok = (inside[0] & 1) != 0;
 #pragma unroll
@@ -248,6 +239,9 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
         }
       }
     }
+  };
+  auto load_b = [&](int stage, int k0) {
+    float* bs = bs_all + stage * kBStage;
     if (vec_b) {
 #pragma unroll
       for (int i = 0; i < BN * BK / 4 / kThreads; ++i) {
@@ -277,15 +271,32 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
 
   const int wm0 = (warp % Tile::kWarpsM) * WM, wn0 = (warp / Tile::kWarpsM) * WN;
   const int ktiles = (kr.k_end - kr.k_begin + BK - 1) / BK;
+  // Programmatic launch (pdl.cuh): constant weights of the first stages are copied while the
+  // previous kernel finishes; x, which it may still be writing, only after pdl_wait(). The early
+  // copies join the first commit group, so the waits below count groups as before.
+  const bool early_b = (flags & kConstW) != 0;
+  if (early_b) {
+#pragma unroll
+    for (int s = 0; s < kStages - 1; ++s) {
+      if (s < ktiles) load_b(s, kr.k_begin + s * BK);
+    }
+  }
+  pdl_wait();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < ktiles) load_tile(s, kr.k_begin + s * BK);
+    if (s < ktiles) {
+      load_a(s, kr.k_begin + s * BK);
+      if (!early_b) load_b(s, kr.k_begin + s * BK);
+    }
     cp_async_commit();  // empty groups keep the count the wait below relies on
   }
   for (int kt = 0; kt < ktiles; ++kt) {
     cp_async_wait<kStages - 2>();  // tile kt has landed (this thread's copies) ...
     __syncthreads();               // ... everyone's, and everyone is done with tile kt − 1's stage
-    if (kt + kStages - 1 < ktiles) load_tile((kt + kStages - 1) % kStages, kr.k_begin + (kt + kStages - 1) * BK);
+    if (kt + kStages - 1 < ktiles) {
+      load_a((kt + kStages - 1) % kStages, kr.k_begin + (kt + kStages - 1) * BK);
+      load_b((kt + kStages - 1) % kStages, kr.k_begin + (kt + kStages - 1) * BK);
+    }
     cp_async_commit();
     const float* as = as_all + (kt % kStages) * kAStage;
     const float* bs = bs_all + (kt % kStages) * kBStage;
@@ -304,6 +315,7 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
   }
   cp_async_wait<0>();
   __syncthreads();  // the pipeline's memory becomes the [n][m] output tile
+  pdl_launch_dependents();  // only the epilogue is left: the next kernel may start arriving
 
   // c0 c1: (m g, n 2t, 2t+1); c2 c3: (m g+8, same n). [n][m] with stride ≡ 4 mod 32: banks 8t + g.
   float* cs = smem;
@@ -326,56 +338,114 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
   // float4s; else one pixel column. Either way the pixel is decoded once, then channels walked.
   const int n_end = min(BN, g.kg - n0);
   const int oc0 = kr.grp * g.kg + n0;
-  if ((flags & kVecC) != 0) {
-    constexpr int kQ = BM / 4;
-    const int mm = 4 * (t % kQ), m = m0 + mm;
-    if (m < g.m_total) {
-      const int image = m / g.ohw, pix = m - image * g.ohw;
-      if (partial != nullptr) {
-        float* dst = partial + ((static_cast<long long>(kr.split) * p.groups + kr.grp) * g.kg + n0) * g.m_total + m;
-        for (int nn = t / kQ; nn < n_end; nn += kThreads / kQ) {
-          *reinterpret_cast<float4*>(dst + static_cast<long long>(nn) * g.m_total) =
-              *reinterpret_cast<const float4*>(cs + nn * LDC + mm);
-        }
+  const bool vec_c = (flags & kVecC) != 0;
+  static_assert(kThreads % BM == 0, "a thread keeps its pixel column through the epilogue");
+  constexpr int kQ = BM / 4;
+  const int mm = vec_c ? 4 * (t % kQ) : t % BM, m = m0 + mm;
+  const int nn0 = vec_c ? t / kQ : t / BM, nn_step = vec_c ? kThreads / kQ : kThreads / BM;
+  const bool m_ok = m < g.m_total;
+  const int image = m_ok ? m / g.ohw : 0, pix = m_ok ? m - image * g.ohw : 0;
+  const long long at = (static_cast<long long>(image) * p.k + oc0) * g.ohw + pix;
+  // y = act(sum + bias + residual) for channel nn of the tile (4 pixels with kVecC).
+  auto store4 = [&](int nn, float4 v) {
+    const long long idx = at + static_cast<long long>(nn) * g.ohw;
+    if (e.bias != nullptr) {
+      const float b = __ldg(e.bias + oc0 + nn);
+      v.x += b, v.y += b, v.z += b, v.w += b;
+    }
+    if (e.residual != nullptr) {
+      const float4 r = __ldg(reinterpret_cast<const float4*>(e.residual + idx));
+      v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
+    }
+    v.x = activate(v.x, e.act, e.alpha, e.beta);
+    v.y = activate(v.y, e.act, e.alpha, e.beta);
+    v.z = activate(v.z, e.act, e.alpha, e.beta);
+    v.w = activate(v.w, e.act, e.alpha, e.beta);
+    *reinterpret_cast<float4*>(y + idx) = v;
+  };
+  auto store1 = [&](int nn, float v) {
+    const long long idx = at + static_cast<long long>(nn) * g.ohw;
+    if (e.bias != nullptr) v += __ldg(e.bias + oc0 + nn);
+    if (e.residual != nullptr) v += __ldg(e.residual + idx);
+    y[idx] = activate(v, e.act, e.alpha, e.beta);
+  };
+  if (partial == nullptr) {
+    if (!m_ok) return;
+    for (int nn = nn0; nn < n_end; nn += nn_step) {
+      if (vec_c) {
+        store4(nn, *reinterpret_cast<const float4*>(cs + nn * LDC + mm));
       } else {
-        const long long at = (static_cast<long long>(image) * p.k + oc0) * g.ohw + pix;
-        for (int nn = t / kQ; nn < n_end; nn += kThreads / kQ) {
-          const long long idx = at + static_cast<long long>(nn) * g.ohw;
-          float4 v = *reinterpret_cast<const float4*>(cs + nn * LDC + mm);
-          if (e.bias != nullptr) {
-            const float b = __ldg(e.bias + oc0 + nn);
-            v.x += b, v.y += b, v.z += b, v.w += b;
-          }
-          if (e.residual != nullptr) {
-            const float4 r = __ldg(reinterpret_cast<const float4*>(e.residual + idx));
-            v.x += r.x, v.y += r.y, v.z += r.z, v.w += r.w;
-          }
-          v.x = activate(v.x, e.act, e.alpha, e.beta);
-          v.y = activate(v.y, e.act, e.alpha, e.beta);
-          v.z = activate(v.z, e.act, e.alpha, e.beta);
-          v.w = activate(v.w, e.act, e.alpha, e.beta);
-          *reinterpret_cast<float4*>(y + idx) = v;
-        }
+        store1(nn, cs[nn * LDC + mm]);
       }
     }
     return;
   }
-  static_assert(kThreads % BM == 0, "a thread keeps its pixel column through the epilogue");
-  const int mm = t % BM, m = m0 + mm;
-  if (m < g.m_total) {
-    const int image = m / g.ohw, pix = m - image * g.ohw;
-    if (partial != nullptr) {
-      float* dst = partial + ((static_cast<long long>(kr.split) * p.groups + kr.grp) * g.kg + n0) * g.m_total + m;
-      for (int nn = t / BM; nn < n_end; nn += kThreads / BM) dst[static_cast<long long>(nn) * g.m_total] = cs[nn * LDC + mm];
-    } else {
-      const long long at = (static_cast<long long>(image) * p.k + oc0) * g.ohw + pix;
-      for (int nn = t / BM; nn < n_end; nn += kThreads / BM) {
-        const long long idx = at + static_cast<long long>(nn) * g.ohw;
-        float v = cs[nn * LDC + mm];
-        if (e.bias != nullptr) v += __ldg(e.bias + oc0 + nn);
-        if (e.residual != nullptr) v += __ldg(e.residual + idx);
-        y[idx] = activate(v, e.act, e.alpha, e.beta);
+  // Split-K: this split's sums of the tile, [split][group][n][m] (m fastest).
+  const long long split_elems = static_cast<long long>(p.k) * g.m_total;
+  float* const tile_part = partial + (static_cast<long long>(kr.grp) * g.kg + n0) * g.m_total + m;
+  if (m_ok) {
+    float* dst = tile_part + kr.split * split_elems;
+    for (int nn = nn0; nn < n_end; nn += nn_step) {
+      if (vec_c) {
+        *reinterpret_cast<float4*>(dst + static_cast<long long>(nn) * g.m_total) =
+            *reinterpret_cast<const float4*>(cs + nn * LDC + mm);
+      } else {
+        dst[static_cast<long long>(nn) * g.m_total] = cs[nn * LDC + mm];
       }
+    }
+  }
+  if (counters < 0) return;  // splitk_reduce adds the splits
+  // In-kernel reduction: the last block of the tile to arrive (a counter per tile, g_tile_counters)
+  // adds every split's sums in split order, as splitk_reduce does (the same bits whichever block
+  // is last), runs the epilogue, and sets the counter back to zero for the next launch.
+  // The flag lives in the pipeline's shared memory (free once every thread has copied its part
+  // of the tile out): static shared memory would cost some tiles a block per multiprocessor.
+  int* const last_arrival = reinterpret_cast<int*>(smem);
+  __threadfence();  // this block's sums are visible device-wide before its arrival is counted
+  __syncthreads();
+  const int splits = static_cast<int>(gridDim.z) / p.groups;
+  if (t == 0) {
+    unsigned* counter = g_tile_counters + counters + (kr.grp * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    const unsigned before = atomicAdd(counter, 1u);
+    *last_arrival = before == static_cast<unsigned>(splits - 1) ? 1 : 0;
+    if (*last_arrival != 0) *counter = 0u;  // every split has arrived; none touches it again
+  }
+  __syncthreads();
+  if (*last_arrival == 0 || !m_ok) return;
+  __threadfence();  // the other splits' sums, published before their arrivals
+  // One block adds the whole tile: up to kBatch splits' loads are issued before the first add, so
+  // the L2 round trips overlap (one after another they made this slower than a second kernel).
+  constexpr int kBatch = 16;
+  for (int nn = nn0; nn < n_end; nn += nn_step) {
+    const float* src = tile_part + static_cast<long long>(nn) * g.m_total;
+    if (vec_c) {
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+      for (int s0 = 0; s0 < splits; s0 += kBatch) {
+        float4 v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          if (s0 + i < splits) v[i] = __ldcg(reinterpret_cast<const float4*>(src + (s0 + i) * split_elems));
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          if (s0 + i < splits) sum.x += v[i].x, sum.y += v[i].y, sum.z += v[i].z, sum.w += v[i].w;
+        }
+      }
+      store4(nn, sum);
+    } else {
+      float sum = 0.f;
+      for (int s0 = 0; s0 < splits; s0 += kBatch) {
+        float v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          if (s0 + i < splits) v[i] = __ldcg(src + (s0 + i) * split_elems);
+        }
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) {
+          if (s0 + i < splits) sum += v[i];
+        }
+      }
+      store1(nn, sum);
     }
   }
 }

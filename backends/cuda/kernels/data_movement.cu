@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/launchers.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cstdint>
 
@@ -12,6 +13,8 @@ namespace {
 
 template <typename T>
 __global__ void strided_copy_kernel(const T* __restrict__ src, T* __restrict__ dst, long long n, StridedCopy p) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, n) {
     long long rest = i, off = p.base;
     for (int d = p.rank - 1; d >= 0; --d) {
@@ -24,7 +27,8 @@ __global__ void strided_copy_kernel(const T* __restrict__ src, T* __restrict__ d
 
 template <typename T>
 void launch_typed(const void* src, void* dst, long long n, const StridedCopy& p, cudaStream_t stream) {
-  strided_copy_kernel<T><<<grid_for(n), 256, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), n, p);
+  launch_kernel(strided_copy_kernel<T>, grid_for(n), 256, 0, stream, static_cast<const T*>(src), static_cast<T*>(dst), n,
+                p);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/launchers.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 namespace redwood::cuda::kernels {
 namespace {
@@ -32,6 +33,8 @@ __device__ __forceinline__ float unary(UnaryOp op, float x, float alpha, float b
 
 __global__ void unary_kernel(UnaryOp op, const float* __restrict__ x, float* __restrict__ y, long long n, float alpha,
                              float beta) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, n) y[i] = unary(op, x[i], alpha, beta);
 }
 
@@ -50,6 +53,8 @@ __device__ __forceinline__ float binary(BinaryOp op, float a, float b) {
 
 __global__ void binary_kernel(BinaryOp op, const float* __restrict__ a, const float* __restrict__ b,
                               float* __restrict__ y, long long n, Broadcast bc) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, n) {
     if (bc.same_shape) {
       y[i] = binary(op, a[i], b[i]);
@@ -70,6 +75,8 @@ __global__ void batch_norm_kernel(const float* __restrict__ x, const float* __re
                                   const float* __restrict__ bias, const float* __restrict__ mean,
                                   const float* __restrict__ var, float* __restrict__ y, long long n, int c,
                                   long long inner, float epsilon) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, n) {
     const int ch = static_cast<int>((i / inner) % c);
     y[i] = (x[i] - mean[ch]) * (scale[ch] * rsqrtf(var[ch] + epsilon)) + bias[ch];
@@ -80,21 +87,21 @@ __global__ void batch_norm_kernel(const float* __restrict__ x, const float* __re
 
 void launch_unary(UnaryOp op, const float* x, float* y, long long n, float alpha, float beta, cudaStream_t stream) {
   if (n == 0) return;
-  unary_kernel<<<grid_for(n), 256, 0, stream>>>(op, x, y, n, alpha, beta);
+  launch_kernel(unary_kernel, grid_for(n), 256, 0, stream, op, x, y, n, alpha, beta);
   RW_CUDA_CHECK_LAUNCH("unary");
 }
 
 void launch_binary(BinaryOp op, const float* a, const float* b, float* y, long long n, const Broadcast& bc,
                    cudaStream_t stream) {
   if (n == 0) return;
-  binary_kernel<<<grid_for(n), 256, 0, stream>>>(op, a, b, y, n, bc);
+  launch_kernel(binary_kernel, grid_for(n), 256, 0, stream, op, a, b, y, n, bc);
   RW_CUDA_CHECK_LAUNCH("binary");
 }
 
 void launch_batch_norm(const float* x, const float* scale, const float* bias, const float* mean, const float* var,
                        float* y, long long n, int c, long long inner, float epsilon, cudaStream_t stream) {
   if (n == 0) return;
-  batch_norm_kernel<<<grid_for(n), 256, 0, stream>>>(x, scale, bias, mean, var, y, n, c, inner, epsilon);
+  launch_kernel(batch_norm_kernel, grid_for(n), 256, 0, stream, x, scale, bias, mean, var, y, n, c, inner, epsilon);
   RW_CUDA_CHECK_LAUNCH("batch_norm");
 }
 

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/elementwise_chain.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cstdint>
 
@@ -56,6 +57,8 @@ __device__ __forceinline__ float run_chain(const ChainParams& p, float v, long l
 // Four elements per thread as one float4 (n % 4 == 0, 16-byte aligned pointers).
 __global__ void __launch_bounds__(256) chain_vec4(const __grid_constant__ ChainParams p, const float4* x, float4* y,
                                                   long long quads) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(q, quads) {
     float4 v = x[q];
     const long long i = 4 * q;
@@ -69,6 +72,8 @@ __global__ void __launch_bounds__(256) chain_vec4(const __grid_constant__ ChainP
 
 __global__ void __launch_bounds__(256) chain_scalar(const __grid_constant__ ChainParams p, const float* x, float* y,
                                                     long long n) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, n) y[i] = run_chain(p, x[i], i);
 }
 
@@ -78,11 +83,11 @@ void launch_elementwise_chain(const ChainParams& p, const float* x, float* y, lo
   if (n == 0) return;
   const bool aligned = (reinterpret_cast<std::uintptr_t>(x) | reinterpret_cast<std::uintptr_t>(y)) % 16 == 0;
   if (aligned && n % 4 == 0) {
-    chain_vec4<<<grid_for(n / 4), 256, 0, stream>>>(p, reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y),
-                                                     n / 4);
+    launch_kernel(chain_vec4, grid_for(n / 4), 256, 0, stream, p, reinterpret_cast<const float4*>(x),
+                  reinterpret_cast<float4*>(y), n / 4);
     RW_CUDA_CHECK_LAUNCH("elementwise_chain_vec4");
   } else {
-    chain_scalar<<<grid_for(n), 256, 0, stream>>>(p, x, y, n);
+    launch_kernel(chain_scalar, grid_for(n), 256, 0, stream, p, x, y, n);
     RW_CUDA_CHECK_LAUNCH("elementwise_chain");
   }
 }

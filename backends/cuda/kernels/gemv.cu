@@ -14,6 +14,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/gemv.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cstdint>
 #include <stdexcept>
@@ -49,6 +50,17 @@ __global__ void __launch_bounds__(kThreads) gemv_k(const __grid_constant__ GemvP
                                                    const float* __restrict__ w, float* __restrict__ y) {
   const int lane = threadIdx.x % 32;
   const long long n = static_cast<long long>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  // Weights that no kernel writes start towards L2 while the previous kernel finishes: 128-byte
+  // lines of this warp's column, a lane every 32nd line.
+  if (p.w_constant && n < p.n) {
+    const char* row = reinterpret_cast<const char*>(w + n * p.w_n);
+    const long long bytes = static_cast<long long>(p.k) * p.w_k * static_cast<long long>(sizeof(float));
+    for (long long off = lane * 128LL; off < bytes; off += 32 * 128LL) {
+      asm volatile("prefetch.global.L2 [%0];\n" ::"l"(row + off));
+    }
+  }
+  pdl_wait();
+  pdl_launch_dependents();
   if (n >= p.n) return;  // the whole warp: n is the same for its 32 lanes
   long long rows[R];
 #pragma unroll
@@ -107,6 +119,8 @@ template <int R>
 __global__ void __launch_bounds__(kThreads) gemv_n(const __grid_constant__ GemvParams p, const float* __restrict__ a,
                                                    const float* __restrict__ w, float* __restrict__ y) {
   __shared__ float part[kWarps][R][32];
+  pdl_wait();
+  pdl_launch_dependents();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const long long n = static_cast<long long>(blockIdx.x) * 32 + lane;
   const bool inside = n < p.n;
@@ -151,19 +165,19 @@ template <int R>
 void go(const GemvParams& p, const float* a, const float* w, float* y, cudaStream_t stream) {
   if (p.w_n == 1 && p.w_k != 1) {
     const unsigned blocks = static_cast<unsigned>((static_cast<long long>(p.n) + 31) / 32);
-    gemv_n<R><<<blocks, kThreads, 0, stream>>>(p, a, w, y);
+    launch_kernel(gemv_n<R>, blocks, kThreads, 0, stream, p, a, w, y);
     RW_CUDA_CHECK_LAUNCH("gemv_n");
     return;
   }
   const unsigned blocks = static_cast<unsigned>((static_cast<long long>(p.n) + kWarps - 1) / kWarps);
   if (p.w_k == 1 && p.k % 4 == 0 && p.w_n % 4 == 0 && aligned16(w)) {
     if (a_rows_vectorizable(p, a)) {
-      gemv_k<R, true, true><<<blocks, kThreads, 0, stream>>>(p, a, w, y);
+      launch_kernel(gemv_k<R, true, true>, blocks, kThreads, 0, stream, p, a, w, y);
     } else {
-      gemv_k<R, true, false><<<blocks, kThreads, 0, stream>>>(p, a, w, y);
+      launch_kernel(gemv_k<R, true, false>, blocks, kThreads, 0, stream, p, a, w, y);
     }
   } else {
-    gemv_k<R, false, false><<<blocks, kThreads, 0, stream>>>(p, a, w, y);
+    launch_kernel(gemv_k<R, false, false>, blocks, kThreads, 0, stream, p, a, w, y);
   }
   RW_CUDA_CHECK_LAUNCH("gemv_k");
 }

@@ -31,6 +31,9 @@ struct GemvParams {
   long long c_m = 0, c_n = 0;
   float alpha = 1.f, beta = 0.f;
   Epilogue epilogue;  // bias over n, residual indexed as Y, activation
+  // W is a constant of the plan (an initializer), which no kernel writes: the kernel may start
+  // reading it before pdl_wait() (pdl.cuh). False when W may be an activation.
+  bool w_constant = false;
 };
 
 /// Queues the product on `stream`. rows ≤ kGemvMaxRows (std::invalid_argument otherwise); rows

@@ -129,6 +129,7 @@ class MatMulKernel final : public CudaKernel {
     const std::int64_t rows = count * m;
     gemv_ = !b_batched && rows >= 1 && rows <= kernels::kGemvMaxRows;
     gemv_p_ = gemv_ ? gemv_params(p_, rows) : kernels::GemvParams{};
+    gemv_p_.w_constant = info.input(1).host != nullptr;  // an initializer: read before pdl_wait (pdl.cuh)
     return {{DType::kF32, y}};
   }
 
@@ -197,6 +198,7 @@ class GemmKernel final : public CudaKernel {
     check_fused_residual(info, y);
     gemv_ = m >= 1 && m <= kernels::kGemvMaxRows;  // a classifier at batch 1: the matrix-vector kernel
     gemv_p_ = gemv_ ? gemv_params(p_, m) : kernels::GemvParams{};
+    gemv_p_.w_constant = info.input(1).host != nullptr;  // an initializer: read before pdl_wait (pdl.cuh)
     return {{DType::kF32, y}};
   }
 

@@ -10,8 +10,10 @@
 //   tiles take the same path. Products with K ≤ 16 take the exact kernel at every precision.
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernels/cp_async.cuh"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/matmul.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -68,6 +70,7 @@ __global__ void __launch_bounds__(256) gemm_simt(const __grid_constant__ GemmPar
   const float* ab = a + ao;
   const float* bb_ = b + bo;
   float acc[4][4] = {};
+  pdl_wait();  // either operand may be an activation (pdl.cuh)
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
 #pragma unroll
     for (int l = 0; l < 4; ++l) {
@@ -92,6 +95,7 @@ __global__ void __launch_bounds__(256) gemm_simt(const __grid_constant__ GemmPar
     }
     __syncthreads();
   }
+  pdl_launch_dependents();
 #pragma unroll
   for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -103,22 +107,6 @@ __global__ void __launch_bounds__(256) gemm_simt(const __grid_constant__ GemmPar
 constexpr int kTM = 64, kTN = 64, kTK = 16, kStages = 3, kThreads = 128;
 constexpr int kKStride = kTK + 4;  // a row of 16 k values (+4: conflict-free fragment loads, 16-byte rows)
 
-__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool in_bounds) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(in_bounds ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool in_bounds) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(gmem), "r"(in_bounds ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
 
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
@@ -302,6 +290,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma(const __grid_constant__ Gem
   };
 
   const int ktiles = (p.k + kTK - 1) / kTK;
+  pdl_wait();  // either operand may be an activation (pdl.cuh)
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
     if (s < ktiles) load_tile(s, s);
@@ -315,6 +304,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma(const __grid_constant__ Gem
     cp_async_commit();
     compute(kt % kStages);
   }
+  pdl_launch_dependents();
 
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -343,7 +333,7 @@ bool batch_strides_by_4(const GemmParams& p, const GemmBatches& bb, bool a_side)
 template <MmaType T, bool kAVec, bool kBKN, bool kBVec>
 void go(const GemmParams& p, const GemmBatches& bb, const float* a, const float* b, float* y, cudaStream_t stream) {
   const dim3 grid((p.m + kTM - 1) / kTM, (p.n + kTN - 1) / kTN, p.batch);
-  gemm_mma<T, kAVec, kBKN, kBVec><<<grid, kThreads, 0, stream>>>(p, bb, a, b, y);
+  launch_kernel(gemm_mma<T, kAVec, kBKN, kBVec>, grid, kThreads, 0, stream, p, bb, a, b, y);
 }
 
 template <MmaType T, bool kAVec>
@@ -386,7 +376,7 @@ void launch_gemm(MmaType type, const GemmParams& p, const GemmBatches& batches, 
   switch (type) {
     case MmaType::kFp32: {
       const dim3 grid((p.m + kBM - 1) / kBM, (p.n + kBN - 1) / kBN, p.batch);
-      gemm_simt<<<grid, 256, 0, stream>>>(p, batches, a, b, y);
+      launch_kernel(gemm_simt, grid, 256, 0, stream, p, batches, a, b, y);
       RW_CUDA_CHECK_LAUNCH("gemm_simt");
       return;
     }

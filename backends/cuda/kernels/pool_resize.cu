@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/launchers.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cfloat>
 
@@ -10,6 +11,8 @@ namespace redwood::cuda::kernels {
 namespace {
 
 __global__ void pool2d_kernel(PoolParams p, const float* __restrict__ x, float* __restrict__ y, long long total) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, total) {
     const int ox = static_cast<int>(i % p.ow);
     const int oy = static_cast<int>((i / p.ow) % p.oh);
@@ -43,6 +46,8 @@ __global__ void pool2d_kernel(PoolParams p, const float* __restrict__ x, float* 
 // One warp per row.
 __global__ void global_pool_kernel(const float* __restrict__ x, float* __restrict__ y, long long rows, long long inner,
                                    bool max) {
+  pdl_wait();
+  pdl_launch_dependents();
   const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (warp >= rows) return;
@@ -79,6 +84,8 @@ __device__ __forceinline__ int nearest_index(ResizeNearest mode, float c, int in
 }
 
 __global__ void resize_kernel(ResizeParams p, const float* __restrict__ x, float* __restrict__ y, long long total) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, total) {
     const int ox = static_cast<int>(i % p.ow);
     const int oy = static_cast<int>((i / p.ow) % p.oh);
@@ -106,21 +113,22 @@ __global__ void resize_kernel(ResizeParams p, const float* __restrict__ x, float
 void launch_pool2d(const PoolParams& p, const float* x, float* y, cudaStream_t stream) {
   const long long total = static_cast<long long>(p.n) * p.c * p.oh * p.ow;
   if (total == 0) return;
-  pool2d_kernel<<<grid_for(total), 256, 0, stream>>>(p, x, y, total);
+  launch_kernel(pool2d_kernel, grid_for(total), 256, 0, stream, p, x, y, total);
   RW_CUDA_CHECK_LAUNCH("pool2d");
 }
 
 void launch_global_pool(const float* x, float* y, long long rows, long long inner, bool max, cudaStream_t stream) {
   if (rows == 0) return;
   const long long threads = rows * 32;
-  global_pool_kernel<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(x, y, rows, inner, max);
+  launch_kernel(global_pool_kernel, static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, x, y, rows, inner,
+                max);
   RW_CUDA_CHECK_LAUNCH("global_pool");
 }
 
 void launch_resize(const ResizeParams& p, const float* x, float* y, cudaStream_t stream) {
   const long long total = p.planes * p.oh * p.ow;
   if (total == 0) return;
-  resize_kernel<<<grid_for(total), 256, 0, stream>>>(p, x, y, total);
+  launch_kernel(resize_kernel, grid_for(total), 256, 0, stream, p, x, y, total);
   RW_CUDA_CHECK_LAUNCH("resize");
 }
 

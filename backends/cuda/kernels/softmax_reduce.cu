@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/launchers.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
 
 #include <cfloat>
 
@@ -11,6 +12,8 @@ namespace {
 
 // inner == 1: one warp per contiguous row.
 __global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y, long long rows, long long len, bool log) {
+  pdl_wait();
+  pdl_launch_dependents();
   const long long row = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
   if (row >= rows) return;
@@ -29,6 +32,8 @@ __global__ void softmax_rows(const float* __restrict__ x, float* __restrict__ y,
 // inner > 1: one thread per (outer, inner) column, strided by inner.
 __global__ void softmax_columns(const float* __restrict__ x, float* __restrict__ y, long long outer, long long len,
                                 long long inner, bool log) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, outer * inner) {
     const long long o = i / inner, in = i % inner;
     const float* xp = x + o * len * inner + in;
@@ -44,6 +49,8 @@ __global__ void softmax_columns(const float* __restrict__ x, float* __restrict__
 
 __global__ void reduce_kernel(ReduceOp op, ReduceParams p, const float* __restrict__ x, float* __restrict__ y,
                               long long outputs) {
+  pdl_wait();
+  pdl_launch_dependents();
   RW_GRID_STRIDE(i, outputs) {
     long long rest = i, base = 0;
     for (int d = p.kept_rank - 1; d >= 0; --d) {
@@ -79,9 +86,9 @@ void launch_softmax(const float* x, float* y, long long outer, long long axis, l
   if (outer * axis * inner == 0) return;
   if (inner == 1) {
     const long long threads = outer * 32;
-    softmax_rows<<<static_cast<unsigned>((threads + 255) / 256), 256, 0, stream>>>(x, y, outer, axis, log);
+    launch_kernel(softmax_rows, static_cast<unsigned>((threads + 255) / 256), 256, 0, stream, x, y, outer, axis, log);
   } else {
-    softmax_columns<<<grid_for(outer * inner), 256, 0, stream>>>(x, y, outer, axis, inner, log);
+    launch_kernel(softmax_columns, grid_for(outer * inner), 256, 0, stream, x, y, outer, axis, inner, log);
   }
   RW_CUDA_CHECK_LAUNCH("softmax");
 }
@@ -89,7 +96,7 @@ void launch_softmax(const float* x, float* y, long long outer, long long axis, l
 void launch_reduce(ReduceOp op, const ReduceParams& p, const float* x, float* y, long long outputs,
                    cudaStream_t stream) {
   if (outputs == 0) return;
-  reduce_kernel<<<grid_for(outputs), 256, 0, stream>>>(op, p, x, y, outputs);
+  launch_kernel(reduce_kernel, grid_for(outputs), 256, 0, stream, op, p, x, y, outputs);
   RW_CUDA_CHECK_LAUNCH("reduce");
 }
 

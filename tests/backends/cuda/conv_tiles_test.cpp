@@ -3,7 +3,9 @@
 // dilation, channel counts that are not multiples of any tile, 1×1 convolutions on the vector
 // load paths, float4 and scalar epilogues, a 7×7 stem, a window too large for the tensor-core
 // kernel (it runs exact fp32 instead), and split-K (including more splits than K tiles, whose
-// empty splits add zeros).
+// empty splits add zeros). Split-K on the tensor cores runs both ways, the splits added by a
+// separate kernel and inside the convolution kernel (SplitKCounters), which must give the same
+// bits, also at a second launch (the counters are back at zero).
 // Bounds: relative L2 ≤ 1e-4 (fp32), 1e-3 (tf32), 1e-2 (fp16, bf16). Then the tuner: a shape it
 // timed once is reused, not timed again, by a second identical layer and by a second plan.
 
@@ -20,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <set>
 
 namespace redwood::cuda {
@@ -122,6 +125,8 @@ TEST_P(ConvTileVsReference, EveryTileAndSplitAgrees) {
   const auto& tiles = kernels::conv_tiles(type);
   ASSERT_EQ(tiles.size(), type == MmaType::kFp32 ? 1u : 7u);
   for (int tile = 0; tile < static_cast<int>(tiles.size()); ++tile) {
+    const kernels::SplitKCounters counters(kernels::conv_split_tiles(p, type, tile));
+    ASSERT_GE(counters.base(), 0) << "the counter pool has room";
     for (int s : splits) {
       Tensor y = device_empty(DType::kF32, y_shape);
       kernels::launch_conv_implicit_gemm(p, x.data<float>(), w.data<float>(), y.data<float>(), e, type,
@@ -129,10 +134,20 @@ TEST_P(ConvTileVsReference, EveryTileAndSplitAgrees) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const Tensor got = to_host(y);
       const double err = testing::relative_l2(got, expected);
-      EXPECT_LE(err, testing::tolerance(precision))
-          << c.name << " tile " << tiles[static_cast<std::size_t>(tile)].name << " split-K " << s << " at "
-          << precision_name(precision);
+      const std::string what = fmt::format("{} tile {} split-K {} at {}", c.name,
+                                           tiles[static_cast<std::size_t>(tile)].name, s, precision_name(precision));
+      EXPECT_LE(err, testing::tolerance(precision)) << what;
       if (precision == Precision::kFp32) redwood::testing::expect_close(got, expected, 1e-4, 1e-5);
+      if (s == 1) continue;
+      for (int launch = 0; launch < 2; ++launch) {
+        Tensor y2 = device_empty(DType::kF32, y_shape);
+        kernels::launch_conv_implicit_gemm(p, x.data<float>(), w.data<float>(), y2.data<float>(), e, type,
+                                           ConvConfig{tile, s, true}, partial.data<float>(), nullptr, false, &counters);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        const Tensor got2 = to_host(y2);
+        EXPECT_EQ(std::memcmp(got2.data<float>(), got.data<float>(), got.nbytes()), 0)
+            << what << ": the in-kernel reduction, launch " << launch + 1 << ", differs from the separate one";
+      }
     }
   }
 }

@@ -1,0 +1,61 @@
+// Whether kernels are launched with programmatic dependent launch (pdl.cuh): on where the current
+// GPU is sm_90 or newer and stream capture takes such launches (the probe in pdl_probe.cu), unless
+// REDWOOD_CUDA_PDL=0. Decided once per process, logged once at debug level (at warn when the
+// probe fails on a GPU that should support it).
+
+#include "backends/cuda/kernels/pdl.cuh"
+
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace redwood::cuda::kernels {
+namespace {
+
+struct Decision {
+  bool enabled = false;
+  std::string status;
+};
+
+Decision decide() {
+  const char* env = std::getenv("REDWOOD_CUDA_PDL");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return {false, "off: REDWOOD_CUDA_PDL=0"};
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();
+    return {false, "off: no usable CUDA device"};
+  }
+  if (major < 9) return {false, fmt::format("off: GPU {} is sm_{}{} (needs sm_90 or newer)", device, major, minor)};
+  int edges = 0;
+  const std::string error = detail::probe_programmatic_capture(&edges);
+  if (!error.empty()) {
+    log().warn("CUDA: programmatic dependent launch is off: {}", error);
+    return {false, "off: " + error};
+  }
+  // A capture that keeps no programmatic edge still runs correctly (the launches serialize as
+  // plain ones inside graphs); say so, since the gain is then only outside graphs.
+  return {true, fmt::format("on (sm_{}{}; a captured pair of launches keeps {} programmatic edge{})", major, minor,
+                            edges, edges == 1 ? "" : "s")};
+}
+
+const Decision& decision() {
+  static const Decision d = [] {
+    Decision r = decide();
+    log().debug("CUDA: programmatic dependent launch {}", r.status);
+    return r;
+  }();
+  return d;
+}
+
+}  // namespace
+
+bool programmatic_launch_enabled() { return decision().enabled; }
+
+std::string programmatic_launch_status() { return decision().status; }
+
+}  // namespace redwood::cuda::kernels
