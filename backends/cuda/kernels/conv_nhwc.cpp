@@ -1,0 +1,210 @@
+// rw.ConvNhwc on the GPU (docs/cuda.md, Kernels, the rw.ConvNhwc row): a dense 2-D
+// convolution on 16-bit NHWC activations, X [N, H, W, C] and W [K, R, S, C] in the storage type S
+// (fp16 or bf16), bias fp32 [K] (input 2, optional), residual S [N, OH, OW, K] (input 3,
+// optional), the Conv's fused activation; output S [N, OH, OW, K]. C and K are multiples of 8.
+// The tile and split-K count are picked per shape by timing (tune(), like the Conv kernel's
+// tuner in conv.cpp) and cached process-wide.
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/conv_kernels.hpp"
+#include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "backends/cuda/kernels/fused_epilogue.hpp"
+#include "backends/cuda/kernels/variant_timer.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+namespace redwood::cuda {
+namespace {
+
+using kernels::ConvShape;
+using kernels::NhwcConvConfig;
+
+// ---- the tuner's process-wide cache: one pick per (shape, storage type, device) ----
+using TuneKey = std::array<int, 16>;
+struct TuneCache {
+  std::mutex mutex;
+  std::map<TuneKey, NhwcConvConfig> picks;
+};
+TuneCache& tune_cache() {
+  static TuneCache cache;
+  return cache;
+}
+TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
+          p.oh * 65536 + p.ow, static_cast<int>(s), device};
+}
+
+const char* dtype_label(DType d) { return dtype_name(d).data(); }
+
+class ConvNhwcKernel final : public CudaKernel {
+ public:
+  ConvNhwcKernel(const Node& node, const KernelInfo& /*info*/) : node_(node) { epilogue_ = fused_activation(node); }
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    const TensorDesc& x = info.input(0);
+    const TensorDesc& w = info.input(1);
+    RW_EXPECTS(x.dtype == DType::kF16 || x.dtype == DType::kBF16, Unsupported,
+               "{}: rw.ConvNhwc takes fp16 or bf16 activations, not {}", node_.where(), dtype_label(x.dtype));
+    RW_EXPECTS(w.dtype == x.dtype, InvalidArgument, "{}: weights are {}, the activations {} (one storage type)",
+               node_.where(), dtype_label(w.dtype), dtype_label(x.dtype));
+    RW_EXPECTS(x.shape.size() == 4 && w.shape.size() == 4, InvalidArgument,
+               "{}: rw.ConvNhwc takes X [N, H, W, C] and W [K, R, S, C], not {} and {}", node_.where(),
+               shape_str(x.shape), shape_str(w.shape));
+    RW_EXPECTS(node_.attr_int("group", 1) == 1, Unsupported, "{}: rw.ConvNhwc is dense (group 1), not group {}",
+               node_.where(), node_.attr_int("group", 1));
+    const std::int64_t c = x.shape[3], k = w.shape[0];
+    RW_EXPECTS(w.shape[3] == c, InvalidArgument, "{}: weights {} for {} input channels", node_.where(),
+               shape_str(w.shape), c);
+    RW_EXPECTS(c % 8 == 0 && k % 8 == 0 && c > 0 && k > 0, InvalidArgument,
+               "{}: rw.ConvNhwc needs channel counts that are multiples of 8 (16-byte vectors), not C {} and K {}",
+               node_.where(), c, k);
+    const auto strides = node_.attr_ints("strides", {1, 1});
+    const auto pads = node_.attr_ints("pads", {0, 0, 0, 0});
+    const auto dil = node_.attr_ints("dilations", {1, 1});
+    RW_EXPECTS(strides.size() == 2 && pads.size() == 4 && dil.size() == 2, InvalidArgument,
+               "{}: strides/pads/dilations have {}/{}/{} values, not 2/4/2", node_.where(), strides.size(),
+               pads.size(), dil.size());
+    std::int64_t out[2];
+    for (int i = 0; i < 2; ++i) {
+      RW_EXPECTS(strides[i] > 0 && dil[i] > 0 && pads[i] >= 0 && pads[i + 2] >= 0, InvalidArgument,
+                 "{}: strides, dilations must be positive and pads non-negative", node_.where());
+      const std::int64_t ext = (w.shape[1 + i] - 1) * dil[i] + 1;
+      out[i] = (x.shape[1 + i] + pads[i] + pads[i + 2] - ext) / strides[i] + 1;
+      RW_EXPECTS(out[i] > 0, InvalidArgument, "{}: input {} is smaller than the kernel {}", node_.where(),
+                 shape_str(x.shape), shape_str(w.shape));
+    }
+    const Shape y = {x.shape[0], out[0], out[1], k};
+    RW_EXPECTS(x.shape[0] * x.shape[1] * x.shape[2] * c < (1LL << 31) && shape_numel(y) < (1LL << 31) &&
+                   w.shape[1] * w.shape[2] * c < (1LL << 31),
+               Unsupported, "{}: rw.ConvNhwc indexes with 32 bits: input {} or output {} is too large", node_.where(),
+               shape_str(x.shape), shape_str(y));
+    if (info.has_input(2)) {
+      RW_EXPECTS(info.input(2).dtype == DType::kF32 && shape_numel(info.input(2).shape) == k, InvalidArgument,
+                 "{}: bias must be fp32 with {} values, not {} {}", node_.where(), k,
+                 dtype_label(info.input(2).dtype), shape_str(info.input(2).shape));
+    }
+    if (info.has_input(3)) {
+      const TensorDesc& r = info.input(3);
+      RW_EXPECTS(r.dtype == x.dtype && r.shape == y, InvalidArgument,
+                 "{}: the residual must be {} {} (the output), not {} {}", node_.where(), dtype_label(x.dtype),
+                 shape_str(y), dtype_label(r.dtype), shape_str(r.shape));
+    }
+    dtype_ = x.dtype;
+    storage_ = dtype_ == DType::kF16 ? kernels::NhwcStorage::kF16 : kernels::NhwcStorage::kBF16;
+    shape_ = ConvShape{static_cast<int>(x.shape[0]), static_cast<int>(c), static_cast<int>(x.shape[1]),
+                       static_cast<int>(x.shape[2]), static_cast<int>(k), static_cast<int>(w.shape[1]),
+                       static_cast<int>(w.shape[2]), static_cast<int>(out[0]), static_cast<int>(out[1]),
+                       static_cast<int>(strides[0]), static_cast<int>(strides[1]), static_cast<int>(pads[0]),
+                       static_cast<int>(pads[1]), static_cast<int>(dil[0]), static_cast<int>(dil[1]), 1};
+    const int sms = multiprocessor_count();
+    config_ = kernels::nhwc_conv_default(shape_, sms);
+    candidates_ = kernels::nhwc_conv_candidates(shape_, sms);
+    how_ = "default";
+    // Split-K counters from the process-wide pool (zero between launches), enough for any split
+    // candidate, so a split launch needs no memset (which would cut the programmatic launch chain).
+    long long tiles = 0;
+    for (const NhwcConvConfig& cfg : candidates_) {
+      if (cfg.splits > 1) tiles = std::max(tiles, kernels::nhwc_conv_tile_count(shape_, cfg));
+    }
+    if (config_.splits > 1) tiles = std::max(tiles, kernels::nhwc_conv_tile_count(shape_, config_));
+    counters_ = kernels::SplitKCounters(static_cast<int>(std::min<long long>(tiles, 1 << 20)));
+    return {{dtype_, y}};
+  }
+
+  // Enough for any candidate (the tuner may pick any of them).
+  std::size_t workspace_bytes() const override {
+    std::size_t bytes = kernels::nhwc_conv_workspace_bytes(shape_, config_);
+    for (const NhwcConvConfig& c : candidates_) bytes = std::max(bytes, kernels::nhwc_conv_workspace_bytes(shape_, c));
+    return bytes;
+  }
+
+  // As the Conv kernel's tuner (conv.cpp), by time_variants (variant_timer.hpp): the fastest mean
+  // wins (ties to the earlier candidate). Cached per shape and storage type; past the
+  // plan's budget a new shape keeps (and caches) the default, so every plan runs the same kernel.
+  void tune(const LaunchArgs& a, TuneBudget& budget) override {
+    if (candidates_.size() <= 1) return;
+    TuneCache& cache = tune_cache();
+    const TuneKey key = tune_key(shape_, storage_);
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      if (auto it = cache.picks.find(key); it != cache.picks.end()) {
+        config_ = it->second;
+        how_ = "cached";
+        return;
+      }
+    }
+    if (budget.ms_left <= 0) {
+      how_ = "default: the plan's tuning budget is spent";
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.picks.emplace(key, config_);
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const VariantTimes t = time_variants(
+        a.stream, candidates_.size(), [&] { launch(a); },
+        [&](std::size_t i) {
+          config_ = candidates_[i];
+          launch(a);
+        });
+    std::string timings;
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      timings += fmt::format("{}{}/{}{}:{:.4f}", timings.empty() ? "" : " ",
+                             kernels::nhwc_conv_tiles()[static_cast<std::size_t>(candidates_[i].tile)].name,
+                             candidates_[i].splits, "", t.ms[i]);
+    }
+    const std::size_t best_i = t.best;
+    const float best = t.best_ms;
+    config_ = candidates_[best_i];
+    how_ = fmt::format("measured {:.4f} ms", best);
+    {
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.picks.emplace(key, config_);
+    }
+    budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    log().debug("nhwc conv tuning (tile/splits:ms) {}; picked {}", timings, variant());
+  }
+
+  std::string variant() const override {
+    return fmt::format("{}: nhwc {} split {} ({})", node_.where(),
+                       kernels::nhwc_conv_tiles()[static_cast<std::size_t>(config_.tile)].name, config_.splits, how_);
+  }
+
+  void launch(const LaunchArgs& a) override {
+    const float* bias = a.inputs.size() > 2 ? static_cast<const float*>(a.inputs[2].data) : nullptr;
+    const void* residual = a.inputs.size() > 3 ? a.inputs[3].data : nullptr;
+    int* counters = nullptr;
+    if (config_.splits > 1 && kernels::nhwc_conv_tile_count(shape_, config_) <= counters_.count()) {
+      counters = kernels::split_k_counter_address(counters_);
+    }
+    kernels::launch_conv_nhwc(shape_, storage_, a.inputs[0].data, a.inputs[1].data, a.outputs[0].data, bias,
+                              residual, epilogue_, config_, a.workspace, a.stream, counters);
+  }
+
+ private:
+  const Node& node_;
+  kernels::Epilogue epilogue_;
+  ConvShape shape_{};
+  DType dtype_ = DType::kF16;
+  kernels::NhwcStorage storage_ = kernels::NhwcStorage::kF16;
+  NhwcConvConfig config_;                   // what launch() runs: the default until tune() picks
+  std::vector<NhwcConvConfig> candidates_;  // what tune() may pick from
+  std::string how_;                         // how config_ was chosen
+  kernels::SplitKCounters counters_;        // split-K arrival counters (zero between launches)
+};
+
+}  // namespace
+
+RW_REGISTER_CUDA_KERNEL("rw.ConvNhwc", ConvNhwcKernel);
+
+}  // namespace redwood::cuda

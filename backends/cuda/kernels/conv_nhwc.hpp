@@ -1,0 +1,63 @@
+#pragma once
+// Launcher of the NHWC tensor-core convolution (conv_nhwc_mma.cuh, conv_nhwc.cu) and the choices
+// its tuner (conv_nhwc.cpp) picks from. x is [N, H, W, C], w is [K, R, S, C], y and the residual
+// are [N, OH, OW, K], all in the 16-bit storage type; the bias is fp32 [K]. C and K are multiples
+// of 8 and every tensor is 16-byte aligned (the rw.ConvNhwc contract).
+
+#include "backends/cuda/kernels/kernel_params.hpp"
+
+#include <cstddef>
+#include <vector>
+
+namespace redwood::cuda::kernels {
+
+/// The 16-bit storage types the kernel is built for (an fp32/tf32 one may follow).
+enum class NhwcStorage : int { kF16, kBF16 };
+
+/// A block tile: bm output pixels × bn output channels, bk of K-dim a pipeline stage, `threads`
+/// per block.
+struct NhwcTile {
+  int bm, bn, bk, threads;
+  const char* name;  // "128x64"; "k64" when bk is 64
+};
+
+/// One way to run: a tile (index into nhwc_conv_tiles()) and the number of K-dim ranges.
+struct NhwcConvConfig {
+  int tile = 0;
+  int splits = 1;
+  bool operator==(const NhwcConvConfig& o) const { return tile == o.tile && splits == o.splits; }
+};
+
+/// In this order: 128×128 (8 warps of 64×32), 128×128w4 (4 warps of 64×64), 128×64, 64×128,
+/// 64×64, 64×32, 32×64 (the small-M tiles for batch 1; all these BK 32, 4 stages), 128×128k64
+/// and 128×64k64 (BK 64, 3 stages), 64×64k64 (BK 64, 4 stages), 256×64 (8 warps of 64×32, BK 32,
+/// for 64-channel layers), 128×128w4k64, 64×128k64 and 256×64k64 (BK 64, 3 stages), and
+/// 128×64k64s and 128×128w4k64s. Fragments are double-buffered (conv_nhwc_mma.cuh) except in the
+/// 8-warp 64×32-warp-tile ones (128×128, 128×128k64, 256×64) and the "s" ones: the tuner sees both.
+const std::vector<NhwcTile>& nhwc_conv_tiles();
+
+/// Split counts worth trying for a tile: 1, then powers of two up to 16 while the grid stays
+/// within about four blocks per multiprocessor and each split keeps at least 4 of the tile's K tiles.
+std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors);
+/// Every (tile, splits) pair the tuner may time, in a fixed order.
+std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors);
+/// The pick without measurement: 128×128 when it fills the GPU, else 64×64 with splits for about
+/// two blocks per multiprocessor.
+NhwcConvConfig nhwc_conv_default(const ConvShape& p, int multiprocessors);
+/// Workspace of a configuration: the per-tile counters and fp32 partial sums of split-K (0 for one split).
+std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg);
+
+/// y = act(conv(x, w) + bias + residual), rounded to the storage type once. p.c is x's (padded)
+/// channel count, p.groups must be 1; bias and residual may be null; e.bias/e.residual are
+/// ignored (the residual is 16-bit here). `workspace` holds nhwc_conv_workspace_bytes(p, cfg)
+/// (may be null for one split). Launched with programmatic dependent launch (pdl.cuh).
+/// `counters`: split-K arrival counters that are zero between launches (split_k_counter_address,
+/// at least nhwc_conv_tile_count(p, cfg) of them); without them the launch zeroes the workspace's
+/// share with a memset first (a graph node that also cuts the programmatic launch chain).
+void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
+                      const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
+                      cudaStream_t stream, int* counters = nullptr);
+/// Output tiles of a configuration (a split-K launch needs a counter each).
+long long nhwc_conv_tile_count(const ConvShape& p, NhwcConvConfig cfg);
+
+}  // namespace redwood::cuda::kernels

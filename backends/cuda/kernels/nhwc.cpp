@@ -1,0 +1,288 @@
+// The CudaKernel classes of the NHWC region ops (contract: core/passes/choose_gpu_layout.cpp):
+// rw.ToNhwc, rw.ToNchw, rw.MaxPoolNhwc, rw.GlobalAveragePoolNhwc, rw.ScaleChannelsNhwc and
+// rw.DepthwiseConvNhwc. The storage type S (fp16 or bf16) is the NHWC input's dtype (rw.ToNhwc:
+// its `to` attribute). plan() checks what the kernels rely on (rank 4, C % 8 == 0 for every NHWC
+// tensor, the attributes the pass always writes) and names the node when a graph breaks it.
+
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/fused_epilogue.hpp"
+#include "backends/cuda/kernels/nhwc.hpp"
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace redwood::cuda {
+namespace {
+
+using kernels::kNhwcVec;
+using kernels::NhwcStorage;
+
+/// The storage type of an NHWC tensor of `dtype`; Unsupported naming the node otherwise.
+NhwcStorage storage_of(const Node& node, DType dtype, const char* what) {
+  if (dtype == DType::kF16) return NhwcStorage::kF16;
+  if (dtype == DType::kBF16) return NhwcStorage::kBF16;
+  throw Unsupported(fmt::format("{}: {} is {}; the NHWC kernels store float16 or bfloat16", node.where(), what,
+                                dtype_name(dtype)));
+}
+
+DType dtype_of(NhwcStorage s) { return s == NhwcStorage::kF16 ? DType::kF16 : DType::kBF16; }
+
+/// An NHWC activation [N, H, W, C] with C a multiple of 8; returns its storage type.
+NhwcStorage check_nhwc(const Node& node, const TensorDesc& t, const char* what) {
+  const NhwcStorage s = storage_of(node, t.dtype, what);
+  RW_EXPECTS(t.shape.size() == 4, InvalidArgument, "{}: {} is {}, not an NHWC [N, H, W, C] tensor", node.where(),
+             what, shape_str(t.shape));
+  RW_EXPECTS(t.shape[3] % kNhwcVec == 0 && t.shape[3] > 0, InvalidArgument,
+             "{}: {} {} has {} channels, not a multiple of 8 (the NHWC kernels move 8 channels per 16-byte access)",
+             node.where(), what, shape_str(t.shape), t.shape[3]);
+  return s;
+}
+
+/// An attribute the pass always writes: `count` ints.
+std::vector<std::int64_t> required_ints(const Node& node, const char* key, std::size_t count) {
+  RW_EXPECTS(node.has_attr(key), InvalidArgument, "{}: attribute {} is required", node.where(), key);
+  const auto v = node.attr_ints(key);
+  RW_EXPECTS(v.size() == count, InvalidArgument, "{}: {} has {} values, expected {}", node.where(), key, v.size(),
+             count);
+  return v;
+}
+
+std::int64_t required_int(const Node& node, const char* key) {
+  RW_EXPECTS(node.has_attr(key), InvalidArgument, "{}: attribute {} is required", node.where(), key);
+  return node.attr_int(key, 0);
+}
+
+/// The 2-D window attributes of rw.MaxPoolNhwc / rw.DepthwiseConvNhwc, all positive where they
+/// must be, pads non-negative.
+struct Window {
+  std::vector<std::int64_t> strides, pads, dilations;  // pads: top, left, bottom, right
+};
+Window read_window(const Node& node) {
+  Window w{required_ints(node, "strides", 2), required_ints(node, "pads", 4), required_ints(node, "dilations", 2)};
+  for (int i = 0; i < 2; ++i) {
+    RW_EXPECTS(w.strides[i] > 0 && w.dilations[i] > 0, InvalidArgument, "{}: strides and dilations must be positive",
+               node.where());
+  }
+  for (std::int64_t p : w.pads) RW_EXPECTS(p >= 0, InvalidArgument, "{}: negative pads", node.where());
+  return w;
+}
+
+int to_int(std::int64_t v) { return static_cast<int>(v); }
+
+class ToNhwcKernel final : public CudaKernel {
+ public:
+  ToNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    const TensorDesc& x = info.input(0);
+    expect_f32(node_, x.dtype);
+    RW_EXPECTS(x.shape.size() == 4, InvalidArgument, "{}: input {} is not an NCHW tensor", node_.where(),
+               shape_str(x.shape));
+    const std::int64_t to = required_int(node_, "to");
+    RW_EXPECTS(to == 10 || to == 16, Unsupported, "{}: to = {} ({}); the NHWC storage is float16 (10) or bfloat16 (16)",
+               node_.where(), to, onnx_type_name(static_cast<int>(to)));
+    storage_ = to == 10 ? NhwcStorage::kF16 : NhwcStorage::kBF16;
+    cp_ = required_int(node_, "rw.channels");
+    RW_EXPECTS(cp_ >= x.shape[1] && cp_ % kNhwcVec == 0, InvalidArgument,
+               "{}: rw.channels {} must be a multiple of 8 and at least the input's {} channels", node_.where(), cp_,
+               x.shape[1]);
+    x_ = x.shape;
+    return {{dtype_of(storage_), {x_[0], x_[2], x_[3], cp_}}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::launch_to_nhwc(storage_, static_cast<const float*>(a.inputs[0].data), a.outputs[0].data, to_int(x_[0]),
+                            to_int(x_[1]), to_int(x_[2]), to_int(x_[3]), to_int(cp_), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  Shape x_;
+  std::int64_t cp_ = 0;
+};
+
+class ToNchwKernel final : public CudaKernel {
+ public:
+  ToNchwKernel(const Node& node, const KernelInfo&) : node_(node) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    storage_ = check_nhwc(node_, info.input(0), "input");
+    x_ = info.input(0).shape;
+    c_ = required_int(node_, "rw.channels");
+    RW_EXPECTS(c_ >= 1 && c_ <= x_[3], InvalidArgument, "{}: rw.channels {} for an input of {} channels",
+               node_.where(), c_, x_[3]);
+    return {{DType::kF32, {x_[0], c_, x_[1], x_[2]}}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::launch_to_nchw(storage_, a.inputs[0].data, static_cast<float*>(a.outputs[0].data), to_int(x_[0]),
+                            to_int(c_), to_int(x_[1]), to_int(x_[2]), to_int(x_[3]), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  Shape x_;
+  std::int64_t c_ = 0;
+};
+
+class MaxPoolNhwcKernel final : public CudaKernel {
+ public:
+  MaxPoolNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    storage_ = check_nhwc(node_, info.input(0), "input");
+    const Shape& x = info.input(0).shape;
+    const auto k = required_ints(node_, "kernel_shape", 2);
+    const Window win = read_window(node_);
+    const bool ceil_mode = required_int(node_, "ceil_mode") != 0;
+    std::int64_t out[2];
+    for (int i = 0; i < 2; ++i) {
+      RW_EXPECTS(k[i] > 0, InvalidArgument, "{}: kernel_shape must be positive", node_.where());
+      const std::int64_t in = x[1 + i], ext = (k[i] - 1) * win.dilations[i] + 1;
+      const std::int64_t span = in + win.pads[i] + win.pads[2 + i] - ext;
+      RW_EXPECTS(span >= 0, InvalidArgument, "{}: input {} is smaller than the window", node_.where(), shape_str(x));
+      // As ONNX MaxPool (and pool_resize.cpp): with ceil_mode, a last window that would start in
+      // the end padding is dropped.
+      out[i] = (ceil_mode ? ceil_div(span, win.strides[i]) : span / win.strides[i]) + 1;
+      if (ceil_mode && (out[i] - 1) * win.strides[i] >= in + win.pads[i]) --out[i];
+    }
+    p_ = kernels::NhwcPoolParams{to_int(x[0]),          to_int(x[1]),          to_int(x[2]),
+                                 to_int(x[3]),          to_int(out[0]),        to_int(out[1]),
+                                 to_int(k[0]),          to_int(k[1]),          to_int(win.strides[0]),
+                                 to_int(win.strides[1]), to_int(win.pads[0]),   to_int(win.pads[1]),
+                                 to_int(win.dilations[0]), to_int(win.dilations[1])};
+    return {{dtype_of(storage_), {x[0], out[0], out[1], x[3]}}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::launch_max_pool_nhwc(storage_, p_, a.inputs[0].data, a.outputs[0].data, a.stream);
+  }
+
+ private:
+  const Node& node_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  kernels::NhwcPoolParams p_{};
+};
+
+class GlobalAveragePoolNhwcKernel final : public CudaKernel {
+ public:
+  GlobalAveragePoolNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    storage_ = check_nhwc(node_, info.input(0), "input");
+    x_ = info.input(0).shape;
+    return {{DType::kF32, {x_[0], x_[3], 1, 1}}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::launch_global_avg_pool_nhwc(storage_, a.inputs[0].data, static_cast<float*>(a.outputs[0].data),
+                                         to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  Shape x_;
+};
+
+class ScaleChannelsNhwcKernel final : public CudaKernel {
+ public:
+  ScaleChannelsNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    storage_ = check_nhwc(node_, info.input(0), "input 0 (X)");
+    x_ = info.input(0).shape;
+    const TensorDesc& scale = info.input(1);
+    expect_f32(node_, scale.dtype, "input 1 (scale)");
+    RW_EXPECTS(shape_numel(scale.shape) == x_[0] * x_[3], InvalidArgument,
+               "{}: scale {} for input {}: it needs N·C = {} values", node_.where(), shape_str(scale.shape),
+               shape_str(x_), x_[0] * x_[3]);
+    return {{dtype_of(storage_), x_}};
+  }
+
+  void launch(const LaunchArgs& a) override {
+    kernels::launch_scale_channels_nhwc(storage_, a.inputs[0].data, static_cast<const float*>(a.inputs[1].data),
+                                        a.outputs[0].data, to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream);
+  }
+
+ private:
+  const Node& node_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  Shape x_;
+};
+
+class DepthwiseConvNhwcKernel final : public CudaKernel {
+ public:
+  DepthwiseConvNhwcKernel(const Node& node, const KernelInfo&) : node_(node), epilogue_(fused_activation(node)) {}
+
+  std::vector<TensorDesc> plan(const PlanInfo& info) override {
+    storage_ = check_nhwc(node_, info.input(0), "input 0 (X)");
+    const Shape& x = info.input(0).shape;
+    const TensorDesc& w = info.input(1);
+    expect_f32(node_, w.dtype, "input 1 (W)");
+    RW_EXPECTS(w.shape.size() == 3 && w.shape[2] == x[3], InvalidArgument,
+               "{}: weights {} for input {}: a depthwise filter is [R, S, C] with C = {}", node_.where(),
+               shape_str(w.shape), shape_str(x), x[3]);
+    bias_ = info.has_input(2);
+    if (bias_) {
+      expect_f32(node_, info.input(2).dtype, "input 2 (bias)");
+      RW_EXPECTS(shape_numel(info.input(2).shape) == x[3], InvalidArgument, "{}: bias {} for {} channels",
+                 node_.where(), shape_str(info.input(2).shape), x[3]);
+    }
+    const Window win = read_window(node_);
+    std::int64_t out[2];
+    for (int i = 0; i < 2; ++i) {
+      const std::int64_t ext = (w.shape[i] - 1) * win.dilations[i] + 1;
+      RW_EXPECTS(w.shape[i] > 0, InvalidArgument, "{}: empty filter {}", node_.where(), shape_str(w.shape));
+      const std::int64_t span = x[1 + i] + win.pads[i] + win.pads[2 + i] - ext;
+      RW_EXPECTS(span >= 0, InvalidArgument, "{}: input {} is smaller than the filter {}", node_.where(), shape_str(x),
+                 shape_str(w.shape));
+      out[i] = span / win.strides[i] + 1;
+    }
+    const Shape y = {x[0], out[0], out[1], x[3]};
+    residual_ = info.has_input(cpu::kResidualInput);
+    if (residual_) {
+      const TensorDesc& r = info.input(cpu::kResidualInput);
+      RW_EXPECTS(r.dtype == info.input(0).dtype && r.shape == y, InvalidArgument,
+                 "{}: residual {} {}, expected the output's {} {}", node_.where(), dtype_name(r.dtype),
+                 shape_str(r.shape), dtype_name(info.input(0).dtype), shape_str(y));
+    }
+    p_ = kernels::NhwcDepthwiseParams{to_int(x[0]),           to_int(x[1]),           to_int(x[2]),
+                                      to_int(x[3]),           to_int(out[0]),         to_int(out[1]),
+                                      to_int(w.shape[0]),     to_int(w.shape[1]),     to_int(win.strides[0]),
+                                      to_int(win.strides[1]), to_int(win.pads[0]),    to_int(win.pads[1]),
+                                      to_int(win.dilations[0]), to_int(win.dilations[1])};
+    return {{dtype_of(storage_), y}};
+  }
+
+  std::string variant() const override {
+    return fmt::format("{}: depthwise NHWC {}", node_.where(), kernels::depthwise_nhwc_variant(p_));
+  }
+
+  void launch(const LaunchArgs& a) override {
+    const float* bias = bias_ ? static_cast<const float*>(a.inputs[2].data) : nullptr;
+    const void* residual = residual_ ? a.inputs[cpu::kResidualInput].data : nullptr;
+    kernels::launch_depthwise_nhwc(storage_, p_, a.inputs[0].data, static_cast<const float*>(a.inputs[1].data), bias,
+                                   residual, a.outputs[0].data, epilogue_, a.stream);
+  }
+
+ private:
+  const Node& node_;
+  kernels::Epilogue epilogue_;
+  NhwcStorage storage_ = NhwcStorage::kF16;
+  kernels::NhwcDepthwiseParams p_{};
+  bool bias_ = false, residual_ = false;
+};
+
+}  // namespace
+
+RW_REGISTER_CUDA_KERNEL("rw.ToNhwc", ToNhwcKernel);
+RW_REGISTER_CUDA_KERNEL("rw.ToNchw", ToNchwKernel);
+RW_REGISTER_CUDA_KERNEL("rw.MaxPoolNhwc", MaxPoolNhwcKernel);
+RW_REGISTER_CUDA_KERNEL("rw.GlobalAveragePoolNhwc", GlobalAveragePoolNhwcKernel);
+RW_REGISTER_CUDA_KERNEL("rw.ScaleChannelsNhwc", ScaleChannelsNhwcKernel);
+RW_REGISTER_CUDA_KERNEL("rw.DepthwiseConvNhwc", DepthwiseConvNhwcKernel);
+
+}  // namespace redwood::cuda

@@ -1,0 +1,55 @@
+#pragma once
+// The NHWC companion kernels (nhwc.cu, conv_depthwise_nhwc.cu): what runs between the NHWC
+// convolutions of a region core/passes/choose_gpu_layout.cpp makes at fp16/bf16 (the ops' contract
+// is that pass's header comment; docs/cuda.md, Kernels). Activations are [N, H, W, C] in a 16-bit
+// storage type with C a multiple of 8 and 16-byte aligned rows, so every kernel moves 8 channels
+// per 16-byte access and computes in fp32. Launchers return nothing and check the launch (RW_CUDA_CHECK_LAUNCH); all
+// kernels are launched with kernels::launch_kernel (programmatic dependent launch, pdl.cuh).
+
+#include "backends/cuda/kernels/kernel_params.hpp"
+
+namespace redwood::cuda::kernels {
+
+/// The storage type of NHWC activations. (kF32, for a later tf32 region, would instantiate the
+/// same templates with 32-byte accesses; not built today.)
+enum class NhwcStorage : int { kF16, kBF16 };
+
+/// Channels per vector access: 16 bytes of a 16-bit type.
+inline constexpr int kNhwcVec = 8;
+
+/// fp32 [N, C, H, W] → S [N, H, W, cp]; channels c..cp-1 are written as 0. cp % 8 == 0, cp ≥ c.
+void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
+
+/// S [N, H, W, cp] → fp32 [N, c, H, W] (channels ≥ c dropped). cp % 8 == 0, c ≤ cp.
+void launch_to_nchw(NhwcStorage s, const void* x, float* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
+
+/// 2-D max pooling on S [N, H, W, C] → S [N, OH, OW, C] (extents as ONNX MaxPool, planned by
+/// the caller). Only positions inside the input are compared: padding never wins.
+struct NhwcPoolParams {
+  int n, h, w, c, oh, ow;
+  int kh, kw, sh, sw, ph, pw, dh, dw;  // ph/pw: top/left padding
+};
+void launch_max_pool_nhwc(NhwcStorage s, const NhwcPoolParams& p, const void* x, void* y, cudaStream_t stream);
+
+/// Mean over H·W of S [N, H, W, C] → fp32 [N, C] (fp32 sums).
+void launch_global_avg_pool_nhwc(NhwcStorage s, const void* x, float* y, int n, long long hw, int c,
+                                 cudaStream_t stream);
+
+/// y[n, p, c] = x[n, p, c] · scale[n·C + c] over S [N, HW, C], scale fp32.
+void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale, void* y, int n, long long hw, int c,
+                                cudaStream_t stream);
+
+/// Depthwise convolution (group == C == K, multiplier 1) on S [N, H, W, C] with fp32 weights
+/// [R, S, C], fp32 bias [C] (may be null), S residual [N, OH, OW, C] (may be null) and the fused
+/// activation (e.act/alpha/beta; e.bias and e.residual are ignored: the typed pointers below).
+struct NhwcDepthwiseParams {
+  int n, h, w, c, oh, ow;
+  int r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;  // pad_h/pad_w: top/left
+};
+/// Which kernel a shape takes: "tiled RxS/stride" (3×3, 5×5, 7×7 windows, equal strides 1 or 2,
+/// dilation 1: a register window along W) or "direct" (anything else).
+const char* depthwise_nhwc_variant(const NhwcDepthwiseParams& p);
+void launch_depthwise_nhwc(NhwcStorage s, const NhwcDepthwiseParams& p, const void* x, const float* w,
+                           const float* bias, const void* residual, void* y, const Epilogue& e, cudaStream_t stream);
+
+}  // namespace redwood::cuda::kernels

@@ -1,0 +1,234 @@
+// redwood_conv_bench: rw.ConvNhwc (fp16 NHWC activations, conv_nhwc.cpp) against the Conv
+// kernel at fp16 precision on fp32 NCHW tensors (conv.cpp, the path it replaces), each layer in
+// the same process on the same values, through the op registry as the graph runner uses them:
+// plan, tune (each kernel's own tuner, generous budget), then the median of timed launches
+// (CUDA events, one launch each). Both fuse bias + Relu as ResNet's layers do.
+//
+//   redwood_conv_bench [--layer N,C,H,W,K,R,S,STRIDE,PAD]... [--runs 50] [--warmup-ms 200]
+//
+// Before each kernel's tuning it runs untimed launches for --warmup-ms of GPU time (and a quarter
+// of that again before the timed ones): an idle H200 clocks down, and the host work between
+// layers leaves it idle.
+//
+// Without --layer: ResNet-50 batch-32 layers (3×3 64→64 @56, 3×3 256→256 @14, 1×1 1024→256 @14,
+// 1×1 256→1024 @14, 3×3 512→512 @7, the 7×7/2 stem 3→64 @224 whose NHWC input is padded to 8
+// channels) and two at batch 1. TFLOP/s counts the layer's own multiply-adds (the stem's 3
+// channels, not the 8 the NHWC kernel computes). rel_l2: the NHWC output against the NCHW one.
+// One JSON line per layer on stdout.
+
+#include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/device_tensor.hpp"
+#include "core/error.hpp"
+
+#include "bench_support.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace redwood;
+using bench::parse_list;
+using bench::random_input;
+using bench::relative_l2;
+
+struct Layer {
+  std::int64_t n, c, h, w, k, r, s, stride, pad;
+  std::int64_t oh() const { return (h + 2 * pad - r) / stride + 1; }
+  std::int64_t ow() const { return (w + 2 * pad - s) / stride + 1; }
+  double flops() const { return 2.0 * n * oh() * ow() * k * c * r * s; }
+  std::string name() const {
+    return fmt::format("n{} {}x{}/{} {}->{} @{}x{}", n, r, s, stride, c, k, h, w);
+  }
+};
+
+std::vector<Layer> default_layers() {
+  return {{32, 64, 56, 56, 64, 3, 3, 1, 1},    {32, 256, 14, 14, 256, 3, 3, 1, 1}, {32, 1024, 14, 14, 256, 1, 1, 1, 0},
+          {32, 256, 14, 14, 1024, 1, 1, 1, 0}, {32, 512, 7, 7, 512, 3, 3, 1, 1},   {32, 3, 224, 224, 64, 7, 7, 2, 3},
+          {1, 512, 7, 7, 512, 3, 3, 1, 1},     {1, 64, 56, 56, 64, 3, 3, 1, 1}};
+}
+
+// One kernel from the op registry (provider "cuda"), its node kept alive beside it.
+struct Op {
+  std::unique_ptr<Node> node;
+  std::unique_ptr<Kernel> kernel;
+  cuda::CudaKernel* cuda = nullptr;
+};
+
+Op make_op(const std::string& op_type, const Layer& l, const std::vector<DType>& dtypes) {
+  Op op;
+  op.node = std::make_unique<Node>();
+  op.node->name = "bench_" + op_type;
+  op.node->op_type = op_type;
+  op.node->attributes["strides"] = std::vector<std::int64_t>{l.stride, l.stride};
+  op.node->attributes["pads"] = std::vector<std::int64_t>{l.pad, l.pad, l.pad, l.pad};
+  op.node->attributes["dilations"] = std::vector<std::int64_t>{1, 1};
+  op.node->attributes["rw.activation"] = std::string("Relu");
+  static Graph graph;
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = 17;
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    op.node->inputs.push_back("in" + std::to_string(i));
+    info.input_dtypes.push_back(dtypes[i]);
+    info.constant_inputs.push_back(nullptr);
+  }
+  op.node->outputs.push_back("y");
+  for (const KernelEntry* e : OpRegistry::instance().candidates(op_type, Device::kCuda)) {
+    if (e->provider == std::string(cuda::kCudaProvider)) op.kernel = e->factory(*op.node, info);
+  }
+  RW_EXPECTS(op.kernel != nullptr, Unsupported, "no cuda kernel for {}", op_type);
+  op.cuda = dynamic_cast<cuda::CudaKernel*>(op.kernel.get());
+  return op;
+}
+
+// Plans, tunes and times `op` on device inputs; returns the median ms and the output (host).
+double time_op(Op& op, const std::vector<Tensor>& inputs, cuda::Precision precision, cudaStream_t stream,
+               float warmup_ms, int runs, Tensor* out, std::string* variant) {
+  std::vector<cuda::TensorDesc> descs;
+  std::vector<cuda::DeviceArg> args;
+  for (const Tensor& t : inputs) {
+    descs.push_back({t.dtype(), t.shape(), nullptr});
+    args.push_back({t.raw_data(), t.dtype(), t.shape()});
+  }
+  const auto planned = op.cuda->plan(cuda::PlanInfo{*op.node, descs, precision, 17});
+  const Tensor y = cuda::device_empty(planned.at(0).dtype, planned.at(0).shape);
+  const std::vector<cuda::DeviceArg> outs = {{y.raw_data(), y.dtype(), y.shape()}};
+  const std::size_t ws_bytes = op.cuda->workspace_bytes();
+  const Tensor ws = ws_bytes > 0 ? cuda::device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)}) : Tensor();
+  const cuda::LaunchArgs la{args, outs, stream, ws.defined() ? ws.raw_data() : nullptr};
+  std::vector<cudaEvent_t> ev(static_cast<std::size_t>(runs) * 2);
+  for (auto& e : ev) RW_CUDA_CHECK(cudaEventCreate(&e));
+  auto spin = [&](float ms) {
+    for (float spun = 0; spun < ms;) {
+      RW_CUDA_CHECK(cudaEventRecord(ev[0], stream));
+      for (int i = 0; i < 20; ++i) op.cuda->launch(la);
+      RW_CUDA_CHECK(cudaEventRecord(ev[1], stream));
+      RW_CUDA_CHECK(cudaEventSynchronize(ev[1]));
+      float t = 0;
+      RW_CUDA_CHECK(cudaEventElapsedTime(&t, ev[0], ev[1]));
+      spun += t;
+    }
+  };
+  spin(warmup_ms);  // the tuner's timings at full clocks too
+  cuda::TuneBudget budget{10000};
+  op.cuda->tune(la, budget);
+  *variant = op.cuda->variant();
+  spin(warmup_ms / 4);
+  for (int i = 0; i < runs; ++i) {
+    RW_CUDA_CHECK(cudaEventRecord(ev[2 * i], stream));
+    op.cuda->launch(la);
+    RW_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], stream));
+  }
+  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    float t = 0;
+    RW_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
+    ms.push_back(t);
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  *out = cuda::to_host(y, stream);
+  return ms[ms.size() / 2];
+}
+
+// fp32 [A, B, C, D] → [A, C, D, Bp] (zeros past B) in `s`; and back from S [A, C, D, B].
+Tensor channels_last(const Tensor& t, std::int64_t bp, DType s) {
+  const Shape& d = t.shape();
+  Tensor out = Tensor::zeros(DType::kF32, {d[0], d[2], d[3], bp});
+  const float* in = t.data<float>();
+  float* o = out.data<float>();
+  for (std::int64_t a = 0; a < d[0]; ++a)
+    for (std::int64_t b = 0; b < d[1]; ++b)
+      for (std::int64_t yx = 0; yx < d[2] * d[3]; ++yx) o[(a * d[2] * d[3] + yx) * bp + b] = in[(a * d[1] + b) * d[2] * d[3] + yx];
+  return out.cast(s);
+}
+Tensor channels_first(const Tensor& t) {
+  const Tensor src = t.cast(DType::kF32);
+  const Shape& d = src.shape();
+  Tensor out = Tensor::empty(DType::kF32, {d[0], d[3], d[1], d[2]});
+  const float* in = src.data<float>();
+  float* o = out.data<float>();
+  for (std::int64_t a = 0; a < d[0]; ++a)
+    for (std::int64_t yx = 0; yx < d[1] * d[2]; ++yx)
+      for (std::int64_t b = 0; b < d[3]; ++b) o[(a * d[3] + b) * d[1] * d[2] + yx] = in[(a * d[1] * d[2] + yx) * d[3] + b];
+  return out;
+}
+
+int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
+  cudaStream_t stream = nullptr;
+  RW_CUDA_CHECK(cudaStreamCreate(&stream));
+  std::printf("%-28s %10s %9s %10s %9s %7s  %s\n", "layer", "nhwc_ms", "TFLOP/s", "nchw_ms", "TFLOP/s", "ratio",
+              "nhwc pick | nchw pick");
+  for (const Layer& l : layers) {
+    const Tensor x = random_input({l.n, l.c, l.h, l.w}, 1);
+    Tensor w = random_input({l.k, l.c, l.r, l.s}, 2);
+    for (float& v : w.values<float>()) v *= 0.1f;
+    const Tensor bias = random_input({l.k}, 3);
+    const std::int64_t cp = (l.c + 7) / 8 * 8;
+    // NCHW peer: fp32 tensors, fp16 precision (operands rounded as fragments are read).
+    Op nchw = make_op("Conv", l, {DType::kF32, DType::kF32, DType::kF32});
+    Tensor y_nchw;
+    std::string v_nchw, v_nhwc;
+    const double ms_nchw = time_op(nchw, {cuda::to_device(x), cuda::to_device(w), cuda::to_device(bias)},
+                                   cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nchw, &v_nchw);
+    Op nhwc = make_op("rw.ConvNhwc", l, {DType::kF16, DType::kF16, DType::kF32});
+    Tensor y_nhwc;
+    const double ms_nhwc = time_op(nhwc,
+                                   {cuda::to_device(channels_last(x, cp, DType::kF16)),
+                                    cuda::to_device(channels_last(w, cp, DType::kF16)), cuda::to_device(bias)},
+                                   cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nhwc, &v_nhwc);
+    const double err = relative_l2(channels_first(y_nhwc), y_nchw.contiguous());
+    const double tf_nhwc = l.flops() / ms_nhwc * 1e-9, tf_nchw = l.flops() / ms_nchw * 1e-9;
+    auto pick = [](const std::string& v) { return v.substr(v.find(": ") + 2); };
+    std::printf("%-28s %10.4f %9.1f %10.4f %9.1f %7.2f  %s | %s\n", l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw,
+                tf_nchw, ms_nchw / ms_nhwc, pick(v_nhwc).c_str(), pick(v_nchw).c_str());
+    std::printf("{\"mode\": \"conv_nhwc\", \"layer\": \"%s\", \"nhwc_ms\": %.5f, \"nhwc_tflops\": %.1f, "
+                "\"nchw_fp16_ms\": %.5f, \"nchw_tflops\": %.1f, \"speedup\": %.3f, \"rel_l2\": %.3g}\n",
+                l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw, tf_nchw, ms_nchw / ms_nhwc, err);
+    std::fflush(stdout);
+  }
+  cudaStreamDestroy(stream);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::vector<Layer> layers;
+    int runs = 50;
+    float warmup_ms = 200;
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      auto next = [&]() -> std::string {
+        RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
+        return argv[++i];
+      };
+      if (a == "--layer") {
+        const auto v = parse_list(next());
+        RW_EXPECTS(v.size() == 9, InvalidArgument, "--layer takes N,C,H,W,K,R,S,STRIDE,PAD, not {} values", v.size());
+        layers.push_back({v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]});
+      } else if (a == "--runs") {
+        runs = std::stoi(next());
+      } else if (a == "--warmup-ms") {
+        warmup_ms = std::stof(next());
+      } else {
+        throw InvalidArgument(fmt::format("unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms)", a));
+      }
+    }
+    RW_EXPECTS(runs > 0 && warmup_ms >= 0, InvalidArgument, "--runs must be positive, --warmup-ms non-negative");
+    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "redwood_conv_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,365 @@
+// The NHWC companion kernels (backends/cuda/kernels/nhwc.cpp) at fp16 and bf16 against the
+// reference kernels of the NCHW ops they replace (MaxPool, GlobalAveragePool, Mul, depthwise
+// Conv; CPU, fp32), layouts converted on the host. The reference runs on the S-rounded inputs
+// (and S-rounded residual; weights, bias and scale are fp32 in both), so the bound measures the
+// kernel, not the storage type: relative L2 ≤ 1e-2 (the contract), and what is exact is checked
+// exactly: rw.ToNhwc is the S rounding of each value (padding channels 0), rw.ToNchw gives it back
+// bit for bit, and max pooling of S values is an S value. Shapes: W not a multiple of 4, H·W odd
+// and a multiple of 4 (the conversions' two paths), C = 8, 16, 72, 960 and padded 3 → 8,
+// N = 1 and 3, MaxPool 3×3/2 pad 1 and ceil_mode, depthwise 3×3/5×5/7×7 stride 1/2 with
+// asymmetric padding, residual, and the direct kernel's shapes. Then, host only (no GPU needed),
+// plan()'s errors name the node and the problem.
+
+#include "backends/cuda/kernels/nhwc.hpp"
+#include "core/error.hpp"
+#include "gpu_test_support.hpp"
+#include "provider_run.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+namespace redwood::cuda {
+namespace {
+
+using Attrs = std::map<std::string, AttributeValue>;
+using redwood::testing::random_tensor;
+using Ints = std::vector<std::int64_t>;
+
+constexpr DType kStorages[] = {DType::kF16, DType::kBF16};
+
+/// fp32 [N, C, H, W] → fp32 [N, H, W, cp], channels C..cp-1 zero.
+Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp) {
+  const Shape& s = x.shape();
+  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
+  Tensor y = Tensor::zeros(DType::kF32, {n, s[2], s[3], cp});
+  const float* src = x.data<float>();
+  float* dst = y.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      for (std::int64_t p = 0; p < hw; ++p) dst[(i * hw + p) * cp + ch] = src[(i * c + ch) * hw + p];
+    }
+  }
+  return y;
+}
+
+/// [N, H, W, cp] (any float dtype) → fp32 [N, c, H, W].
+Tensor nhwc_to_nchw(const Tensor& x, std::int64_t c) {
+  const Tensor f = x.cast(DType::kF32).contiguous();
+  const Shape& s = f.shape();
+  const std::int64_t n = s[0], hw = s[1] * s[2], cp = s[3];
+  Tensor y = Tensor::empty(DType::kF32, {n, c, s[1], s[2]});
+  const float* src = f.data<float>();
+  float* dst = y.data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t ch = 0; ch < c; ++ch) {
+      for (std::int64_t p = 0; p < hw; ++p) dst[(i * c + ch) * hw + p] = src[(i * hw + p) * cp + ch];
+    }
+  }
+  return y;
+}
+
+/// The values of x rounded to S and widened back.
+Tensor rounded(const Tensor& x, DType s) { return x.cast(s).cast(DType::kF32); }
+
+Tensor run_cuda(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return testing::run_with_provider(op, inputs, attrs, Device::kCuda, kCudaProvider, Precision::kFp16).at(0);
+}
+
+Tensor run_reference(const std::string& op, const std::vector<Tensor>& inputs, const Attrs& attrs) {
+  return testing::run_with_provider(op, inputs, attrs, Device::kCpu, kReferenceProvider, Precision::kFp32).at(0);
+}
+
+/// Elements of two fp32 tensors of one shape that differ (bitwise after widening; -0 == 0).
+std::int64_t mismatches(const Tensor& a, const Tensor& e) {
+  EXPECT_EQ(a.shape(), e.shape());
+  if (a.shape() != e.shape()) return -1;
+  std::int64_t bad = 0;
+  const float* ap = a.data<float>();
+  const float* ep = e.data<float>();
+  for (std::int64_t i = 0; i < e.numel(); ++i) bad += ap[i] != ep[i];
+  return bad;
+}
+
+const char* name_of(DType s) { return s == DType::kF16 ? "fp16" : "bf16"; }
+
+/// Checks the bound and prints the measured error (for the record).
+void expect_within(const std::string& what, DType s, const Tensor& got, const Tensor& expected) {
+  const double err = testing::relative_l2(got, expected);
+  std::printf("[ measured ] %s %s: relative L2 %.3g\n", what.c_str(), name_of(s), err);
+  EXPECT_LE(err, 1e-2) << what << " " << name_of(s);
+}
+
+// ---- rw.ToNhwc / rw.ToNchw ----
+
+struct ConvertCase {
+  std::int64_t n, c, h, w, cp;
+};
+
+TEST(NhwcOps, ToNhwcRoundsAndPadsAndToNchwGivesItBackExactly) {
+  RW_SKIP_WITHOUT_GPU();
+  // 3 → 8: the image; H·W = 35 (one pixel a thread), 64 (four); 70 → 72 pads within a vector;
+  // 960 at N = 3.
+  const ConvertCase cases[] = {{1, 3, 5, 7, 8}, {3, 3, 8, 8, 8}, {3, 16, 6, 9, 16}, {1, 70, 3, 5, 72},
+                               {2, 8, 1, 1, 8}, {3, 960, 2, 2, 960}, {1, 5, 4, 3, 16}};
+  for (const ConvertCase& k : cases) {
+    // ±4 with values beyond fp16's normal range at both ends: 1e5 overflows fp16 to inf,
+    // 1e-6 is an fp16 subnormal; bf16 keeps both.
+    Tensor x = random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -4, 4, 7);
+    x.data<float>()[0] = 1e5f;
+    x.data<float>()[x.numel() - 1] = -1e-6f;
+    for (const DType s : kStorages) {
+      const std::string what = fmt::format("{}x{}x{}x{} → {} channels", k.n, k.c, k.h, k.w, k.cp);
+      SCOPED_TRACE(what + " " + name_of(s));
+      const Tensor y = run_cuda("rw.ToNhwc", {x}, {{"to", std::int64_t{dtype_to_onnx(s)}}, {"rw.channels", k.cp}});
+      ASSERT_EQ(y.dtype(), s);
+      ASSERT_EQ(y.shape(), (Shape{k.n, k.h, k.w, k.cp}));
+      const Tensor want = rounded(x, s);
+      EXPECT_EQ(mismatches(y.cast(DType::kF32), nchw_to_nhwc(want, k.cp)), 0) << "rw.ToNhwc";
+      const Tensor back = run_cuda("rw.ToNchw", {y}, {{"rw.channels", k.c}});
+      ASSERT_EQ(back.dtype(), DType::kF32);
+      EXPECT_EQ(mismatches(back, want), 0) << "rw.ToNchw";
+    }
+  }
+}
+
+// ---- rw.MaxPoolNhwc ----
+
+struct PoolCase {
+  std::string name;
+  std::int64_t n, c, h, w, k, stride;
+  Ints pads;  // top, left, bottom, right
+  std::int64_t dil = 1, ceil = 0;
+};
+
+TEST(NhwcOps, MaxPoolMatchesTheReferenceExactly) {
+  RW_SKIP_WITHOUT_GPU();
+  const PoolCase cases[] = {
+      {"3x3_s2_pad1_resnet_stem", 3, 8, 15, 13, 3, 2, {1, 1, 1, 1}},
+      {"3x3_s2_ceil_mode", 1, 16, 14, 14, 3, 2, {0, 0, 0, 0}, 1, 1},
+      {"3x3_s2_ceil_mode_pad1", 3, 72, 10, 11, 3, 2, {1, 1, 1, 1}, 1, 1},
+      {"2x2_s2_asymmetric_pads", 1, 72, 9, 11, 2, 2, {0, 1, 1, 0}},
+      {"3x3_s1_c960", 3, 960, 4, 5, 3, 1, {1, 1, 1, 1}},
+      {"3x3_dilated", 1, 8, 9, 10, 3, 1, {2, 2, 2, 2}, 2},
+  };
+  for (const PoolCase& k : cases) {
+    Attrs onnx = {{"kernel_shape", Ints{k.k, k.k}}, {"strides", Ints{k.stride, k.stride}}, {"pads", k.pads},
+                  {"dilations", Ints{k.dil, k.dil}}, {"ceil_mode", k.ceil}};
+    for (const DType s : kStorages) {
+      SCOPED_TRACE(k.name + " " + name_of(s));
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 1, 11), s);
+      const Tensor expected = run_reference("MaxPool", {xs}, onnx);
+      const Tensor got = run_cuda("rw.MaxPoolNhwc", {nchw_to_nhwc(xs, k.c).cast(s)}, onnx);
+      ASSERT_EQ(got.dtype(), s);
+      const Tensor nchw = nhwc_to_nchw(got, k.c);
+      expect_within("MaxPool " + k.name, s, nchw, expected);
+      EXPECT_EQ(mismatches(nchw, expected), 0) << "the max of S values is an S value";
+    }
+  }
+}
+
+// ---- rw.GlobalAveragePoolNhwc ----
+
+TEST(NhwcOps, GlobalAveragePoolMatchesTheReference) {
+  RW_SKIP_WITHOUT_GPU();
+  // 960 channels: four blocks of 256 channels per image, the last partly used.
+  const ConvertCase cases[] = {{1, 960, 7, 7, 960}, {3, 72, 5, 3, 72}, {3, 8, 1, 1, 8}, {1, 16, 13, 11, 16}};
+  for (const ConvertCase& k : cases) {
+    for (const DType s : kStorages) {
+      const std::string what = fmt::format("GlobalAveragePool {}x{}x{}x{}", k.n, k.c, k.h, k.w);
+      SCOPED_TRACE(what + " " + name_of(s));
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 2, 13), s);
+      const Tensor expected = run_reference("GlobalAveragePool", {xs}, {});
+      const Tensor got = run_cuda("rw.GlobalAveragePoolNhwc", {nchw_to_nhwc(xs, k.c).cast(s)}, {});
+      ASSERT_EQ(got.dtype(), DType::kF32);
+      expect_within(what, s, got, expected);
+      redwood::testing::expect_close(got, expected, 1e-5, 1e-6);  // fp32 sums: only the order differs
+    }
+  }
+}
+
+// ---- rw.ScaleChannelsNhwc ----
+
+TEST(NhwcOps, ScaleChannelsMatchesTheReferenceMul) {
+  RW_SKIP_WITHOUT_GPU();
+  const ConvertCase cases[] = {{3, 72, 5, 7, 72}, {1, 960, 7, 7, 960}, {1, 8, 3, 3, 8}, {3, 16, 1, 1, 16}};
+  for (const ConvertCase& k : cases) {
+    for (const DType s : kStorages) {
+      const std::string what = fmt::format("ScaleChannels {}x{}x{}x{}", k.n, k.c, k.h, k.w);
+      SCOPED_TRACE(what + " " + name_of(s));
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 1, 17), s);
+      const Tensor scale = random_tensor(DType::kF32, {k.n, k.c, 1, 1}, 0, 1, 18);
+      const Tensor expected = run_reference("Mul", {xs, scale}, {});
+      const Tensor got = run_cuda("rw.ScaleChannelsNhwc", {nchw_to_nhwc(xs, k.c).cast(s), scale}, {});
+      ASSERT_EQ(got.dtype(), s);
+      expect_within(what, s, nhwc_to_nchw(got, k.c), expected);
+    }
+  }
+}
+
+// ---- rw.DepthwiseConvNhwc ----
+
+struct DwCase {
+  std::string name;
+  std::int64_t n, c, h, w, r, stride;
+  Ints pads;  // top, left, bottom, right
+  std::string act;  // "" (none), Relu, HardSwish
+  bool bias = true, residual = false;
+  std::int64_t dil = 1, stride_w = 0;  // stride_w 0: = stride
+};
+
+/// [C, 1, R, S] → [R, S, C].
+Tensor rsc_weights(const Tensor& w) {
+  const Shape& s = w.shape();
+  const std::int64_t c = s[0], rs = s[2] * s[3];
+  Tensor y = Tensor::empty(DType::kF32, {s[2], s[3], c});
+  for (std::int64_t ch = 0; ch < c; ++ch) {
+    for (std::int64_t i = 0; i < rs; ++i) y.data<float>()[i * c + ch] = w.data<float>()[ch * rs + i];
+  }
+  return y;
+}
+
+TEST(NhwcOps, DepthwiseConvMatchesTheReferenceConv) {
+  RW_SKIP_WITHOUT_GPU();
+  const DwCase cases[] = {
+      {"3x3_s1_c72_hardswish", 3, 72, 15, 22, 3, 1, {1, 1, 1, 1}, "HardSwish"},
+      {"3x3_s2_asymmetric_relu", 1, 16, 15, 23, 3, 2, {0, 0, 1, 1}, "Relu"},
+      {"3x3_s2_pad1_c8_residual", 3, 8, 14, 14, 3, 2, {1, 1, 1, 1}, "", false, true},
+      {"5x5_s1_c960_residual", 1, 960, 7, 7, 5, 1, {2, 2, 2, 2}, "HardSwish", true, true},
+      {"5x5_s2_asymmetric_residual", 3, 40, 14, 13, 5, 2, {1, 2, 2, 1}, "", false, true},
+      {"5x5_s2_c72_mnv3", 1, 72, 28, 28, 5, 2, {2, 2, 2, 2}, "Relu"},
+      {"3x3_s1_one_column", 1, 8, 5, 1, 3, 1, {1, 1, 1, 1}, "Relu", true, true},
+      {"7x7_s2_c16", 1, 16, 13, 17, 7, 2, {3, 3, 3, 3}, "HardSwish"},
+      {"7x7_s1_c8_valid", 3, 8, 9, 10, 7, 1, {0, 0, 0, 0}, ""},
+      {"direct_dilated_3x3", 1, 16, 11, 9, 3, 1, {2, 2, 2, 2}, "Relu", true, false, 2},
+      {"direct_stride_2x1", 3, 8, 9, 7, 3, 2, {1, 1, 1, 1}, "HardSwish", true, true, 1, 1},
+      {"direct_1x1", 1, 24, 5, 6, 1, 1, {0, 0, 0, 0}, ""},
+  };
+  for (const DwCase& k : cases) {
+    const std::int64_t sw = k.stride_w == 0 ? k.stride : k.stride_w;
+    const std::int64_t oh = (k.h + k.pads[0] + k.pads[2] - (k.r - 1) * k.dil - 1) / k.stride + 1;
+    const std::int64_t ow = (k.w + k.pads[1] + k.pads[3] - (k.r - 1) * k.dil - 1) / sw + 1;
+    Attrs attrs = {{"strides", Ints{k.stride, sw}}, {"pads", k.pads}, {"dilations", Ints{k.dil, k.dil}}};
+    if (!k.act.empty()) attrs["rw.activation"] = k.act;
+    Attrs conv = attrs;
+    conv["group"] = k.c;
+    const Tensor w = random_tensor(DType::kF32, {k.c, 1, k.r, k.r}, -1, 1, 21);
+    const Tensor bias = k.bias ? random_tensor(DType::kF32, {k.c}, -1, 1, 22) : Tensor();
+    for (const DType s : kStorages) {
+      SCOPED_TRACE(k.name + " " + name_of(s));
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 1, 23), s);
+      const Tensor res = k.residual ? rounded(random_tensor(DType::kF32, {k.n, k.c, oh, ow}, -1, 1, 24), s) : Tensor();
+      std::vector<Tensor> ref_in = {xs, w, bias};
+      std::vector<Tensor> in = {nchw_to_nhwc(xs, k.c).cast(s), rsc_weights(w), bias};
+      if (k.residual) {
+        ref_in.push_back(res);
+        in.push_back(nchw_to_nhwc(res, k.c).cast(s));
+      }
+      const Tensor expected = run_reference("Conv", ref_in, conv);
+      ASSERT_EQ(expected.shape(), (Shape{k.n, k.c, oh, ow}));
+      const Tensor got = run_cuda("rw.DepthwiseConvNhwc", in, attrs);
+      ASSERT_EQ(got.dtype(), s);
+      ASSERT_EQ(got.shape(), (Shape{k.n, oh, ow, k.c}));
+      expect_within("DepthwiseConv " + k.name, s, nhwc_to_nchw(got, k.c), expected);
+    }
+  }
+}
+
+TEST(NhwcOps, DepthwiseVariantByShape) {
+  using kernels::depthwise_nhwc_variant;
+  using kernels::NhwcDepthwiseParams;
+  NhwcDepthwiseParams p{32, 112, 112, 64, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1};
+  EXPECT_STREQ(depthwise_nhwc_variant(p), "tiled 3x3/2");
+  p.r = p.s = 5;
+  p.stride_h = p.stride_w = 1;
+  EXPECT_STREQ(depthwise_nhwc_variant(p), "tiled 5x5/1");
+  p.dil_h = 2;
+  EXPECT_STREQ(depthwise_nhwc_variant(p), "direct");
+  p.dil_h = 1;
+  p.stride_w = 2;
+  EXPECT_STREQ(depthwise_nhwc_variant(p), "direct");
+}
+
+// ---- plan() errors (host only: plan() makes no CUDA call) ----
+
+/// Plans `op` with `inputs` (undefined dtype: absent) and returns the error message, "" if none.
+std::string plan_error(const std::string& op, const Attrs& attrs, const std::vector<TensorDesc>& inputs) {
+  Node node;
+  node.name = "nhwc_node";
+  node.op_type = op;
+  node.attributes = attrs;
+  KernelInfo info;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
+    info.input_dtypes.push_back(inputs[i].dtype);
+  }
+  node.outputs = {"out"};
+  const KernelEntry* entry = nullptr;
+  for (const KernelEntry* e : OpRegistry::instance().candidates(op, Device::kCuda)) {
+    if (e->provider == kCudaProvider) entry = e;
+  }
+  if (entry == nullptr) return "no CUDA kernel registered for " + op;
+  try {
+    std::unique_ptr<Kernel> kernel = entry->factory(node, info);
+    auto* ck = dynamic_cast<CudaKernel*>(kernel.get());
+    if (ck == nullptr) return "not a CudaKernel";
+    ck->plan(PlanInfo{node, inputs, Precision::kFp16, 17});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_plan_error(const std::string& op, const Attrs& attrs, const std::vector<TensorDesc>& inputs,
+                       const std::string& says) {
+  const std::string msg = plan_error(op, attrs, inputs);
+  EXPECT_NE(msg.find("node 'nhwc_node' (" + op + ")"), std::string::npos) << op << ": " << msg;
+  EXPECT_NE(msg.find(says), std::string::npos) << op << ": '" << msg << "' should say '" << says << "'";
+}
+
+TEST(NhwcOpsPlan, ValidNodesPlanTheContractsOutputs) {
+  const Attrs pool = {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
+                      {"dilations", Ints{1, 1}},   {"ceil_mode", std::int64_t{0}}};
+  EXPECT_EQ(plan_error("rw.ToNhwc", {{"to", std::int64_t{16}}, {"rw.channels", std::int64_t{8}}},
+                       {{DType::kF32, {32, 3, 224, 224}}}),
+            "");
+  EXPECT_EQ(plan_error("rw.MaxPoolNhwc", pool, {{DType::kBF16, {32, 112, 112, 64}}}), "");
+  EXPECT_EQ(plan_error("rw.DepthwiseConvNhwc", {{"strides", Ints{2, 2}}, {"pads", Ints{0, 0, 1, 1}}, {"dilations", Ints{1, 1}}},
+                       {{DType::kF16, {32, 56, 56, 72}}, {DType::kF32, {5, 5, 72}}, {}, {DType::kF16, {32, 27, 27, 72}}}),
+            "");
+}
+
+TEST(NhwcOpsPlan, BadNodesGetErrorsNamingTheNodeAndTheProblem) {
+  const TensorDesc f16{DType::kF16, {2, 7, 7, 16}};
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{10}}, {"rw.channels", std::int64_t{12}}},
+                    {{DType::kF32, {1, 3, 8, 8}}}, "multiple of 8");
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{10}}, {"rw.channels", std::int64_t{8}}},
+                    {{DType::kF32, {1, 9, 8, 8}}}, "at least the input's 9 channels");
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{1}}, {"rw.channels", std::int64_t{8}}},
+                    {{DType::kF32, {1, 3, 8, 8}}}, "float16 (10) or bfloat16 (16)");
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{10}}}, {{DType::kF32, {1, 3, 8, 8}}}, "rw.channels is required");
+  expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{17}}}, {f16}, "rw.channels 17");
+  expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{3}}}, {{DType::kF32, {2, 7, 7, 16}}},
+                    "float16 or bfloat16");
+  expect_plan_error("rw.MaxPoolNhwc", {{"kernel_shape", Ints{3, 3}}}, {f16}, "strides is required");
+  expect_plan_error("rw.MaxPoolNhwc",
+                    {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{0, 0, 0, 0}},
+                     {"dilations", Ints{1, 1}}},
+                    {f16}, "ceil_mode is required");
+  expect_plan_error("rw.GlobalAveragePoolNhwc", {}, {{DType::kF16, {2, 7, 7, 12}}}, "not a multiple of 8");
+  expect_plan_error("rw.GlobalAveragePoolNhwc", {}, {{DType::kF16, {2, 7, 16}}}, "not an NHWC");
+  expect_plan_error("rw.ScaleChannelsNhwc", {}, {f16, {DType::kF32, {2, 8, 1, 1}}}, "N·C = 32");
+  const Attrs dw = {{"strides", Ints{1, 1}}, {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{1, 1}}};
+  expect_plan_error("rw.DepthwiseConvNhwc", dw, {f16, {DType::kF32, {3, 3, 8}}}, "[R, S, C] with C = 16");
+  expect_plan_error("rw.DepthwiseConvNhwc", dw, {f16, {DType::kF16, {3, 3, 16}}}, "input 1 (W)");
+  expect_plan_error("rw.DepthwiseConvNhwc", dw, {f16, {DType::kF32, {3, 3, 16}}, {DType::kF32, {8}}}, "bias");
+  expect_plan_error("rw.DepthwiseConvNhwc", dw,
+                    {f16, {DType::kF32, {3, 3, 16}}, {}, {DType::kBF16, {2, 7, 7, 16}}}, "residual bfloat16");
+  expect_plan_error("rw.DepthwiseConvNhwc", dw, {f16, {DType::kF32, {11, 11, 16}}}, "smaller than the filter");
+}
+
+}  // namespace
+}  // namespace redwood::cuda
