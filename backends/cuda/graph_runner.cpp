@@ -50,6 +50,46 @@ std::vector<Tensor> evaluate_on_host(const Graph& graph, const Node& node, const
   return outputs;
 }
 
+// Concat by writing into offsets: where nothing precedes the axis but extents of 1 (batch 1 along
+// channels, or axis 0), each input is one contiguous block of the output, so its producer can
+// write it there and the Concat copies nothing for it (ConcatKernel skips an input already in
+// place). An input qualifies when a device step produces it, it is no graph output, it is read once
+// by this Concat and is not placed in another one, it does not hold placed inputs itself, and its
+// block starts on the workspace's alignment (kernels rely on aligned operands). The output then
+// lives from the first such producer to the last reader of any of them.
+void place_concat_inputs(const Graph& graph, Schedule& s) {
+  std::vector<bool> graph_output(s.values.size(), false), holds(s.values.size(), false);
+  for (int id : s.graph_outputs) graph_output[static_cast<std::size_t>(id)] = true;
+  for (const Schedule::Step& step : s.steps) {
+    const Node& node = graph.nodes[step.node];
+    if (node.op_type != "Concat" || !node.domain.empty() || step.outputs.empty() || step.outputs[0] < 0) continue;
+    const int out_id = step.outputs[0];
+    Schedule::Value& out = s.values[static_cast<std::size_t>(out_id)];
+    const auto rank = static_cast<std::int64_t>(out.shape.size());
+    std::int64_t axis = node.attr_int("axis", 0);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || out.alias_of >= 0) continue;
+    std::int64_t outer = 1;
+    for (std::int64_t d = 0; d < axis; ++d) outer *= out.shape[static_cast<std::size_t>(d)];
+    if (outer != 1) continue;
+    std::size_t prefix = 0;
+    for (int id : step.inputs) {
+      if (id < 0) continue;
+      Schedule::Value& v = s.values[static_cast<std::size_t>(id)];
+      const bool once = std::count(step.inputs.begin(), step.inputs.end(), id) == 1;
+      if (v.kind == Schedule::Kind::kDevice && !graph_output[static_cast<std::size_t>(id)] && v.alias_of < 0 &&
+          !holds[static_cast<std::size_t>(id)] && once && id != out_id && prefix % kAlignment == 0) {
+        v.alias_of = out_id;
+        v.alias_offset = prefix;
+        holds[static_cast<std::size_t>(out_id)] = true;
+        out.first_step = std::min(out.first_step, v.first_step);
+        out.last_step = std::max(out.last_step, v.last_step);
+      }
+      prefix += v.bytes();
+    }
+  }
+}
+
 }  // namespace
 
 Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision) {
@@ -212,17 +252,22 @@ Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shap
     s.values[static_cast<std::size_t>(id)].last_step = end;  // outputs live to the end
     s.graph_outputs.push_back(id);
   }
-  // One workspace for graph inputs, intermediates and outputs, packed by lifetime.
+  place_concat_inputs(graph, s);
+  // One workspace for graph inputs, intermediates and outputs, packed by lifetime (values placed
+  // in a Concat's output take their offset from it).
   std::vector<memory::TensorLifetime> lifetimes;
   std::vector<int> placed;
   for (std::size_t i = 0; i < s.values.size(); ++i) {
     const Schedule::Value& v = s.values[i];
-    if (v.kind == Schedule::Kind::kHost) continue;
+    if (v.kind == Schedule::Kind::kHost || v.alias_of >= 0) continue;
     lifetimes.push_back({std::max<std::size_t>(v.bytes(), 4), v.first_step, std::max(v.first_step, v.last_step)});
     placed.push_back(static_cast<int>(i));
   }
   s.workspace = memory::plan_workspace(lifetimes, kAlignment);
   for (std::size_t i = 0; i < placed.size(); ++i) s.values[static_cast<std::size_t>(placed[i])].offset = s.workspace.offsets[i];
+  for (Schedule::Value& v : s.values) {
+    if (v.alias_of >= 0) v.offset = s.values[static_cast<std::size_t>(v.alias_of)].offset + v.alias_offset;
+  }
   return s;
 }
 
@@ -292,6 +337,15 @@ void Plan::enqueue(cudaStream_t stream) {
   }
 }
 
+DType activation_dtype(const RunnerOptions& options) {
+  if (!options.nhwc) return DType::kF32;
+  switch (options.precision) {
+    case Precision::kFp16: return DType::kF16;
+    case Precision::kBf16: return DType::kBF16;
+    default: return DType::kF32;
+  }
+}
+
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
     : options_(options) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "GraphRunner: no graph");
@@ -306,8 +360,9 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   }
   if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
-    // Without form_regions (its fused regions are for the CPU providers), with elementwise chains.
-    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline());
+    // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
+    // and at fp16/bf16 with NHWC 16-bit activations between convolutions (choose_gpu_layout).
+    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline(activation_dtype(options_)));
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);

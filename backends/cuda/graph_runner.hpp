@@ -41,7 +41,15 @@ struct RunnerOptions {
   /// before capture, within this much time per plan; 0 keeps every kernel's untimed default.
   /// Picks are cached per process by shape and precision, so only new shapes are timed.
   double tune_budget_ms = 3000;
+  /// At fp16/bf16 (with optimize): keep activations NHWC in that 16-bit type between the
+  /// convolutions (passes::choose_gpu_layout) instead of fp32 NCHW. Off: every kernel reads and
+  /// writes fp32 NCHW, only the matrix operands are rounded.
+  bool nhwc = true;
 };
+
+/// The type activations are kept in between convolutions under these options: kF16 or kBF16 when
+/// nhwc is on at those precisions, else kF32.
+DType activation_dtype(const RunnerOptions& options);
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
 /// shapes. Built on the host only.
@@ -57,6 +65,11 @@ struct Schedule {
     bool uploaded = false;    // kHost values a device step reads (copied to the device)
     std::int64_t first_step = 0, last_step = 0;
     std::size_t offset = 0;   // in the workspace, for kGraphInput and kDevice
+    // A Concat input written in place: the id of the Concat's output, which holds this value's
+    // bytes at alias_offset (its producer writes there, the Concat copies nothing for it); -1
+    // for a value with its own place.
+    int alias_of = -1;
+    std::size_t alias_offset = 0;
     std::size_t bytes() const { return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype); }
   };
   struct Step {

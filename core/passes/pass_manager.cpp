@@ -21,9 +21,14 @@ std::vector<NamedPass> default_pipeline(bool regions) {
   return pipeline;
 }
 
-std::vector<NamedPass> gpu_pipeline() {
+std::vector<NamedPass> gpu_pipeline(DType activations) {
   std::vector<NamedPass> pipeline = default_pipeline(false);
   pipeline.push_back({"fuse_elementwise", fuse_elementwise});
+  if (activations == DType::kF16 || activations == DType::kBF16) {
+    pipeline.push_back({"choose_gpu_layout", [activations](Graph& g, std::vector<std::string>& log) {
+                          choose_gpu_layout(g, log, activations);
+                        }});
+  }
   return pipeline;
 }
 

@@ -146,4 +146,18 @@ std::filesystem::path assets_dir() {
 #endif
 }
 
+double relative_l2(const Tensor& actual, const Tensor& expected) {
+  if (actual.shape() != expected.shape()) return INFINITY;
+  const Tensor a = actual.cast(DType::kF32).contiguous(), e = expected.cast(DType::kF32).contiguous();
+  double num = 0, den = 0;
+  const float* ap = a.data<float>();
+  const float* ep = e.data<float>();
+  for (std::int64_t i = 0; i < e.numel(); ++i) {
+    if (std::isnan(ap[i]) || std::isnan(ep[i])) return INFINITY;
+    num += (double(ap[i]) - ep[i]) * (double(ap[i]) - ep[i]);
+    den += double(ep[i]) * ep[i];
+  }
+  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
 }  // namespace redwood::testing

@@ -39,6 +39,10 @@ Node make_node(std::string name, std::string op_type, std::vector<std::string> i
 /// for tests that add the nodes and initializers between them.
 std::shared_ptr<Graph> make_x_to_y_graph(std::string name);
 
+/// ‖actual − expected‖₂ / ‖expected‖₂ over float tensors of one shape, compared as fp32 (infinity
+/// for a shape mismatch or a NaN anywhere; the plain norm of `actual` when `expected` is all 0).
+double relative_l2(const Tensor& actual, const Tensor& expected);
+
 /// Builds a graph of one node and runs it on the CPU through the Executor.
 std::vector<Tensor> run_node(const NodeSpec& spec);
 

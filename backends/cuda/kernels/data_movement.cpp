@@ -4,7 +4,9 @@
 //                                                    run on a data-less view at plan time, so the
 //                                                    two backends cannot disagree on it.
 //   Transpose, Slice, Expand                          one strided gather (data_movement.cu)
-//   Concat, Split                                     2-D copies into / out of column offsets
+//   Concat, Split                                     2-D copies into / out of column offsets (a
+//                                                    Concat input the schedule placed in the
+//                                                    output, graph_runner.cpp, is not copied)
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
@@ -224,8 +226,11 @@ class ConcatKernel final : public CudaKernel {
     std::int64_t col = 0;
     for (const DeviceArg& in : a.inputs) {
       const std::int64_t cols = outer_ == 0 ? 0 : shape_numel(in.shape) / outer_;
-      if (cols > 0) {
-        RW_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(a.outputs[0].data) + col * elem, out_cols * elem, in.data,
+      char* dst = static_cast<char*>(a.outputs[0].data) + col * elem;
+      // An input its producer already wrote in place (the runner's schedule placed it there).
+      const bool in_place = outer_ == 1 && in.data == dst;
+      if (cols > 0 && !in_place) {
+        RW_CUDA_CHECK(cudaMemcpy2DAsync(dst, out_cols * elem, in.data,
                                         cols * elem, cols * elem, outer_, cudaMemcpyDeviceToDevice, a.stream));
       }
       col += cols;

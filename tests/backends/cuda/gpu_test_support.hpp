@@ -5,10 +5,10 @@
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "core/tensor.hpp"
+#include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 
 namespace redwood::cuda::testing {
@@ -37,19 +37,7 @@ inline double tolerance(Precision p) {
   }
 }
 
-/// ‖actual − expected‖₂ / ‖expected‖₂ over fp32 tensors of one shape (NaN anywhere: infinity).
-inline double relative_l2(const Tensor& actual, const Tensor& expected) {
-  if (actual.shape() != expected.shape()) return INFINITY;
-  const Tensor a = actual.cast(DType::kF32).contiguous(), e = expected.cast(DType::kF32).contiguous();
-  double num = 0, den = 0;
-  const float* ap = a.data<float>();
-  const float* ep = e.data<float>();
-  for (std::int64_t i = 0; i < e.numel(); ++i) {
-    if (std::isnan(ap[i]) || std::isnan(ep[i])) return INFINITY;
-    num += (double(ap[i]) - ep[i]) * (double(ap[i]) - ep[i]);
-    den += double(ep[i]) * ep[i];
-  }
-  return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
-}
+/// ‖actual − expected‖₂ / ‖expected‖₂ (tests/support/test_support.hpp).
+using ::redwood::testing::relative_l2;
 
 }  // namespace redwood::cuda::testing

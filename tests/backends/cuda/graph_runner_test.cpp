@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <stdexcept>
 
 namespace redwood::cuda {
 namespace {
@@ -53,7 +54,7 @@ TEST_P(ModelSchedule, PlacesEveryNodeAndPacksTheWorkspace) {
   auto graph = load_model(GetParam(), &why);
   if (!graph) GTEST_SKIP() << why;
   Graph optimized = *graph;
-  passes::optimize(optimized, passes::gpu_pipeline());
+  passes::optimize(optimized, passes::gpu_pipeline(DType::kF16));  // with the NHWC groups
   const Schedule s = build_schedule(optimized, {GetParam().input}, Precision::kFp16);
   EXPECT_EQ(s.steps.size() + s.host_nodes, optimized.nodes.size());
   EXPECT_GT(s.steps.size(), 10u);
@@ -64,6 +65,14 @@ TEST_P(ModelSchedule, PlacesEveryNodeAndPacksTheWorkspace) {
     if (v.kind == Schedule::Kind::kHost) continue;
     EXPECT_LE(v.offset + v.bytes(), s.workspace.workspace_bytes) << v.name;
     EXPECT_EQ(v.offset % 256, 0u) << v.name;
+    if (v.alias_of >= 0) {  // a Concat input written in place: inside the Concat's output
+      const auto& out = s.values[static_cast<std::size_t>(v.alias_of)];
+      EXPECT_GE(v.offset, out.offset) << v.name;
+      EXPECT_LE(v.offset + v.bytes(), out.offset + out.bytes()) << v.name;
+      EXPECT_LE(out.first_step, v.first_step) << v.name;
+      EXPECT_GE(out.last_step, v.last_step) << v.name;
+      continue;
+    }
     device.push_back(&v);
   }
   for (std::size_t i = 0; i < device.size(); ++i) {
@@ -99,19 +108,82 @@ TEST(GraphSchedule, NamesTheNodeNoCudaKernelRuns) {
   }
 }
 
+// x -> Relu -> a, x -> Sigmoid -> b, Concat(a, x, b) along `axis` -> y: a and b are device values
+// read once, x a graph input.
+std::shared_ptr<Graph> concat_graph(std::int64_t axis) {
+  auto graph = redwood::testing::make_x_to_y_graph("concat");
+  Node relu = redwood::testing::make_node("relu", "Relu", {"x"}, {"a"});
+  Node sigmoid = redwood::testing::make_node("sigmoid", "Sigmoid", {"x"}, {"b"});
+  Node concat = redwood::testing::make_node("concat", "Concat", {"a", "x", "b"}, {"y"});
+  concat.attributes["axis"] = axis;
+  graph->nodes = {relu, sigmoid, concat};
+  return graph;
+}
+
+const Schedule::Value& value_named(const Schedule& s, const std::string& name) {
+  for (const auto& v : s.values) {
+    if (v.name == name) return v;
+  }
+  throw std::runtime_error("no value " + name);
+}
+
+TEST(GraphSchedule, ConcatInputsAreWrittenInPlaceWhereTheyAreContiguousBlocks) {
+  // Batch 1 along channels: a and b are blocks of y (x, a graph input, is still copied).
+  const Schedule s = build_schedule(*concat_graph(1), {{1, 16, 4, 4}}, Precision::kFp32);
+  const auto& y = value_named(s, "y");
+  const auto& a = value_named(s, "a");
+  const auto& b = value_named(s, "b");
+  EXPECT_EQ(a.alias_of, static_cast<int>(&y - s.values.data()));
+  EXPECT_EQ(a.offset, y.offset);
+  EXPECT_EQ(b.offset, y.offset + 2 * 16 * 16 * 4);  // after a and x
+  EXPECT_EQ(value_named(s, "x").alias_of, -1);
+  EXPECT_EQ(y.first_step, 0);  // y lives from a's producer on
+  // A block that would not start on the workspace's 256-byte alignment keeps its own place.
+  const Schedule odd = build_schedule(*concat_graph(1), {{1, 3, 5, 7}}, Precision::kFp32);
+  EXPECT_EQ(value_named(odd, "a").alias_of, static_cast<int>(&value_named(odd, "y") - odd.values.data()));
+  EXPECT_EQ(value_named(odd, "b").alias_of, -1);  // 2·105 floats into y
+  // Batch 2 along channels: the inputs interleave in y, so they are copied.
+  const Schedule two = build_schedule(*concat_graph(1), {{2, 16, 4, 4}}, Precision::kFp32);
+  EXPECT_EQ(value_named(two, "a").alias_of, -1);
+  EXPECT_EQ(value_named(two, "b").alias_of, -1);
+  // Along the batch axis every input is a block, whatever the batch.
+  const Schedule rows = build_schedule(*concat_graph(0), {{2, 16, 4, 4}}, Precision::kFp32);
+  EXPECT_GE(value_named(rows, "b").alias_of, 0);
+}
+
+TEST(GraphRunnerConcat, InPlaceInputsGiveTheCopiedResult) {
+  RW_SKIP_WITHOUT_GPU();
+  for (std::int64_t axis : {0, 1}) {
+    auto graph = concat_graph(axis);
+    ExecutorOptions reference;
+    reference.optimize = false;
+    reference.reference_only = true;
+    Executor executor(graph, reference);
+    GraphRunner runner(graph);
+    for (const Shape& shape : {Shape{1, 16, 4, 4}, Shape{2, 16, 4, 4}, Shape{1, 3, 5, 7}}) {
+      const Tensor x = redwood::testing::random_tensor(DType::kF32, shape, -3, 3, 21);
+      const Tensor want = executor.run({{"x", x}}).at(0);
+      for (int replay = 0; replay < 2; ++replay) {
+        redwood::testing::expect_close(runner.run({{"x", x}}).at(0), want, 1e-6, 1e-6);
+      }
+    }
+  }
+}
+
 class ModelOnGpu : public ::testing::TestWithParam<ModelCase> {};
 
 // End-to-end bounds on relative L2 error. fp32 is the 1e-4. The reduced precisions round
 // every convolution's operands, and the error compounds over 60 to 150 layers: measured on the
 // H200 (random inputs, 2026-11-29) up to 1.7e-2 for tf32 and 8.5e-3 for fp16 (PP-OCRv4 det),
-// 1.2e-1 for bf16 (det; 1.7e-2 elsewhere). The bounds below are those with a 2x margin, so a
+// 1.2e-1 for bf16 (det; 1.7e-2 elsewhere); with fp16 activations between convolutions (the NHWC
+// groups, choose_gpu_layout) fp16 det measured 2.2e-2. The bounds below are those with a 2x margin, so a
 // wrong layout or a lost epilogue (errors near 1) still fails; the tf32 1e-3 and bf16
 // 1e-2 hold per kernel (cuda_kernels_test.cpp), not end to end on these models yet.
 double model_tolerance(Precision p) {
   switch (p) {
     case Precision::kFp32: return 1e-4;
     case Precision::kTf32: return 3.5e-2;
-    case Precision::kFp16: return 2e-2;
+    case Precision::kFp16: return 4.5e-2;
     default: return 2.5e-1;
   }
 }
@@ -133,9 +205,15 @@ TEST_P(ModelOnGpu, MatchesTheReferenceAtEveryPrecisionWithGraphReplay) {
   const Tensor x2 = redwood::testing::random_tensor(DType::kF32, c.input, c.lo, c.hi, 12);
   const std::vector<Tensor> want1 = reference.run({{input, x1}});
   const std::vector<Tensor> want2 = reference.run({{input, x2}});
-  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
+  // fp16 and bf16 with NHWC 16-bit activations between convolutions (the default), and fp16
+  // with fp32 NCHW tensors throughout (RunnerOptions::nhwc off).
+  const std::pair<Precision, bool> configs[] = {{Precision::kFp32, false}, {Precision::kTf32, false},
+                                                {Precision::kFp16, false}, {Precision::kFp16, true},
+                                                {Precision::kBf16, true}};
+  for (const auto& [p, nhwc] : configs) {
     RunnerOptions options;
     options.precision = p;
+    options.nhwc = nhwc;
     GraphRunner runner(graph, options);
     const std::vector<Tensor> got1 = runner.run({{input, x1}});
     const std::vector<Tensor> got2 = runner.run({{input, x2}});  // replay of the same captured graph
@@ -145,8 +223,8 @@ TEST_P(ModelOnGpu, MatchesTheReferenceAtEveryPrecisionWithGraphReplay) {
     for (std::size_t o = 0; o < want1.size(); ++o) {
       const double e1 = testing::relative_l2(got1[o], want1[o]);
       const double e2 = testing::relative_l2(got2[o], want2[o]);
-      std::printf("%s %s output %zu: relative L2 %.2e, replay %.2e\n", c.name.c_str(),
-                  std::string(precision_name(p)).c_str(), o, e1, e2);
+      std::printf("%s %s%s output %zu: relative L2 %.2e, replay %.2e\n", c.name.c_str(),
+                  std::string(precision_name(p)).c_str(), nhwc ? " nhwc" : "", o, e1, e2);
       EXPECT_LE(e1, model_tolerance(p)) << c.name << " output " << o << " at " << precision_name(p);
       EXPECT_LE(e2, model_tolerance(p)) << c.name << " replay, output " << o << " at " << precision_name(p);
     }

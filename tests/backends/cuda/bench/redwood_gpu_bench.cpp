@@ -14,9 +14,11 @@
 // With --cpu-runs N, the Redwood CPU executor (the default: optimized, oneDNN, all cores) runs the
 // same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
 // between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
-// With --verbose, the tuned variant of each convolution (tile, split-K, how it was picked) goes to
+// With --verbose, the NHWC groups the layout pass made and the tuned variant of each convolution (tile, split-K, how it was picked) goes to
 // stderr. With --profile, where the time goes (Plan::time_steps: each step launched alone between
 // two events): per op type, the slowest steps, and the launch gaps of a replay, on stderr.
+// --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16 (RunnerOptions::nhwc), for
+// comparing with the NHWC 16-bit activations that are the default there.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
@@ -54,6 +56,11 @@ double step_flops(const Graph& g, const cuda::Schedule& s, const cuda::Schedule:
     for (std::size_t d = 1; d < w.size(); ++d) per *= static_cast<double>(w[d]);
     const double outputs = static_cast<double>(shape_numel(n.op_type == "Conv" ? shape(step.outputs[0]) : shape(step.inputs[0])));
     return 2 * outputs * per;
+  }
+  if (n.op_type == "rw.ConvNhwc" || n.op_type == "rw.DepthwiseConvNhwc") {  // W [K, R, S, C] or [R, S, C]
+    const Shape w = shape(step.inputs[1]);
+    const double per = static_cast<double>(n.op_type == "rw.ConvNhwc" ? w[1] * w[2] * w[3] : w[0] * w[1]);
+    return 2 * static_cast<double>(shape_numel(shape(step.outputs[0]))) * per;  // padded channels count
   }
   if (n.op_type == "MatMul" || n.op_type == "Gemm") {
     const Shape a = shape(step.inputs[0]);
@@ -116,12 +123,12 @@ void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int ru
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: redwood_gpu_bench MODEL.onnx [--batch N] [--precision fp32|tf32|fp16|bf16] "
-                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose] [--profile]\n");
+                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose] [--profile] [--no-nhwc]\n");
     return 2;
   }
   std::string model = argv[1], precision = "fp32", dims;
   int batch = 1, runs = 50, warmup = 20, cpu_runs = 0;
-  bool check = false, verbose = false, profile = false;
+  bool check = false, verbose = false, profile = false, nhwc = true;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -137,6 +144,7 @@ int run(int argc, char** argv) {
     else if (a == "--cpu-runs") cpu_runs = std::stoi(next());
     else if (a == "--verbose") verbose = true;
     else if (a == "--profile") profile = true;
+    else if (a == "--no-nhwc") nhwc = false;
     else throw InvalidArgument(fmt::format("unknown option '{}'", a));
   }
   auto graph = load_onnx(model);
@@ -153,6 +161,7 @@ int run(int argc, char** argv) {
   }
   cuda::RunnerOptions options;
   options.precision = cuda::parse_precision(precision);
+  options.nhwc = nhwc;
   cuda::GraphRunner runner(graph, options);
   const Tensor x = random_input(shape, 1);
   const std::string input = graph->inputs[0].name;
@@ -170,7 +179,12 @@ int run(int argc, char** argv) {
     runner.run({{input, x}});  // plans, uploads weights, captures; the input stays in the workspace
   }
   cuda::Plan& plan = runner.plan_for({shape});
-  if (verbose) {  // the tuner's picks, one line per convolution, on stderr (stdout is the JSON row)
+  if (verbose) {  // the layout pass's line and the tuner's picks, on stderr (stdout is the JSON row)
+    for (const PassRecord& r : runner.pass_records()) {
+      if (r.pass == "choose_gpu_layout") {
+        for (const std::string& c : r.changes) std::fprintf(stderr, "layout: %s\n", c.c_str());
+      }
+    }
     for (const std::string& v : plan.variants()) std::fprintf(stderr, "%s\n", v.c_str());
   }
   cudaStream_t stream = runner.stream();

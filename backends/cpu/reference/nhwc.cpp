@@ -1,0 +1,242 @@
+// Reference kernels of the internal NHWC ops that core/passes/choose_gpu_layout.cpp makes for the
+// CUDA graph runner at fp16/bf16 (that file has the ops' contract): rw.ToNhwc, rw.ToNchw,
+// rw.ConvNhwc, rw.DepthwiseConvNhwc, rw.MaxPoolNhwc, rw.GlobalAveragePoolNhwc,
+// rw.ScaleChannelsNhwc. NHWC tensors are float16, bfloat16 (or float).
+//
+// The ground truth for the pass's test and the CUDA kernels' tests, so written to be obviously
+// right rather than fast: operands are widened to fp32 NCHW, the ordinary reference kernel (Conv,
+// MaxPool, GlobalAveragePool) runs on them, and the result is rounded once to the storage type
+// and laid out NHWC again, which is what the CUDA kernels promise (fp32 math, one rounding).
+
+#include "backends/cpu/reference/kernel_util.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace redwood::cpu {
+namespace {
+
+void expect_nhwc(const Node& node, const Tensor& t, const char* what) {
+  RW_EXPECTS(t.shape().size() == 4, InvalidArgument, "{}: {} must be NHWC [N, H, W, C], not {}", node.where(), what,
+             shape_str(t.shape()));
+  RW_EXPECTS(is_floating(t.dtype()), Unsupported, "{}: {} is {}, not a floating type", node.where(), what,
+             dtype_name(t.dtype()));
+}
+
+// [N, H, W, Cp] (any float type) -> fp32 [N, c, H, W], channels past c dropped.
+Tensor nhwc_to_nchw(const Tensor& x, std::int64_t c) {
+  const Tensor in = x.contiguous();
+  const Shape& s = in.shape();
+  const std::int64_t n = s[0], h = s[1], w = s[2], cp = s[3];
+  const Tensor wide = in.dtype() == DType::kF32 ? in : in.cast(DType::kF32);
+  Tensor out = Tensor::empty(DType::kF32, {n, c, h, w});
+  const float* src = wide.data<float>();
+  float* dst = out.data<float>();
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t p = 0; p < h * w; ++p)
+      for (std::int64_t ch = 0; ch < c; ++ch) dst[(b * c + ch) * h * w + p] = src[(b * h * w + p) * cp + ch];
+  return out;
+}
+
+// fp32 [N, C, H, W] -> `to` [N, H, W, cp], channels past C zero.
+Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp, DType to) {
+  const Tensor in = x.dtype() == DType::kF32 ? x.contiguous() : x.cast(DType::kF32);
+  const Shape& s = in.shape();
+  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  Tensor out = Tensor::zeros(DType::kF32, {n, h, w, cp});
+  const float* src = in.data<float>();
+  float* dst = out.data<float>();
+  for (std::int64_t b = 0; b < n; ++b)
+    for (std::int64_t ch = 0; ch < c; ++ch)
+      for (std::int64_t p = 0; p < h * w; ++p) dst[(b * h * w + p) * cp + ch] = src[(b * c + ch) * h * w + p];
+  return to == DType::kF32 ? out : out.cast(to);
+}
+
+// Runs the reference kernel of `op` on fp32 NCHW operands, with `like`'s attributes (plus extra).
+Tensor run_reference(const std::string& op, const Node& like, const std::vector<Tensor>& inputs,
+                     const std::map<std::string, AttributeValue>& extra = {}) {
+  Node node;
+  node.name = like.name;
+  node.op_type = op;
+  node.attributes = like.attributes;
+  for (const auto& [k, v] : extra) node.attributes[k] = v;
+  Graph graph;
+  graph.opset = 17;
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = graph.opset;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
+    info.input_dtypes.push_back(inputs[i].defined() ? inputs[i].dtype() : DType::kUndefined);
+    info.constant_inputs.push_back(nullptr);
+  }
+  node.outputs = {"out"};
+  const KernelFactory* factory = nullptr;
+  for (const KernelEntry* e : OpRegistry::instance().candidates(op, Device::kCpu)) {
+    if (e->provider == kReferenceProvider) factory = &e->factory;
+  }
+  RW_EXPECTS(factory != nullptr, Unsupported, "{}: no reference kernel for {}", like.where(), op);
+  std::vector<Tensor> outs(1);
+  KernelContext ctx{inputs, outs, node};
+  (*factory)(node, info)->run(ctx);
+  return outs[0];
+}
+
+DType onnx_storage(const Node& node) {
+  const DType t = dtype_from_onnx(static_cast<int>(node.attr_int("to", 0)));
+  RW_EXPECTS(t == DType::kF16 || t == DType::kBF16 || t == DType::kF32, InvalidArgument,
+             "{}: 'to' must name float16, bfloat16 or float, not {}", node.where(), node.attr_int("to", 0));
+  return t;
+}
+
+class ToNhwcKernel final : public Kernel {
+ public:
+  ToNhwcKernel(const Node& node, const KernelInfo&)
+      : node_(node), to_(onnx_storage(node)), channels_(node.attr_int("rw.channels", 0)) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    RW_EXPECTS(x.shape().size() == 4 && x.dtype() == DType::kF32, InvalidArgument,
+               "{}: input must be float NCHW, not {}", node_.where(), x.description());
+    RW_EXPECTS(channels_ >= x.shape()[1], InvalidArgument, "{}: rw.channels {} is fewer than the input's {}",
+               node_.where(), channels_, x.shape()[1]);
+    ctx.outputs[0] = nchw_to_nhwc(x, channels_, to_);
+  }
+
+ private:
+  const Node& node_;
+  DType to_;
+  std::int64_t channels_;
+};
+
+class ToNchwKernel final : public Kernel {
+ public:
+  ToNchwKernel(const Node& node, const KernelInfo&) : node_(node), channels_(node.attr_int("rw.channels", 0)) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    expect_nhwc(node_, x, "input");
+    RW_EXPECTS(channels_ > 0 && channels_ <= x.shape()[3], InvalidArgument,
+               "{}: rw.channels {} for an input of {} channels", node_.where(), channels_, x.shape()[3]);
+    ctx.outputs[0] = nhwc_to_nchw(x, channels_);
+  }
+
+ private:
+  const Node& node_;
+  std::int64_t channels_;
+};
+
+// rw.ConvNhwc (W [K, R, S, Cp] in the storage type) and rw.DepthwiseConvNhwc (W fp32 [R, S, C]).
+class ConvNhwcKernel final : public Kernel {
+ public:
+  ConvNhwcKernel(const Node& node, const KernelInfo&, bool depthwise) : node_(node), depthwise_(depthwise) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& w = ctx.input(1);
+    expect_nhwc(node_, x, "input");
+    RW_EXPECTS(w.shape().size() == (depthwise_ ? 3u : 4u), InvalidArgument, "{}: weights {}", node_.where(),
+               shape_str(w.shape()));
+    const std::int64_t c = x.shape()[3];
+    const std::int64_t k = depthwise_ ? w.shape()[2] : w.shape()[0];
+    RW_EXPECTS(w.shape().back() == c, InvalidArgument, "{}: weights {} for an input of {} channels", node_.where(),
+               shape_str(w.shape()), c);
+    Tensor wn;
+    if (depthwise_) {  // [R, S, C] -> [C, 1, R, S]
+      const Tensor wf = w.dtype() == DType::kF32 ? w.contiguous() : w.cast(DType::kF32);
+      const std::int64_t r = w.shape()[0], s = w.shape()[1];
+      wn = Tensor::empty(DType::kF32, {c, 1, r, s});
+      for (std::int64_t ch = 0; ch < c; ++ch)
+        for (std::int64_t i = 0; i < r * s; ++i) wn.data<float>()[ch * r * s + i] = wf.data<float>()[i * c + ch];
+    } else {  // [K, R, S, Cp] -> [K, Cp, R, S]
+      const Shape& ws = w.shape();
+      const Tensor wf = w.cast(DType::kF32);
+      wn = Tensor::empty(DType::kF32, {ws[0], ws[3], ws[1], ws[2]});
+      for (std::int64_t o = 0; o < ws[0]; ++o)
+        for (std::int64_t p = 0; p < ws[1] * ws[2]; ++p)
+          for (std::int64_t i = 0; i < ws[3]; ++i)
+            wn.data<float>()[(o * ws[3] + i) * ws[1] * ws[2] + p] = wf.data<float>()[(o * ws[1] * ws[2] + p) * ws[3] + i];
+    }
+    std::vector<Tensor> ins{nhwc_to_nchw(x, c), wn, ctx.has_input(2) ? ctx.input(2) : Tensor(), Tensor()};
+    if (ctx.has_input(3)) {
+      expect_nhwc(node_, ctx.input(3), "residual");
+      ins[3] = nhwc_to_nchw(ctx.input(3), k);
+    }
+    const Tensor y = run_reference("Conv", node_, ins, {{"group", depthwise_ ? c : std::int64_t{1}}});
+    ctx.outputs[0] = nchw_to_nhwc(y, k, x.dtype());
+  }
+
+ private:
+  const Node& node_;
+  bool depthwise_;
+};
+
+class MaxPoolNhwcKernel final : public Kernel {
+ public:
+  MaxPoolNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    expect_nhwc(node_, x, "input");
+    const Tensor y = run_reference("MaxPool", node_, {nhwc_to_nchw(x, x.shape()[3])});
+    ctx.outputs[0] = nchw_to_nhwc(y, x.shape()[3], x.dtype());
+  }
+
+ private:
+  const Node& node_;
+};
+
+class GlobalAveragePoolNhwcKernel final : public Kernel {
+ public:
+  GlobalAveragePoolNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    expect_nhwc(node_, x, "input");
+    ctx.outputs[0] = run_reference("GlobalAveragePool", node_, {nhwc_to_nchw(x, x.shape()[3])});
+  }
+
+ private:
+  const Node& node_;
+};
+
+class ScaleChannelsNhwcKernel final : public Kernel {
+ public:
+  ScaleChannelsNhwcKernel(const Node& node, const KernelInfo&) : node_(node) {}
+  void run(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    expect_nhwc(node_, x, "input");
+    const Tensor scale = ctx.input(1).contiguous();
+    const std::int64_t n = x.shape()[0], hw = x.shape()[1] * x.shape()[2], c = x.shape()[3];
+    RW_EXPECTS(scale.dtype() == DType::kF32 && scale.numel() == n * c, InvalidArgument,
+               "{}: the scale must be float with N·C = {} elements, not {}", node_.where(), n * c,
+               scale.description());
+    const Tensor xf = x.cast(DType::kF32);
+    Tensor y = Tensor::empty(DType::kF32, x.shape());
+    const float* s = scale.data<float>();
+    for (std::int64_t b = 0; b < n; ++b)
+      for (std::int64_t p = 0; p < hw; ++p)
+        for (std::int64_t ch = 0; ch < c; ++ch) {
+          const std::int64_t i = (b * hw + p) * c + ch;
+          y.data<float>()[i] = xf.data<float>()[i] * s[b * c + ch];
+        }
+    ctx.outputs[0] = x.dtype() == DType::kF32 ? y : y.cast(x.dtype());
+  }
+
+ private:
+  const Node& node_;
+};
+
+KernelFactory conv_factory(bool depthwise) {
+  return [depthwise](const Node& node, const KernelInfo& info) -> std::unique_ptr<Kernel> {
+    return std::make_unique<ConvNhwcKernel>(node, info, depthwise);
+  };
+}
+
+}  // namespace
+
+RW_REGISTER_KERNEL("rw.ToNhwc", Device::kCpu, make_factory<ToNhwcKernel>());
+RW_REGISTER_KERNEL("rw.ToNchw", Device::kCpu, make_factory<ToNchwKernel>());
+RW_REGISTER_KERNEL("rw.ConvNhwc", Device::kCpu, conv_factory(false));
+RW_REGISTER_KERNEL("rw.DepthwiseConvNhwc", Device::kCpu, conv_factory(true));
+RW_REGISTER_KERNEL("rw.MaxPoolNhwc", Device::kCpu, make_factory<MaxPoolNhwcKernel>());
+RW_REGISTER_KERNEL("rw.GlobalAveragePoolNhwc", Device::kCpu, make_factory<GlobalAveragePoolNhwcKernel>());
+RW_REGISTER_KERNEL("rw.ScaleChannelsNhwc", Device::kCpu, make_factory<ScaleChannelsNhwcKernel>());
+
+}  // namespace redwood::cpu

@@ -1,0 +1,453 @@
+// Layout choice for the CUDA graph runner at fp16/bf16: activations between convolutions are
+// kept NHWC in the 16-bit type (what the tensor-core convolution copies in 16-byte vectors of 8
+// channels) instead of fp32 NCHW, with one conversion where a group of such nodes begins or ends.
+//
+// Eligible nodes and what they become (the internal ops' contract; their reference kernels are
+// backends/cpu/reference/nhwc.cpp, their CUDA kernels backends/cuda/kernels/):
+//
+//   Conv, group 1, K % 8 == 0      rw.ConvNhwc           X S[N,H,W,Cp], W S[K,R,S,Cp] (transposed,
+//                                                        rounded once, C zero-padded to Cp, a
+//                                                        multiple of 8), bias fp32 [K], residual
+//                                                        S[N,OH,OW,K] -> S[N,OH,OW,K]
+//   Conv, group == C == K, K % 8 == 0   rw.DepthwiseConvNhwc   W fp32 [R,S,C]
+//   MaxPool (2-D) of an NHWC value       rw.MaxPoolNhwc
+//   GlobalAveragePool of an NHWC value   rw.GlobalAveragePoolNhwc -> fp32 [N,C,1,1] (an exit)
+//   Mul of an NHWC value by an fp32 [N,C,1,1] value (squeeze-excite)   rw.ScaleChannelsNhwc
+//
+//   S is the storage type (kF16 or kBF16); the convolutions keep their fused epilogue attributes.
+//
+// Conversions: an NCHW value read where an NHWC one is expected goes through one rw.ToNhwc
+// (`to`: the ONNX type code of S, `rw.channels`: Cp; padded channels are 0), and an NHWC value
+// that a graph output or an NCHW node needs comes back through one rw.ToNchw (`rw.channels`: C)
+// under its original name, so graph outputs and the other nodes keep their inputs.
+//
+// A convolution of a 1x1 plane (the squeeze-excite layers after a global pool) is a matrix product
+// and stays NCHW fp32 (the matrix-vector kernel at small batches); so does one whose input the
+// graph's value info does not show as a rank-4 image (the pass decides before shapes are known).
+//
+// Which nodes: the eligible nodes connected through NHWC operands (a convolution's input or
+// residual, a pool's, a scale's data) form groups; a group with fewer than two convolutions, or
+// with more conversions than convolutions, stays as it was (its conversions would cost more than
+// they save). Pools and scales join only when their data comes from a node of a group.
+//
+// Not numerically identical to the graph it was given (activations are rounded to S between
+// kernels, as at these precisions the operands of every convolution already were); its test runs
+// both through the reference kernels within S's tolerance.
+
+#include "core/error.hpp"
+#include "core/passes/graph_utils.hpp"
+#include "core/passes/pass_manager.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+namespace redwood::passes {
+namespace {
+
+enum class Kind { kNone, kConv, kDepthwise, kMaxPool, kGlobalAveragePool, kScale };
+
+constexpr std::int64_t kChannelAlign = 8;
+std::int64_t align_channels(std::int64_t c) { return (c + kChannelAlign - 1) / kChannelAlign * kChannelAlign; }
+
+// The fp32 rank-4 weights of a 2-D convolution, or nullptr.
+const Tensor* conv_weights(const Graph& g, const Node& n) {
+  if (n.op_type != "Conv" || !n.domain.empty() || !n.has_input(0)) return nullptr;
+  const Tensor* w = detail::constant_f32(g, n.has_input(1) ? n.inputs[1] : "");
+  if (w == nullptr || w->shape().size() != 4) return nullptr;
+  if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") return nullptr;
+  if (n.has_input(2)) {
+    const ValueInfo* b = g.find_value(n.inputs[2]);
+    const Tensor* bias = g.find_initializer(n.inputs[2]);
+    const DType t = bias != nullptr ? bias->dtype() : (b != nullptr ? b->dtype : DType::kUndefined);
+    if (t != DType::kF32) return nullptr;
+  }
+  return w;
+}
+
+Kind conv_kind(const Graph& g, const Node& n) {
+  const Tensor* w = conv_weights(g, n);
+  if (w == nullptr) return Kind::kNone;
+  const std::int64_t k = w->shape()[0], group = n.attr_int("group", 1);
+  if (k % kChannelAlign != 0) return Kind::kNone;
+  if (group == 1) return Kind::kConv;
+  if (group == k && w->shape()[1] == 1) return Kind::kDepthwise;
+  return Kind::kNone;
+}
+
+bool plain_max_pool(const Node& n) {
+  return n.op_type == "MaxPool" && n.domain.empty() && n.attr_ints("kernel_shape").size() == 2 &&
+         n.attr_string("auto_pad", "NOTSET") == "NOTSET" && n.attr_int("storage_order", 0) == 0 &&
+         (n.outputs.size() == 1 || n.outputs[1].empty());
+}
+
+bool same_dim(const Dim& a, const Dim& b) {
+  if (a.known() || b.known()) return a.known() && b.known() && a.value == b.value;
+  return !a.symbol.empty() && a.symbol == b.symbol;
+}
+
+// Whether `scale` is an fp32 [N, C, 1, 1] value whose N is the data's, so Mul(data, scale) scales
+// each image's channels (squeeze-excite).
+bool channel_scale(const Graph& g, const std::string& data, const std::string& scale, std::int64_t channels) {
+  const ValueInfo* d = g.find_value(data);
+  const ValueInfo* s = g.find_value(scale);
+  if (d == nullptr || s == nullptr || !d->has_shape || !s->has_shape || s->dtype != DType::kF32) return false;
+  if (d->dims.size() != 4 || s->dims.size() != 4) return false;
+  return same_dim(s->dims[0], d->dims[0]) && s->dims[1].known() && s->dims[1].value == channels &&
+         s->dims[2].known() && s->dims[2].value == 1 && s->dims[3].known() && s->dims[3].value == 1;
+}
+
+// Union-find over node indices, for the groups.
+struct Groups {
+  std::vector<std::size_t> parent;
+  explicit Groups(std::size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  std::size_t find(std::size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  }
+  void join(std::size_t a, std::size_t b) { parent[find(a)] = find(b); }
+};
+
+// The NHWC operands of a node of each kind (input indices).
+std::vector<std::size_t> nhwc_operands(Kind kind, std::size_t scale_data) {
+  switch (kind) {
+    case Kind::kConv:
+    case Kind::kDepthwise: return {0, 3};
+    case Kind::kMaxPool:
+    case Kind::kGlobalAveragePool: return {0};
+    case Kind::kScale: return {scale_data};
+    default: return {};
+  }
+}
+
+Tensor nhwc_weights(const Tensor& w, std::int64_t cp, DType storage) {
+  const Shape& s = w.shape();  // [K, C, R, S]
+  const std::int64_t k = s[0], c = s[1], r = s[2], q = s[3];
+  Tensor out = Tensor::zeros(DType::kF32, {k, r, q, cp});
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (std::int64_t o = 0; o < k; ++o)
+    for (std::int64_t i = 0; i < c; ++i)
+      for (std::int64_t y = 0; y < r; ++y)
+        for (std::int64_t x = 0; x < q; ++x) dst[((o * r + y) * q + x) * cp + i] = src[((o * c + i) * r + y) * q + x];
+  return out.cast(storage);
+}
+
+Tensor depthwise_weights(const Tensor& w) {
+  const Shape& s = w.shape();  // [C, 1, R, S]
+  const std::int64_t c = s[0], r = s[2], q = s[3];
+  Tensor out = Tensor::empty(DType::kF32, {r, q, c});
+  const float* src = w.data<float>();
+  float* dst = out.data<float>();
+  for (std::int64_t ch = 0; ch < c; ++ch)
+    for (std::int64_t i = 0; i < r * q; ++i) dst[i * c + ch] = src[ch * r * q + i];
+  return out;
+}
+
+// The spatial attributes of a 2-D window op with ONNX's defaults filled in.
+void copy_window(const Node& from, Node& to, bool pool) {
+  to.attributes["strides"] = from.attr_ints("strides", {1, 1});
+  to.attributes["pads"] = from.attr_ints("pads", {0, 0, 0, 0});
+  to.attributes["dilations"] = from.attr_ints("dilations", {1, 1});
+  if (pool) {
+    to.attributes["kernel_shape"] = from.attr_ints("kernel_shape");
+    to.attributes["ceil_mode"] = from.attr_int("ceil_mode", 0);
+  }
+  for (const char* key : {"rw.activation", "rw.alpha", "rw.beta"}) {
+    auto it = from.attributes.find(key);
+    if (it != from.attributes.end()) to.attributes[key] = it->second;
+  }
+}
+
+class Rewriter {
+ public:
+  Rewriter(Graph& g, DType storage) : g_(g), storage_(storage) {}
+
+  void run(std::vector<std::string>& log) {
+    for (const Node& n : g_.nodes) node_names_.insert(n.name);
+    classify();
+    keep_groups_worth_converting();
+    std::size_t converted = 0;
+    for (bool on : nhwc_) converted += on;
+    if (converted == 0) return;
+    rewrite();
+    remove_unused_initializers();
+    log.push_back(fmt::format("{} nodes run NHWC {} ({} to NHWC, {} back to NCHW)", converted, dtype_name(storage_),
+                              to_nhwc_, to_nchw_));
+  }
+
+ private:
+  // Which kind each node may become, with its data's channel count; pools and scales only after
+  // an NHWC producer (nodes are in topological order).
+  void classify() {
+    const std::size_t n = g_.nodes.size();
+    kind_.assign(n, Kind::kNone);
+    scale_data_.assign(n, 0);
+    nhwc_.assign(n, false);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Node& node = g_.nodes[i];
+      Kind kind = conv_kind(g_, node);
+      if (kind != Kind::kNone && !image_input(node.inputs[0])) kind = Kind::kNone;
+      if (kind != Kind::kNone) {
+        const Shape& w = g_.find_initializer(node.inputs[1])->shape();
+        if (kind == Kind::kDepthwise && w[0] % kChannelAlign != 0) kind = Kind::kNone;
+        if (kind != Kind::kNone) channels_[node.outputs[0]] = w[0];
+      } else if ((plain_max_pool(node) || (node.op_type == "GlobalAveragePool" && node.domain.empty())) &&
+                 node.has_input(0) && channels_.count(node.inputs[0])) {
+        kind = node.op_type == "MaxPool" ? Kind::kMaxPool : Kind::kGlobalAveragePool;
+        if (kind == Kind::kMaxPool) channels_[node.outputs[0]] = channels_.at(node.inputs[0]);
+      } else if (node.op_type == "Mul" && node.domain.empty() && node.inputs.size() == 2) {
+        for (std::size_t d = 0; d < 2 && kind == Kind::kNone; ++d) {
+          const std::string& data = node.inputs[d];
+          auto c = channels_.find(data);
+          if (c != channels_.end() && channel_scale(g_, data, node.inputs[1 - d], c->second)) {
+            kind = Kind::kScale;
+            scale_data_[i] = d;
+            channels_[node.outputs[0]] = c->second;
+          }
+        }
+      }
+      kind_[i] = kind;
+      if (kind != Kind::kNone) producer_[node.outputs[0]] = i;
+      if ((node.op_type == "GlobalAveragePool" || node.op_type == "GlobalMaxPool") && !node.outputs.empty()) {
+        global_pooled_.insert(node.outputs[0]);
+      }
+    }
+  }
+
+  void keep_groups_worth_converting() {
+    const std::size_t n = g_.nodes.size();
+    Groups groups(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t in : nhwc_operands(kind_[i], scale_data_[i])) {
+        const Node& node = g_.nodes[i];
+        if (!node.has_input(in)) continue;
+        auto p = producer_.find(node.inputs[in]);
+        if (p != producer_.end() && kind_[p->second] != Kind::kGlobalAveragePool) groups.join(i, p->second);
+      }
+    }
+    // Per group: convolutions, and the conversions it would need (values entering at NHWC
+    // operands, values leaving for graph outputs or other readers).
+    std::map<std::size_t, std::size_t> convs;
+    std::map<std::size_t, std::set<std::string>> conversions;
+    const Uses uses(g_);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (kind_[i] == Kind::kNone) continue;
+      const std::size_t group = groups.find(i);
+      const Node& node = g_.nodes[i];
+      if (kind_[i] == Kind::kConv || kind_[i] == Kind::kDepthwise) ++convs[group];
+      for (std::size_t in : nhwc_operands(kind_[i], scale_data_[i])) {
+        if (!node.has_input(in)) continue;
+        auto p = producer_.find(node.inputs[in]);
+        if (p == producer_.end() || kind_[p->second] == Kind::kGlobalAveragePool) {
+          conversions[group].insert("in:" + node.inputs[in]);
+        }
+      }
+      if (kind_[i] == Kind::kGlobalAveragePool) continue;
+      const std::string& v = node.outputs[0];
+      bool leaves = uses.graph_outputs.count(v) != 0;
+      if (uses.count(v) != 0) {
+        for (std::size_t reader : uses.consumers.at(v)) {
+          leaves |= kind_[reader] == Kind::kNone || !reads_only_nhwc_slots(reader, v);
+        }
+      }
+      if (leaves) conversions[group].insert("out:" + v);
+    }
+    // Two convolutions at least, and no more conversions than convolutions: each conversion is
+    // a pass over its tensor, about what NHWC saves a convolution.
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t group = groups.find(i);
+      nhwc_[i] = kind_[i] != Kind::kNone && convs[group] >= 2 && convs[group] >= conversions[group].size();
+    }
+    // A pool or scale whose producer stayed NCHW cannot be NHWC (its group is the producer's).
+  }
+
+  // Whether a convolution's input is known to be an image: rank 4 in the graph's value info
+  // (what shape inference left) and not a 1x1 plane. A convolution of a 1x1 plane (squeeze-excite
+  // after a global pool) is a matrix product on [N, C] and stays on the NCHW kernels (the
+  // matrix-vector path at small batches); one whose input shape is unknown stays too.
+  bool image_input(const std::string& x) const {
+    if (global_pooled_.count(x)) return false;
+    const ValueInfo* vi = g_.find_value(x);
+    if (vi == nullptr || !vi->has_shape || vi->dims.size() != 4) return false;
+    return !(vi->dims[2].known() && vi->dims[2].value == 1 && vi->dims[3].known() && vi->dims[3].value == 1);
+  }
+
+  bool produced_nhwc(const std::string& value) const {
+    auto p = producer_.find(value);
+    return p != producer_.end() && nhwc_[p->second] && kind_[p->second] != Kind::kGlobalAveragePool;
+  }
+
+  ValueInfo permuted_info(const std::string& original, const std::string& name, std::int64_t cp) const {
+    ValueInfo vi;
+    vi.name = name;
+    vi.dtype = storage_;
+    vi.onnx_type = dtype_to_onnx(storage_);
+    const ValueInfo* src = g_.find_value(original);
+    if (src != nullptr && src->has_shape && src->dims.size() == 4) {
+      vi.has_shape = true;
+      vi.dims = {src->dims[0], src->dims[2], src->dims[3], Dim{cp, ""}};
+    }
+    return vi;
+  }
+
+  // The NHWC name of an NCHW value read by an NHWC node: one rw.ToNhwc per value.
+  std::string to_nhwc(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
+    auto it = nhwc_name_.find(value);
+    if (it != nhwc_name_.end()) return it->second;
+    const std::int64_t cp = align_channels(channels);
+    const std::string name = detail::fresh_name(g_, value + "_nhwc");
+    Node conv;
+    conv.name = node_name(value + "_to_nhwc");
+    conv.op_type = "rw.ToNhwc";
+    conv.inputs = {value};
+    conv.outputs = {name};
+    conv.attributes["to"] = static_cast<std::int64_t>(dtype_to_onnx(storage_));
+    conv.attributes["rw.channels"] = cp;
+    g_.value_info[name] = permuted_info(value, name, cp);
+    out.push_back(std::move(conv));
+    nhwc_name_[value] = name;
+    ++to_nhwc_;
+    return name;
+  }
+
+  void rewrite() {
+    Uses uses(g_);
+    std::vector<Node> out;
+    out.reserve(g_.nodes.size() * 2);
+    for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
+      Node node = std::move(g_.nodes[i]);
+      if (!nhwc_[i]) {
+        // NCHW readers of NHWC values keep the original names, which rw.ToNchw (below) produces.
+        out.push_back(std::move(node));
+        continue;
+      }
+      const Kind kind = kind_[i];
+      Node r;
+      r.name = node.name;
+      r.inputs = node.inputs;
+      const std::string original_out = node.outputs[0];
+      for (std::size_t in : nhwc_operands(kind, scale_data_[i])) {
+        if (!node.has_input(in)) continue;
+        const std::string& v = node.inputs[in];
+        if (produced_nhwc(v)) {
+          r.inputs[in] = nhwc_name_.at(v);
+        } else {
+          const std::int64_t c = kind == Kind::kConv && in == 0
+                                     ? g_.find_initializer(node.inputs[1])->shape()[1]
+                                     : channels_.at(original_out);
+          r.inputs[in] = to_nhwc(v, c, out);
+        }
+      }
+      switch (kind) {
+        case Kind::kConv: {
+          const Tensor& w = *g_.find_initializer(node.inputs[1]);
+          r.op_type = "rw.ConvNhwc";
+          r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_nhwc");
+          g_.initializers[r.inputs[1]] = nhwc_weights(w, align_channels(w.shape()[1]), storage_);
+          copy_window(node, r, false);
+          break;
+        }
+        case Kind::kDepthwise: {
+          r.op_type = "rw.DepthwiseConvNhwc";
+          r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_rsc");
+          g_.initializers[r.inputs[1]] = depthwise_weights(*g_.find_initializer(node.inputs[1]));
+          copy_window(node, r, false);
+          break;
+        }
+        case Kind::kMaxPool:
+          r.op_type = "rw.MaxPoolNhwc";
+          copy_window(node, r, true);
+          break;
+        case Kind::kGlobalAveragePool: r.op_type = "rw.GlobalAveragePoolNhwc"; break;
+        case Kind::kScale:
+          r.op_type = "rw.ScaleChannelsNhwc";
+          r.inputs = {r.inputs[scale_data_[i]], node.inputs[1 - scale_data_[i]]};
+          break;
+        default: break;
+      }
+      if (kind == Kind::kGlobalAveragePool) {
+        r.outputs = node.outputs;  // fp32 [N, C, 1, 1]: the same bytes in either layout
+        out.push_back(std::move(r));
+        continue;
+      }
+      const std::int64_t c = channels_.at(original_out);
+      const std::string name = detail::fresh_name(g_, original_out + "_nhwc");
+      g_.value_info[name] = permuted_info(original_out, name, c);
+      nhwc_name_[original_out] = name;
+      r.outputs = {name};
+      out.push_back(std::move(r));
+      // Back to NCHW under the original name when a graph output or an NCHW node reads it.
+      bool nchw_reader = uses.graph_outputs.count(original_out) != 0;
+      if (uses.count(original_out) != 0) {
+        for (std::size_t reader : uses.consumers.at(original_out)) nchw_reader |= !reads_only_nhwc(reader, original_out);
+      }
+      if (nchw_reader) {
+        Node back;
+        back.name = node_name(original_out + "_to_nchw");
+        back.op_type = "rw.ToNchw";
+        back.inputs = {name};
+        back.outputs = {original_out};
+        back.attributes["rw.channels"] = c;
+        out.push_back(std::move(back));
+        ++to_nchw_;
+      }
+    }
+    g_.nodes = std::move(out);
+  }
+
+  void remove_unused_initializers() {
+    std::set<std::string> read;
+    for (const Node& n : g_.nodes) read.insert(n.inputs.begin(), n.inputs.end());
+    for (const auto& o : g_.outputs) read.insert(o.name);
+    for (auto it = g_.initializers.begin(); it != g_.initializers.end();) {
+      it = read.count(it->first) ? std::next(it) : g_.initializers.erase(it);
+    }
+  }
+
+  // A node name no other node has.
+  std::string node_name(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; node_names_.count(name); ++i) name = base + "_" + std::to_string(i);
+    node_names_.insert(name);
+    return name;
+  }
+
+  // Whether `reader`, run NHWC, takes `value` only at its NHWC operands (else it needs the NCHW
+  // value).
+  bool reads_only_nhwc(std::size_t reader, const std::string& value) const {
+    return nhwc_[reader] && reads_only_nhwc_slots(reader, value);
+  }
+  bool reads_only_nhwc_slots(std::size_t reader, const std::string& value) const {
+    const Node& n = g_.nodes[reader];
+    const std::vector<std::size_t> slots = nhwc_operands(kind_[reader], scale_data_[reader]);
+    for (std::size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] == value && std::find(slots.begin(), slots.end(), k) == slots.end()) return false;
+    }
+    return true;
+  }
+
+  using Uses = detail::Uses;
+  Graph& g_;
+  DType storage_;
+  std::vector<Kind> kind_;
+  std::vector<std::size_t> scale_data_;
+  std::vector<bool> nhwc_;
+  std::map<std::string, std::int64_t> channels_;   // channel count of each eligible node's output
+  std::map<std::string, std::size_t> producer_;    // eligible node producing a value
+  std::map<std::string, std::string> nhwc_name_;   // value -> its NHWC twin
+  std::set<std::string> node_names_;
+  std::set<std::string> global_pooled_;           // outputs of global pools (1x1 planes)
+  std::size_t to_nhwc_ = 0, to_nchw_ = 0;
+};
+
+}  // namespace
+
+void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage) {
+  RW_EXPECTS(storage == DType::kF16 || storage == DType::kBF16, InvalidArgument,
+             "choose_gpu_layout keeps activations in float16 or bfloat16, not {}", dtype_name(storage));
+  Rewriter(graph, storage).run(log);
+}
+
+}  // namespace redwood::passes

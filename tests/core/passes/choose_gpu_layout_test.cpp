@@ -1,0 +1,345 @@
+// passes::choose_gpu_layout: which nodes go NHWC at fp16/bf16, where the conversions go, and that
+// the rewritten graph computes what the original does through the reference kernels (the rw.*Nhwc
+// reference kernels, backends/cpu/reference/nhwc.cpp), within the storage type's rounding.
+// Host only; the CUDA kernels of these ops are tested in tests/backends/cuda.
+
+#include "core/error.hpp"
+#include "core/executor.hpp"
+#include "core/passes/pass_manager.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace redwood {
+namespace {
+
+// A graph built node by node with every value's shape known (the batch a symbol), as the ONNX
+// importer's shape inference leaves it.
+struct Builder {
+  std::shared_ptr<Graph> g = std::make_shared<Graph>();
+  std::uint32_t seed = 10;
+
+  Builder(const std::string& input, std::vector<Dim> dims) {
+    g->name = "layout";
+    g->opset = 17;
+    g->inputs = {info(input, dims)};
+    g->value_info[input] = g->inputs[0];
+  }
+  static ValueInfo info(const std::string& name, std::vector<Dim> dims) {
+    ValueInfo v;
+    v.name = name;
+    v.dtype = DType::kF32;
+    v.has_shape = true;
+    v.dims = std::move(dims);
+    return v;
+  }
+  static std::vector<Dim> nchw(std::int64_t c, std::int64_t h, std::int64_t w) {
+    return {{-1, "N"}, {c, ""}, {h, ""}, {w, ""}};
+  }
+  void value(const std::string& name, std::vector<Dim> dims) { g->value_info[name] = info(name, std::move(dims)); }
+
+  // Conv x -> y with k output channels, a bias, and the given window; `group` 0 means depthwise.
+  void conv(const std::string& name, const std::string& x, const std::string& y, std::int64_t c, std::int64_t k,
+            std::int64_t window, std::int64_t stride, std::int64_t group, std::vector<Dim> out) {
+    const std::int64_t groups = group == 0 ? c : group;
+    g->initializers[name + "_w"] =
+        testing::random_tensor(DType::kF32, {k, c / groups, window, window}, -0.5, 0.5, ++seed);
+    g->initializers[name + "_b"] = testing::random_tensor(DType::kF32, {k}, -0.2, 0.2, ++seed);
+    Node n = testing::make_node(name, "Conv", {x, name + "_w", name + "_b"}, {y});
+    const std::int64_t pad = window / 2;
+    n.attributes["strides"] = std::vector<std::int64_t>{stride, stride};
+    n.attributes["pads"] = std::vector<std::int64_t>{pad, pad, pad, pad};
+    n.attributes["group"] = groups;
+    g->nodes.push_back(std::move(n));
+    value(y, std::move(out));
+  }
+  void node(const std::string& name, const std::string& op, std::vector<std::string> in, const std::string& y,
+            std::vector<Dim> out, std::map<std::string, AttributeValue> attrs = {}) {
+    Node n = testing::make_node(name, op, std::move(in), {y});
+    n.attributes = std::move(attrs);
+    g->nodes.push_back(std::move(n));
+    value(y, std::move(out));
+  }
+  void output(const std::string& name) { g->outputs.push_back(g->value_info.at(name)); }
+};
+
+std::vector<Tensor> run_reference(const std::shared_ptr<Graph>& g, const Tensor& x) {
+  ExecutorOptions reference;
+  reference.optimize = false;
+  reference.reference_only = true;
+  return Executor(g, reference).run({{g->inputs[0].name, x}});
+}
+
+std::size_t count(const Graph& g, const std::string& op) {
+  return static_cast<std::size_t>(
+      std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.op_type == op; }));
+}
+
+const Node* producer(const Graph& g, const std::string& value) {
+  for (const Node& n : g.nodes) {
+    if (std::find(n.outputs.begin(), n.outputs.end(), value) != n.outputs.end()) return &n;
+  }
+  return nullptr;
+}
+
+// A small ResNet: 7x7/2 stem (3 channels, padded to 8), max pool, a residual block, global pool,
+// classifier.
+Builder resnet_like() {
+  Builder b("image", Builder::nchw(3, 20, 20));
+  b.conv("stem", "image", "stem_out", 3, 16, 7, 2, 1, Builder::nchw(16, 10, 10));
+  b.node("stem_relu", "Relu", {"stem_out"}, "stem_act", Builder::nchw(16, 10, 10));
+  b.node("pool", "MaxPool", {"stem_act"}, "pooled", Builder::nchw(16, 5, 5),
+         {{"kernel_shape", std::vector<std::int64_t>{3, 3}},
+          {"strides", std::vector<std::int64_t>{2, 2}},
+          {"pads", std::vector<std::int64_t>{1, 1, 1, 1}}});
+  b.conv("a", "pooled", "a_out", 16, 16, 3, 1, 1, Builder::nchw(16, 5, 5));
+  b.node("a_relu", "Relu", {"a_out"}, "a_act", Builder::nchw(16, 5, 5));
+  b.conv("b", "a_act", "b_out", 16, 16, 3, 1, 1, Builder::nchw(16, 5, 5));
+  b.node("residual", "Add", {"b_out", "pooled"}, "sum", Builder::nchw(16, 5, 5));
+  b.node("sum_relu", "Relu", {"sum"}, "block", Builder::nchw(16, 5, 5));
+  b.node("gap", "GlobalAveragePool", {"block"}, "features", Builder::nchw(16, 1, 1));
+  b.node("flatten", "Flatten", {"features"}, "flat", {{-1, "N"}, {16, ""}});
+  b.g->initializers["fc_w"] = testing::random_tensor(DType::kF32, {10, 16}, -0.5, 0.5, 99);
+  b.node("fc", "Gemm", {"flat", "fc_w"}, "logits", {{-1, "N"}, {10, ""}}, {{"transB", std::int64_t{1}}});
+  b.output("logits");
+  return b;
+}
+
+// A MobileNetV3 block: expand 1x1 + HardSwish, depthwise 3x3 + Relu, squeeze-excite (global pool,
+// two 1x1 convolutions, HardSigmoid, Mul), project 1x1 with the block's input as residual.
+Builder mobilenet_like() {
+  Builder b("x", Builder::nchw(16, 9, 9));
+  b.conv("expand", "x", "e", 16, 32, 1, 1, 1, Builder::nchw(32, 9, 9));
+  b.node("expand_act", "HardSwish", {"e"}, "e_act", Builder::nchw(32, 9, 9));
+  b.conv("dw", "e_act", "d", 32, 32, 3, 1, 0, Builder::nchw(32, 9, 9));
+  b.node("dw_act", "Relu", {"d"}, "d_act", Builder::nchw(32, 9, 9));
+  b.node("se_pool", "GlobalAveragePool", {"d_act"}, "s0", Builder::nchw(32, 1, 1));
+  b.conv("se_reduce", "s0", "s1", 32, 8, 1, 1, 1, Builder::nchw(8, 1, 1));
+  b.node("se_relu", "Relu", {"s1"}, "s1_act", Builder::nchw(8, 1, 1));
+  b.conv("se_expand", "s1_act", "s2", 8, 32, 1, 1, 1, Builder::nchw(32, 1, 1));
+  b.node("se_gate", "HardSigmoid", {"s2"}, "gate", Builder::nchw(32, 1, 1),
+         {{"alpha", 1.0f / 6}, {"beta", 0.5f}});
+  b.node("se_mul", "Mul", {"d_act", "gate"}, "scaled", Builder::nchw(32, 9, 9));
+  b.conv("project", "scaled", "p", 32, 16, 1, 1, 1, Builder::nchw(16, 9, 9));
+  b.node("residual", "Add", {"p", "x"}, "y", Builder::nchw(16, 9, 9));
+  b.output("y");
+  return b;
+}
+
+std::shared_ptr<Graph> optimized(const Builder& b, DType activations, std::vector<PassRecord>* records = nullptr) {
+  auto g = std::make_shared<Graph>(*b.g);
+  auto r = passes::optimize(*g, passes::gpu_pipeline(activations));
+  if (records != nullptr) *records = std::move(r);
+  return g;
+}
+
+TEST(ChooseGpuLayout, OnlyTheSixteenBitPipelinesChooseALayout) {
+  EXPECT_EQ(passes::gpu_pipeline().back().name, "fuse_elementwise");
+  EXPECT_EQ(passes::gpu_pipeline(DType::kF32).back().name, "fuse_elementwise");
+  EXPECT_EQ(passes::gpu_pipeline(DType::kF16).back().name, "choose_gpu_layout");
+  EXPECT_EQ(passes::gpu_pipeline(DType::kBF16).back().name, "choose_gpu_layout");
+  Graph g;
+  std::vector<std::string> log;
+  EXPECT_THROW(passes::choose_gpu_layout(g, log, DType::kF32), InvalidArgument);
+}
+
+TEST(ChooseGpuLayout, ResNetBlockRunsNhwcFromTheStemToTheGlobalPool) {
+  const Builder b = resnet_like();
+  std::vector<PassRecord> records;
+  auto g = optimized(b, DType::kF16, &records);
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 3u);
+  EXPECT_EQ(count(*g, "rw.MaxPoolNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.GlobalAveragePoolNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ToNchw"), 0u);  // the global pool leaves NCHW fp32 itself
+  EXPECT_EQ(count(*g, "Conv"), 0u);
+  ASSERT_EQ(records.back().pass, "choose_gpu_layout");
+  ASSERT_EQ(records.back().changes.size(), 1u);
+  EXPECT_NE(records.back().changes[0].find("5 nodes run NHWC float16 (1 to NHWC, 0 back to NCHW)"), std::string::npos)
+      << records.back().changes[0];
+
+  // The image's 3 channels are padded to 8 by the conversion and in the stem's weights.
+  const Node* stem = producer(*g, "stem_act_nhwc");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->op_type, "rw.ConvNhwc");
+  const Node* to = producer(*g, stem->inputs[0]);
+  ASSERT_NE(to, nullptr);
+  EXPECT_EQ(to->op_type, "rw.ToNhwc");
+  EXPECT_EQ(to->attr_int("rw.channels", 0), 8);
+  EXPECT_EQ(to->attr_int("to", 0), dtype_to_onnx(DType::kF16));
+  const Tensor* w = g->find_initializer(stem->inputs[1]);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->dtype(), DType::kF16);
+  EXPECT_EQ(w->shape(), (Shape{16, 7, 7, 8}));
+  EXPECT_EQ(g->find_initializer("stem_w"), nullptr);  // the fp32 weights are gone
+  // The residual block's second convolution reads the pooled NHWC value as its residual.
+  const Node* second = producer(*g, "block_nhwc");
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(second->inputs.size(), 4u);
+  EXPECT_EQ(second->inputs[3], "pooled_nhwc");
+  EXPECT_EQ(second->attr_string("rw.activation", ""), "Relu");
+  const ValueInfo* vi = g->find_value("block_nhwc");
+  ASSERT_NE(vi, nullptr);
+  EXPECT_EQ(vi->dtype, DType::kF16);
+  ASSERT_EQ(vi->dims.size(), 4u);
+  EXPECT_EQ(vi->dims[0].symbol, "N");
+  EXPECT_EQ(vi->dims[3].value, 16);
+
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 20, 20}, -1, 1, 5);
+  const Tensor want = run_reference(b.g, x).at(0);
+  EXPECT_LT(testing::relative_l2(run_reference(g, x).at(0), want), 1e-2);
+  EXPECT_LT(testing::relative_l2(run_reference(optimized(b, DType::kBF16), x).at(0), want), 4e-2);
+  EXPECT_GT(testing::relative_l2(run_reference(g, x).at(0), want), 0);  // it really rounds
+}
+
+TEST(ChooseGpuLayout, MobileNetBlockKeepsTheSqueezeExciteProductsNchw) {
+  const Builder b = mobilenet_like();
+  auto g = optimized(b, DType::kBF16);
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 2u);  // expand, project
+  EXPECT_EQ(count(*g, "rw.DepthwiseConvNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.GlobalAveragePoolNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ScaleChannelsNhwc"), 1u);
+  EXPECT_EQ(count(*g, "Conv"), 2u);  // the squeeze-excite 1x1 products on [N, C, 1, 1]
+  // x enters once (shared by the expand convolution and the residual); y leaves once.
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ToNchw"), 1u);
+  const Node* out = producer(*g, "y");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->op_type, "rw.ToNchw");
+  EXPECT_EQ(out->attr_int("rw.channels", 0), 16);
+  const Node* dw = producer(*g, "d_act_nhwc");
+  ASSERT_NE(dw, nullptr);
+  EXPECT_EQ(dw->op_type, "rw.DepthwiseConvNhwc");
+  EXPECT_EQ(g->find_initializer(dw->inputs[1])->shape(), (Shape{3, 3, 32}));
+  EXPECT_EQ(g->find_initializer(dw->inputs[1])->dtype(), DType::kF32);
+  const Node* scale = producer(*g, "scaled_nhwc");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale->inputs, (std::vector<std::string>{"d_act_nhwc", "gate"}));
+
+  const Tensor x = testing::random_tensor(DType::kF32, {3, 16, 9, 9}, -1, 1, 6);
+  const Tensor want = run_reference(b.g, x).at(0);
+  EXPECT_LT(testing::relative_l2(run_reference(g, x).at(0), want), 4e-2);
+  EXPECT_LT(testing::relative_l2(run_reference(optimized(b, DType::kF16), x).at(0), want), 1e-2);
+}
+
+// x -> c1 -> a -> (global pool, Sigmoid) -> Mul(gate, a) -> c2 -> c3 -> y, with a also read by
+// Tanh and a graph output; with `third` false c3 is left out (c2 gives y).
+Builder scale_graph(bool third) {
+  Builder b("x", Builder::nchw(8, 6, 6));
+  b.conv("c1", "x", "a", 8, 16, 3, 1, 1, Builder::nchw(16, 6, 6));
+  b.node("pool", "GlobalAveragePool", {"a"}, "s", Builder::nchw(16, 1, 1));
+  b.node("gate", "Sigmoid", {"s"}, "g", Builder::nchw(16, 1, 1));
+  b.node("mul", "Mul", {"g", "a"}, "m", Builder::nchw(16, 6, 6));
+  b.conv("c2", "m", third ? "c" : "y", 16, third ? 16 : 8, 3, 1, 1, Builder::nchw(third ? 16 : 8, 6, 6));
+  if (third) b.conv("c3", "c", "y", 16, 8, 1, 1, 1, Builder::nchw(8, 6, 6));
+  b.node("tanh", "Tanh", {"a"}, "t", Builder::nchw(16, 6, 6));  // an NCHW reader of a
+  b.output("y");
+  b.output("t");
+  b.output("a");  // and a graph output
+  return b;
+}
+
+TEST(ChooseGpuLayout, AScaleWithTheDataOnTheRightAndAnNchwReaderOfAnNhwcValue) {
+  const Builder b = scale_graph(true);
+  auto g = optimized(b, DType::kF16);
+  const Node* scale = producer(*g, "m_nhwc");
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale->op_type, "rw.ScaleChannelsNhwc");
+  EXPECT_EQ(scale->inputs, (std::vector<std::string>{"a_nhwc", "g"}));
+  // a comes back to NCHW once, under its own name, for Tanh and the graph output.
+  const Node* back = producer(*g, "a");
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->op_type, "rw.ToNchw");
+  EXPECT_EQ(count(*g, "rw.ToNchw"), 2u);  // a and y
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 1u);  // x
+  std::vector<std::string> outputs;
+  for (const auto& o : g->outputs) outputs.push_back(o.name);
+  EXPECT_EQ(outputs, (std::vector<std::string>{"y", "t", "a"}));
+
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 8, 6, 6}, -1, 1, 7);
+  const auto want = run_reference(b.g, x);
+  const auto got = run_reference(g, x);
+  ASSERT_EQ(got.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_LT(testing::relative_l2(got[i], want[i]), 1e-2) << i;
+}
+
+TEST(ChooseGpuLayout, AGroupNeedingMoreConversionsThanItHasConvolutionsStaysNchw) {
+  // Two convolutions, three conversions (x in; a and y out).
+  auto g = optimized(scale_graph(false), DType::kF16);
+  EXPECT_EQ(count(*g, "Conv"), 2u);
+  EXPECT_EQ(count(*g, "rw.ToNhwc") + count(*g, "rw.ToNchw") + count(*g, "rw.ScaleChannelsNhwc"), 0u);
+}
+
+TEST(ChooseGpuLayout, LeavesLoneConvolutionsAndOddChannelCounts) {
+  // One convolution between NCHW ops: its two conversions would cost more than they save.
+  Builder lone("x", Builder::nchw(8, 6, 6));
+  lone.node("pre", "Tanh", {"x"}, "t", Builder::nchw(8, 6, 6));
+  lone.conv("c", "t", "y", 8, 16, 3, 1, 1, Builder::nchw(16, 6, 6));
+  lone.output("y");
+  std::vector<PassRecord> records;
+  auto g = optimized(lone, DType::kF16, &records);
+  EXPECT_EQ(count(*g, "Conv"), 1u);
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 0u);
+  EXPECT_TRUE(records.back().changes.empty());
+
+  // 12 output channels (not a multiple of 8) stay NCHW; the next two convolutions go NHWC from it.
+  Builder odd("x", Builder::nchw(8, 6, 6));
+  odd.conv("c1", "x", "a", 8, 12, 3, 1, 1, Builder::nchw(12, 6, 6));
+  odd.conv("c2", "a", "b", 12, 16, 3, 1, 1, Builder::nchw(16, 6, 6));
+  odd.conv("c3", "b", "y", 16, 16, 1, 1, 1, Builder::nchw(16, 6, 6));
+  odd.output("y");
+  g = optimized(odd, DType::kF16);
+  EXPECT_EQ(count(*g, "Conv"), 1u);
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 2u);
+  const Node* to = producer(*g, "a_nhwc");
+  ASSERT_NE(to, nullptr);
+  EXPECT_EQ(to->op_type, "rw.ToNhwc");
+  EXPECT_EQ(to->attr_int("rw.channels", 0), 16);  // 12 padded to 16
+  const Tensor x = testing::random_tensor(DType::kF32, {1, 8, 6, 6}, -1, 1, 8);
+  EXPECT_LT(testing::relative_l2(run_reference(g, x).at(0), run_reference(odd.g, x).at(0)), 1e-2);
+
+  // Without value info the pass cannot tell an image from a 1x1 plane: the convolutions stay.
+  Builder unknown("x", Builder::nchw(8, 6, 6));
+  unknown.conv("c1", "x", "a", 8, 16, 3, 1, 1, Builder::nchw(16, 6, 6));
+  unknown.conv("c2", "a", "y", 16, 16, 1, 1, 1, Builder::nchw(16, 6, 6));
+  unknown.output("y");
+  unknown.g->value_info.erase("a");
+  g = optimized(unknown, DType::kF16);
+  EXPECT_EQ(count(*g, "Conv"), 2u);  // c2, whose input has no value info; then c1 alone is no group
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 0u);
+
+  // Grouped (not depthwise) convolutions stay NCHW.
+  Builder grouped("x", Builder::nchw(16, 6, 6));
+  grouped.conv("c1", "x", "a", 16, 16, 3, 1, 2, Builder::nchw(16, 6, 6));
+  grouped.conv("c2", "a", "y", 16, 16, 3, 1, 2, Builder::nchw(16, 6, 6));
+  grouped.output("y");
+  g = optimized(grouped, DType::kF16);
+  EXPECT_EQ(count(*g, "Conv"), 2u);
+}
+
+TEST(NhwcReferenceKernels, ConversionsRoundTripAndRejectBadInput) {
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 4, 5}, -2, 2, 9);
+  auto to = testing::run_node(testing::make_spec("rw.ToNhwc", {x},
+                                                 {{"to", std::int64_t{dtype_to_onnx(DType::kBF16)}},
+                                                  {"rw.channels", std::int64_t{8}}}));
+  ASSERT_EQ(to[0].shape(), (Shape{2, 4, 5, 8}));
+  EXPECT_EQ(to[0].dtype(), DType::kBF16);
+  EXPECT_EQ(to[0].get_as_double(7), 0.0);  // a padded channel
+  EXPECT_EQ(to[0].get_as_double(1), static_cast<double>(bf16_to_float(float_to_bf16(x.data<float>()[20]))));
+  auto back = testing::run_node(testing::make_spec("rw.ToNchw", {to[0]}, {{"rw.channels", std::int64_t{3}}}));
+  testing::expect_close(back[0], x.cast(DType::kBF16).cast(DType::kF32), 0, 0);
+  EXPECT_THROW(testing::run_node(testing::make_spec("rw.ToNhwc", {x}, {{"to", std::int64_t{1}},
+                                                                        {"rw.channels", std::int64_t{2}}})),
+               InvalidArgument);
+  // A bad `to` fails when the kernel is made, which the executor reports as a node it cannot run.
+  EXPECT_THROW(testing::run_node(testing::make_spec("rw.ToNhwc", {x}, {{"to", std::int64_t{7}},
+                                                                        {"rw.channels", std::int64_t{8}}})),
+               Unsupported);
+  EXPECT_THROW(testing::run_node(testing::make_spec("rw.ToNchw", {to[0]}, {{"rw.channels", std::int64_t{9}}})),
+               InvalidArgument);
+}
+
+}  // namespace
+}  // namespace redwood
