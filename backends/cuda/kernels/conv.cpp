@@ -158,11 +158,11 @@ class ConvBase : public CudaKernel {
   ConvShape shape_{};
 };
 
-// A 1×1, stride-1, unpadded, ungrouped convolution of at most kGemvMaxRows output pixels (the
-// squeeze-excite layers on a 1×1 input): a matrix-vector product whose rows are the output pixels
-// (row m = image m / HW, pixel m % HW, reading x with stride HW along the channels) and whose
-// weights [K][C] are contiguous along C. Exact fp32 (gemv.cu): it is bound by reading the weights
-// once, which the implicit GEMM's tiles do slowly.
+// A 1×1, stride-1, unpadded, ungrouped convolution of at most kGemvMaxRows (32) output pixels in
+// all (the squeeze-excite layers on a 1×1 input, batch ≤ 32): a matrix-vector product whose rows
+// are the output pixels (row m = image m / HW, pixel m % HW, reading x with stride HW along the
+// channels) and whose weights [K][C] are contiguous along C. Exact fp32 (gemv.cu): it is bound by
+// reading the weights once, which the implicit GEMM's tiles do slowly.
 bool conv_is_gemv(const ConvShape& p) {
   return p.groups == 1 && p.r == 1 && p.s == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 &&
          p.pad_w == 0 && p.oh == p.h && p.ow == p.w &&

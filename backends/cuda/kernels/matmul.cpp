@@ -1,7 +1,7 @@
 // MatMul (numpy batching; the fused bias of input 2 and residual of input 3) and Gemm (alpha,
 // beta, transA/B, broadcast C; residual input 3) on the GPU: exact fp32 on CUDA cores, or
 // tensor cores at the runner's tf32/fp16/bf16 precision (matmul.cu). Products of at most
-// kGemvMaxRows rows (a classifier at batch 1) take the matrix-vector kernel instead (gemv.cu),
+// kGemvMaxRows rows (32: a classifier at batch 1 to 32) take the matrix-vector kernel instead (gemv.cu),
 // exact at every precision: they are bound by reading the weights, which a 64×64 tile does slowly.
 
 #include "backends/cuda/cuda_kernel.hpp"
@@ -122,7 +122,7 @@ class MatMulKernel final : public CudaKernel {
                  node_.where(), shape_str(info.input(2).shape), n);
     }
     check_fused_residual(info, y);
-    // A few rows by a B without batches (a classifier at batch 1): the matrix-vector kernel, the
+    // A few rows by a B without batches (a classifier at batch ≤ 32): the matrix-vector kernel, the
     // batches folded into rows (A and Y are contiguous [batch..., M, K] and [batch..., M, N]).
     bool b_batched = false;
     for (int d = 0; d < batches_.rank; ++d) b_batched = b_batched || batches_.b_strides[d] != 0;
@@ -196,7 +196,7 @@ class GemmKernel final : public CudaKernel {
     }
     const Shape y = {m, n};
     check_fused_residual(info, y);
-    gemv_ = m >= 1 && m <= kernels::kGemvMaxRows;  // a classifier at batch 1: the matrix-vector kernel
+    gemv_ = m >= 1 && m <= kernels::kGemvMaxRows;  // a classifier at batch ≤ 32: the matrix-vector kernel
     gemv_p_ = gemv_ ? gemv_params(p_, m) : kernels::GemvParams{};
     gemv_p_.w_constant = info.input(1).host != nullptr;  // an initializer: read before pdl_wait (pdl.cuh)
     return {{DType::kF32, y}};

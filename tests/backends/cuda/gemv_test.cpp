@@ -1,10 +1,13 @@
-// The matrix-vector kernel (backends/cuda/kernels/gemv.cu) behind MatMul/Gemm of at most 8 rows
-// and 1×1 convolutions of at most 8 output pixels: which nodes take it (host-only plan checks,
-// they run in CI too), and its results against the reference kernels on a GPU. Every row count
-// 1..8, K and N that are multiples of 4 (16-byte weight loads) and odd ones (4-byte loads), W
-// contiguous along k (Conv, Gemm transB) and along n (MatMul, Gemm), the fused bias, residual and
-// activations, Gemm's alpha/beta/C and transA, batches folded into rows, 1-D convolutions and
-// spatial 2×2 inputs. fp32: relative L2 ≤ 1e-5 and element-wise 1e-4/1e-5; the kernel is exact
+// The matrix-vector kernels (backends/cuda/kernels/gemv.cu) behind MatMul/Gemm of at most
+// kGemvMaxRows (32) rows and 1×1 convolutions of at most 32 output pixels: which nodes take them
+// (host-only plan checks, they run in CI too), and their results against the reference kernels on
+// a GPU. Every row count 1..8 (a warp a column), 9, 16, 31 and 32 (x in registers for several
+// columns, rows rounded up to 16 or 32), K and N that are multiples of 4 (16-byte weight loads)
+// and odd ones (4-byte loads), W contiguous along k (Conv, Gemm transB) and along n (MatMul, Gemm),
+// k in one slice of 128 or several per warp, a last block of fewer columns, the fused bias,
+// residual and activations, Gemm's alpha/beta/C and transA, batches folded into rows, 1-D
+// convolutions and spatial inputs; ResNet-50's and MobileNetV3's classifiers and squeeze-excite
+// layers at batch 32. fp32: relative L2 ≤ 1e-5 and element-wise 1e-4/1e-5; the kernel is exact
 // fp32 at every precision, so a tf32/fp16/bf16 plan gives the very same bits.
 
 #include "backends/cuda/graph_runner.hpp"
@@ -91,8 +94,9 @@ std::string planned_variant(const GemvCase& c, Precision precision) {
 std::vector<GemvCase> cases() {
   const Tensor none;
   std::vector<GemvCase> c;
-  // Gemm with transB (W contiguous along k): every row count, K a multiple of 4 and not.
-  for (std::int64_t m = 1; m <= 8; ++m) {
+  // Gemm with transB (W contiguous along k): every row count of the warp-a-column kernel, and the
+  // wide kernel's 9..16 (rounded to 16) and 17..32 (rounded to 32); K a multiple of 4 and not.
+  for (std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32}) {
     c.push_back({"gemm_transB_k128_rows" + std::to_string(m), "Gemm",
                  {r({m, 128}, 100 + m), r({33, 128}, 110 + m), r({33}, 120 + m)}, {{"transB", std::int64_t{1}}}, true});
     c.push_back({"gemm_transB_k131_rows" + std::to_string(m), "Gemm",
@@ -100,7 +104,7 @@ std::vector<GemvCase> cases() {
                  with(act("Relu"), "transB", std::int64_t{1}), true});
   }
   // MatMul (W contiguous along n): every row count, odd extents.
-  for (std::int64_t m = 1; m <= 8; ++m) {
+  for (std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32}) {
     c.push_back({"matmul_k37_n19_rows" + std::to_string(m), "MatMul", {r({m, 37}, 160 + m), r({37, 19}, 170 + m)}, {},
                  true});
   }
@@ -123,17 +127,52 @@ std::vector<GemvCase> cases() {
                {r({2, 64}, 224), r({30, 64}, 225), r({30}, 226), r({2, 30}, 227)},
                with(act("Sigmoid"), "transB", std::int64_t{1}), true});
   c.push_back({"gemm_no_c", "Gemm", {r({6, 24}, 228), r({24, 17}, 229)}, {}, true});
-  // More rows, or a B with batches: the tiles, as before.
-  c.push_back({"matmul_nine_rows_tiles", "MatMul", {r({3, 3, 40}, 230), r({40, 12}, 231)}, {}, false});
+  // Batch 32 (the wide kernel): the classifiers of ResNet-50 (2048 → 1000: 16 slices of k, two a
+  // warp) and MobileNetV3-Large (960 → 1280 → 1000: 8 columns a block), weights at the scale of a
+  // trained layer; 1001 columns (a last block of one column) over 260 = 2·128 + 4 k (a last slice
+  // of one lane); transA (A strided along k: 4-byte loads of x, 16-byte loads of W); C, alpha,
+  // beta, residual and activation; MatMul's fused bias and residual; batches folded into 32 rows.
+  c.push_back({"gemm_resnet_fc_batch32", "Gemm",
+               {r({32, 2048}, 240, 0, 2), r({1000, 2048}, 241, -0.05, 0.05), r({1000}, 242)},
+               {{"transB", std::int64_t{1}}}, true});
+  c.push_back({"gemm_mobilenet_fc1_batch32_hardswish", "Gemm",
+               {r({32, 960}, 243, 0, 2), r({1280, 960}, 244, -0.05, 0.05), r({1280}, 245)},
+               with(act("HardSwish"), "transB", std::int64_t{1}), true});
+  c.push_back({"gemm_mobilenet_fc2_batch32", "Gemm",
+               {r({32, 1280}, 246), r({1000, 1280}, 247, -0.05, 0.05), r({1000}, 248)},
+               {{"transB", std::int64_t{1}}}, true});
+  c.push_back({"gemm_transB_rows24_n1001_k260", "Gemm", {r({24, 260}, 249), r({1001, 260}, 250), r({1001}, 251)},
+               {{"transB", std::int64_t{1}}}, true});
+  c.push_back({"gemm_transA_transB_rows24", "Gemm", {r({300, 24}, 252), r({208, 300}, 253), r({208}, 254)},
+               {{"transA", std::int64_t{1}}, {"transB", std::int64_t{1}}}, true});
+  c.push_back({"gemm_transB_rows20_c_alpha_beta_residual_sigmoid", "Gemm",
+               {r({20, 64}, 255), r({30, 64}, 256), r({20, 30}, 257), r({20, 30}, 258)},
+               with(with(with(act("Sigmoid"), "transB", std::int64_t{1}), "alpha", 0.5f), "beta", 2.0f), true});
+  c.push_back({"matmul_rows32_bias_residual_hardswish", "MatMul",
+               {r({32, 64}, 259), r({64, 48}, 260), r({48}, 261), r({32, 48}, 262)}, act("HardSwish"), true});
+  c.push_back({"matmul_fc_rows32_k1280_n1000", "MatMul", {r({32, 1280}, 263), r({1280, 1000}, 264, -0.05, 0.05)}, {},
+               true});
+  c.push_back({"matmul_batches_fold_into_32_rows", "MatMul", {r({4, 8, 40}, 265), r({40, 12}, 266)}, {}, true});
+  // More rows (33), or a B with batches: the tiles, as before.
+  c.push_back({"matmul_33_rows_tiles", "MatMul", {r({3, 11, 40}, 230), r({40, 12}, 231)}, {}, false});
   c.push_back({"matmul_batched_b_tiles", "MatMul", {r({2, 1, 24}, 232), r({2, 24, 8}, 233)}, {}, false});
-  c.push_back({"gemm_nine_rows_tiles", "Gemm", {r({9, 30}, 234), r({30, 11}, 235)}, {}, false});
+  c.push_back({"gemm_33_rows_tiles", "Gemm", {r({33, 30}, 234), r({30, 11}, 235)}, {}, false});
+  c.push_back({"gemm_transB_33_rows_tiles", "Gemm", {r({33, 128}, 236), r({20, 128}, 237)},
+               {{"transB", std::int64_t{1}}}, false});
 
-  // Conv: the squeeze-excite layers of MobileNetV3 (1×1 input), every batch 1..8.
+  // Conv: the squeeze-excite layers of MobileNetV3 (1×1 input), batches 1..8, 9, 16, 31, 32.
   c.push_back({"conv_se_fc1_relu", "Conv", {r({1, 240, 1, 1}, 300, 0, 2), r({64, 240, 1, 1}, 301), r({64}, 302)},
                act("Relu"), true});
   c.push_back({"conv_se_fc2_hardsigmoid", "Conv", {r({1, 64, 1, 1}, 303, 0, 2), r({240, 64, 1, 1}, 304), r({240}, 305)},
                act("HardSigmoid", 1.f / 6, 0.5f), true});
-  for (std::int64_t n = 1; n <= 8; ++n) {
+  c.push_back({"conv_se_fc1_batch32_relu", "Conv",
+               {r({32, 960, 1, 1}, 306, 0, 2), r({240, 960, 1, 1}, 307, -0.1, 0.1), r({240}, 308)}, act("Relu"), true});
+  c.push_back({"conv_se_fc2_batch32_hardsigmoid", "Conv",
+               {r({32, 240, 1, 1}, 309, 0, 2), r({960, 240, 1, 1}, 390, -0.1, 0.1), r({960}, 391)},
+               act("HardSigmoid", 1.f / 6, 0.5f), true});
+  c.push_back({"conv_se_fc1_batch32_k72", "Conv", {r({32, 72, 1, 1}, 392, 0, 2), r({24, 72, 1, 1}, 393), r({24}, 394)},
+               act("Relu"), true});
+  for (std::int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 31, 32}) {
     c.push_back({"conv_1x1_odd_batch" + std::to_string(n), "Conv",
                  {r({n, 37, 1, 1}, 310 + n), r({20, 37, 1, 1}, 320 + n), r({20}, 330 + n)}, act("HardSwish"), true});
     c.push_back({"conv_1x1_aligned_batch" + std::to_string(n), "Conv",
@@ -152,8 +191,15 @@ std::vector<GemvCase> cases() {
   c.push_back({"conv_1d_batch2", "Conv", {r({2, 8, 3}, 366), r({4, 8, 1}, 367), r({4}, 368)}, {}, true});
   c.push_back({"conv_same_upper_1x1", "Conv", {r({1, 9, 2, 2}, 369), r({7, 9, 1, 1}, 370)},
                {{"auto_pad", std::string("SAME_UPPER")}}, true});
-  // Not matrix-vector: more pixels, a wider kernel, groups, a stride, padding.
-  c.push_back({"conv_3x3_pixels_tiles", "Conv", {r({1, 8, 3, 3}, 371), r({8, 8, 1, 1}, 372)}, {}, false});
+  // Spatial inputs of 9..32 pixels in all (the wide kernel; x strided along the channels).
+  c.push_back({"conv_3x3_pixels_9_rows", "Conv", {r({1, 8, 3, 3}, 381), r({8, 8, 1, 1}, 382)}, {}, true});
+  c.push_back({"conv_2x2_batch8_32_rows_residual_clip", "Conv",
+               {r({8, 16, 2, 2}, 383), r({24, 16, 1, 1}, 384), r({24}, 385), r({8, 24, 2, 2}, 386)},
+               act("Clip", -0.5f, 0.5f), true});
+  c.push_back({"conv_1d_31_rows_odd_channels", "Conv", {r({1, 13, 31}, 387), r({5, 13, 1}, 388)}, {}, true});
+  // Not matrix-vector: more pixels (33), a wider kernel, groups, a stride, padding.
+  c.push_back({"conv_3x11_pixels_tiles", "Conv", {r({1, 8, 3, 11}, 371), r({8, 8, 1, 1}, 372)}, {}, false});
+  c.push_back({"conv_1x1_batch33_tiles", "Conv", {r({33, 32, 1, 1}, 395), r({12, 32, 1, 1}, 396)}, {}, false});
   c.push_back({"conv_3x3_kernel_tiles", "Conv", {r({1, 8, 1, 1}, 373), r({8, 8, 3, 3}, 374)},
                {{"pads", I{1, 1, 1, 1}}}, false});
   c.push_back({"conv_grouped_tiles", "Conv", {r({1, 8, 1, 1}, 375), r({8, 4, 1, 1}, 376)}, {{"group", std::int64_t{2}}},
@@ -240,10 +286,13 @@ std::shared_ptr<Graph> squeeze_excite_classifier() {
   return graph;
 }
 
-TEST(GemvInARunner, SqueezeExciteAndClassifierTakeItAndMatchTheReference) {
+// Batch 2 (a warp a column) and batch 32 (the wide kernel, 32 rows).
+class GemvInARunner : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(GemvInARunner, SqueezeExciteAndClassifierTakeItAndMatchTheReference) {
   RW_SKIP_WITHOUT_GPU();
   auto graph = squeeze_excite_classifier();
-  const Shape input = {2, 16, 1, 1};
+  const Shape input = {GetParam(), 16, 1, 1};
   ExecutorOptions ref_options;
   ref_options.optimize = false;
   ref_options.reference_only = true;
@@ -269,6 +318,11 @@ TEST(GemvInARunner, SqueezeExciteAndClassifierTakeItAndMatchTheReference) {
     redwood::testing::expect_close(got[0], wants[i], 1e-4, 1e-5);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Batches, GemvInARunner, ::testing::Values(std::int64_t{2}, std::int64_t{32}),
+                         [](const ::testing::TestParamInfo<std::int64_t>& info) {
+                           return "batch" + std::to_string(info.param);
+                         });
 
 }  // namespace
 }  // namespace redwood::cuda
