@@ -35,6 +35,7 @@
 // both through the reference kernels within S's tolerance.
 
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
 
@@ -121,30 +122,6 @@ std::vector<std::size_t> nhwc_operands(Kind kind, std::size_t scale_data) {
   }
 }
 
-Tensor nhwc_weights(const Tensor& w, std::int64_t cp, DType storage) {
-  const Shape& s = w.shape();  // [K, C, R, S]
-  const std::int64_t k = s[0], c = s[1], r = s[2], q = s[3];
-  Tensor out = Tensor::zeros(DType::kF32, {k, r, q, cp});
-  const float* src = w.data<float>();
-  float* dst = out.data<float>();
-  for (std::int64_t o = 0; o < k; ++o)
-    for (std::int64_t i = 0; i < c; ++i)
-      for (std::int64_t y = 0; y < r; ++y)
-        for (std::int64_t x = 0; x < q; ++x) dst[((o * r + y) * q + x) * cp + i] = src[((o * c + i) * r + y) * q + x];
-  return out.cast(storage);
-}
-
-Tensor depthwise_weights(const Tensor& w) {
-  const Shape& s = w.shape();  // [C, 1, R, S]
-  const std::int64_t c = s[0], r = s[2], q = s[3];
-  Tensor out = Tensor::empty(DType::kF32, {r, q, c});
-  const float* src = w.data<float>();
-  float* dst = out.data<float>();
-  for (std::int64_t ch = 0; ch < c; ++ch)
-    for (std::int64_t i = 0; i < r * q; ++i) dst[i * c + ch] = src[ch * r * q + i];
-  return out;
-}
-
 // The spatial attributes of a 2-D window op with ONNX's defaults filled in.
 void copy_window(const Node& from, Node& to, bool pool) {
   to.attributes["strides"] = from.attr_ints("strides", {1, 1});
@@ -161,17 +138,20 @@ void copy_window(const Node& from, Node& to, bool pool) {
 }
 
 class Rewriter {
+  using Uses = detail::Uses;
+
  public:
   Rewriter(Graph& g, DType storage) : g_(g), storage_(storage) {}
 
   void run(std::vector<std::string>& log) {
     for (const Node& n : g_.nodes) node_names_.insert(n.name);
     classify();
-    keep_groups_worth_converting();
+    const Uses uses(g_);  // who reads each value, for both steps (the graph is unchanged until rewrite)
+    keep_groups_worth_converting(uses);
     std::size_t converted = 0;
     for (bool on : nhwc_) converted += on;
     if (converted == 0) return;
-    rewrite();
+    rewrite(uses);
     remove_unused_initializers();
     log.push_back(fmt::format("{} nodes run NHWC {} ({} to NHWC, {} back to NCHW)", converted, dtype_name(storage_),
                               to_nhwc_, to_nchw_));
@@ -216,7 +196,7 @@ class Rewriter {
     }
   }
 
-  void keep_groups_worth_converting() {
+  void keep_groups_worth_converting(const Uses& uses) {
     const std::size_t n = g_.nodes.size();
     Groups groups(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -231,7 +211,6 @@ class Rewriter {
     // operands, values leaving for graph outputs or other readers).
     std::map<std::size_t, std::size_t> convs;
     std::map<std::size_t, std::set<std::string>> conversions;
-    const Uses uses(g_);
     for (std::size_t i = 0; i < n; ++i) {
       if (kind_[i] == Kind::kNone) continue;
       const std::size_t group = groups.find(i);
@@ -312,8 +291,7 @@ class Rewriter {
     return name;
   }
 
-  void rewrite() {
-    Uses uses(g_);
+  void rewrite(const Uses& uses) {
     std::vector<Node> out;
     out.reserve(g_.nodes.size() * 2);
     for (std::size_t i = 0; i < g_.nodes.size(); ++i) {
@@ -345,14 +323,17 @@ class Rewriter {
           const Tensor& w = *g_.find_initializer(node.inputs[1]);
           r.op_type = "rw.ConvNhwc";
           r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_nhwc");
-          g_.initializers[r.inputs[1]] = nhwc_weights(w, align_channels(w.shape()[1]), storage_);
+          g_.initializers[r.inputs[1]] = to_channels_last(w, align_channels(w.shape()[1]), storage_);  // [K, R, S, Cp]
           copy_window(node, r, false);
           break;
         }
         case Kind::kDepthwise: {
           r.op_type = "rw.DepthwiseConvNhwc";
           r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_rsc");
-          g_.initializers[r.inputs[1]] = depthwise_weights(*g_.find_initializer(node.inputs[1]));
+          const Tensor& w = *g_.find_initializer(node.inputs[1]);  // [C, 1, R, S] -> [R, S, C]
+          const Shape& ws = w.shape();
+          g_.initializers[r.inputs[1]] =
+              to_channels_last(w.reshaped({1, ws[0], ws[2], ws[3]}), ws[0], DType::kF32).reshaped({ws[2], ws[3], ws[0]});
           copy_window(node, r, false);
           break;
         }
@@ -428,7 +409,6 @@ class Rewriter {
     return true;
   }
 
-  using Uses = detail::Uses;
   Graph& g_;
   DType storage_;
   std::vector<Kind> kind_;

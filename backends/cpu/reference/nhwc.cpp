@@ -9,6 +9,7 @@
 // and laid out NHWC again, which is what the CUDA kernels promise (fp32 math, one rounding).
 
 #include "backends/cpu/reference/kernel_util.hpp"
+#include "core/layout.hpp"
 
 #include <map>
 #include <string>
@@ -22,35 +23,6 @@ void expect_nhwc(const Node& node, const Tensor& t, const char* what) {
              shape_str(t.shape()));
   RW_EXPECTS(is_floating(t.dtype()), Unsupported, "{}: {} is {}, not a floating type", node.where(), what,
              dtype_name(t.dtype()));
-}
-
-// [N, H, W, Cp] (any float type) -> fp32 [N, c, H, W], channels past c dropped.
-Tensor nhwc_to_nchw(const Tensor& x, std::int64_t c) {
-  const Tensor in = x.contiguous();
-  const Shape& s = in.shape();
-  const std::int64_t n = s[0], h = s[1], w = s[2], cp = s[3];
-  const Tensor wide = in.dtype() == DType::kF32 ? in : in.cast(DType::kF32);
-  Tensor out = Tensor::empty(DType::kF32, {n, c, h, w});
-  const float* src = wide.data<float>();
-  float* dst = out.data<float>();
-  for (std::int64_t b = 0; b < n; ++b)
-    for (std::int64_t p = 0; p < h * w; ++p)
-      for (std::int64_t ch = 0; ch < c; ++ch) dst[(b * c + ch) * h * w + p] = src[(b * h * w + p) * cp + ch];
-  return out;
-}
-
-// fp32 [N, C, H, W] -> `to` [N, H, W, cp], channels past C zero.
-Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp, DType to) {
-  const Tensor in = x.dtype() == DType::kF32 ? x.contiguous() : x.cast(DType::kF32);
-  const Shape& s = in.shape();
-  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
-  Tensor out = Tensor::zeros(DType::kF32, {n, h, w, cp});
-  const float* src = in.data<float>();
-  float* dst = out.data<float>();
-  for (std::int64_t b = 0; b < n; ++b)
-    for (std::int64_t ch = 0; ch < c; ++ch)
-      for (std::int64_t p = 0; p < h * w; ++p) dst[(b * h * w + p) * cp + ch] = src[(b * c + ch) * h * w + p];
-  return to == DType::kF32 ? out : out.cast(to);
 }
 
 // Runs the reference kernel of `op` on fp32 NCHW operands, with `like`'s attributes (plus extra).
@@ -100,7 +72,7 @@ class ToNhwcKernel final : public Kernel {
                "{}: input must be float NCHW, not {}", node_.where(), x.description());
     RW_EXPECTS(channels_ >= x.shape()[1], InvalidArgument, "{}: rw.channels {} is fewer than the input's {}",
                node_.where(), channels_, x.shape()[1]);
-    ctx.outputs[0] = nchw_to_nhwc(x, channels_, to_);
+    ctx.outputs[0] = to_channels_last(x, channels_, to_);
   }
 
  private:
@@ -117,7 +89,7 @@ class ToNchwKernel final : public Kernel {
     expect_nhwc(node_, x, "input");
     RW_EXPECTS(channels_ > 0 && channels_ <= x.shape()[3], InvalidArgument,
                "{}: rw.channels {} for an input of {} channels", node_.where(), channels_, x.shape()[3]);
-    ctx.outputs[0] = nhwc_to_nchw(x, channels_);
+    ctx.outputs[0] = to_channels_first(x, channels_);
   }
 
  private:
@@ -139,29 +111,18 @@ class ConvNhwcKernel final : public Kernel {
     const std::int64_t k = depthwise_ ? w.shape()[2] : w.shape()[0];
     RW_EXPECTS(w.shape().back() == c, InvalidArgument, "{}: weights {} for an input of {} channels", node_.where(),
                shape_str(w.shape()), c);
-    Tensor wn;
-    if (depthwise_) {  // [R, S, C] -> [C, 1, R, S]
-      const Tensor wf = w.dtype() == DType::kF32 ? w.contiguous() : w.cast(DType::kF32);
-      const std::int64_t r = w.shape()[0], s = w.shape()[1];
-      wn = Tensor::empty(DType::kF32, {c, 1, r, s});
-      for (std::int64_t ch = 0; ch < c; ++ch)
-        for (std::int64_t i = 0; i < r * s; ++i) wn.data<float>()[ch * r * s + i] = wf.data<float>()[i * c + ch];
-    } else {  // [K, R, S, Cp] -> [K, Cp, R, S]
-      const Shape& ws = w.shape();
-      const Tensor wf = w.cast(DType::kF32);
-      wn = Tensor::empty(DType::kF32, {ws[0], ws[3], ws[1], ws[2]});
-      for (std::int64_t o = 0; o < ws[0]; ++o)
-        for (std::int64_t p = 0; p < ws[1] * ws[2]; ++p)
-          for (std::int64_t i = 0; i < ws[3]; ++i)
-            wn.data<float>()[(o * ws[3] + i) * ws[1] * ws[2] + p] = wf.data<float>()[(o * ws[1] * ws[2] + p) * ws[3] + i];
-    }
-    std::vector<Tensor> ins{nhwc_to_nchw(x, c), wn, ctx.has_input(2) ? ctx.input(2) : Tensor(), Tensor()};
+    const Shape& ws = w.shape();
+    // Depthwise [R, S, C] -> [C, 1, R, S] (through [1, R, S, C]); dense [K, R, S, Cp] -> [K, Cp, R, S].
+    const Tensor wn =
+        depthwise_ ? to_channels_first(w.contiguous().reshaped({1, ws[0], ws[1], c}), c).reshaped({c, 1, ws[0], ws[1]})
+                   : to_channels_first(w, c);
+    std::vector<Tensor> ins{to_channels_first(x, c), wn, ctx.has_input(2) ? ctx.input(2) : Tensor(), Tensor()};
     if (ctx.has_input(3)) {
       expect_nhwc(node_, ctx.input(3), "residual");
-      ins[3] = nhwc_to_nchw(ctx.input(3), k);
+      ins[3] = to_channels_first(ctx.input(3), k);
     }
     const Tensor y = run_reference("Conv", node_, ins, {{"group", depthwise_ ? c : std::int64_t{1}}});
-    ctx.outputs[0] = nchw_to_nhwc(y, k, x.dtype());
+    ctx.outputs[0] = to_channels_last(y, k, x.dtype());
   }
 
  private:
@@ -175,8 +136,8 @@ class MaxPoolNhwcKernel final : public Kernel {
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     expect_nhwc(node_, x, "input");
-    const Tensor y = run_reference("MaxPool", node_, {nhwc_to_nchw(x, x.shape()[3])});
-    ctx.outputs[0] = nchw_to_nhwc(y, x.shape()[3], x.dtype());
+    const Tensor y = run_reference("MaxPool", node_, {to_channels_first(x, x.shape()[3])});
+    ctx.outputs[0] = to_channels_last(y, x.shape()[3], x.dtype());
   }
 
  private:
@@ -189,7 +150,7 @@ class GlobalAveragePoolNhwcKernel final : public Kernel {
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     expect_nhwc(node_, x, "input");
-    ctx.outputs[0] = run_reference("GlobalAveragePool", node_, {nhwc_to_nchw(x, x.shape()[3])});
+    ctx.outputs[0] = run_reference("GlobalAveragePool", node_, {to_channels_first(x, x.shape()[3])});
   }
 
  private:

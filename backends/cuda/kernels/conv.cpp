@@ -11,8 +11,8 @@
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_tuning.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
-#include "backends/cuda/kernels/variant_timer.hpp"
 #include "backends/cuda/kernels/gemv.hpp"
+#include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -21,9 +21,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <map>
-#include <mutex>
 
 namespace redwood::cuda {
 namespace {
@@ -43,8 +40,7 @@ TuneKey tune_key(const ConvShape& p, kernels::MmaType type) {
 }
 
 struct TuneCache {
-  std::mutex mutex;
-  std::map<TuneKey, ConvConfig> picks;
+  PickCache<TuneKey, ConvConfig> picks;
   std::atomic<std::int64_t> measured{0}, reused{0}, skipped{0};
 };
 TuneCache& tune_cache() {
@@ -256,55 +252,34 @@ class ConvKernel final : public ConvBase {
   }
 
   // Times every candidate (tile × split-K) on the plan's stream with the plan's buffers
-  // (time_variants, variant_timer.hpp: about 1 ms of the default for the clocks, then each
+  // (tune_variants, variant_tuner.hpp: about 1 ms of the default for the clocks, then each
   // candidate once and, unless that is over 3× the best mean, 3 more times between two events).
   // The fastest mean wins, ties to the earlier candidate. Picks are cached process-wide per shape and precision, so identical layers
   // and later plans reuse them; past the plan's budget, a new shape keeps (and caches) the default.
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (depthwise_ || candidates_.size() <= 1) return;
     TuneCache& cache = tune_cache();
-    const TuneKey key = tune_key(shape_, type_);
-    {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      if (auto it = cache.picks.find(key); it != cache.picks.end()) {
-        config_ = it->second;
+    VariantTimes t;
+    switch (tune_variants(cache.picks, tune_key(shape_, type_), candidates_, config_, budget, a.stream,
+                          [&] { launch(a); }, &t)) {
+      case TuneOutcome::kCached:
         how_ = "cached";
         ++cache.reused;
         return;
-      }
+      case TuneOutcome::kBudgetSpent:
+        how_ = "default: the plan's tuning budget is spent";
+        ++cache.skipped;
+        return;
+      case TuneOutcome::kMeasured: break;
     }
-    if (budget.ms_left <= 0) {
-      // Cached as it is, so every later plan of this shape runs the same kernel (an eager plan
-      // and a captured one give the same bits).
-      how_ = "default: the plan's tuning budget is spent";
-      ++cache.skipped;
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      cache.picks.emplace(key, config_);
-      return;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    const VariantTimes t = time_variants(
-        a.stream, candidates_.size(), [&] { launch(a); },
-        [&](std::size_t i) {
-          config_ = candidates_[i];
-          launch(a);
-        });
+    ++cache.measured;
+    how_ = fmt::format("measured {:.3f} ms", t.best_ms);
     std::string timings;
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
       timings += fmt::format("{}{}/{}{}:{:.3f}", timings.empty() ? "" : " ",
                              kernels::conv_tiles(type_)[static_cast<std::size_t>(candidates_[i].tile)].name,
                              candidates_[i].splits, candidates_[i].reduce_in_kernel ? "k" : "", t.ms[i]);
     }
-    const std::size_t best_i = t.best;
-    const float best = t.best_ms;
-    config_ = candidates_[best_i];
-    how_ = fmt::format("measured {:.3f} ms", best);
-    {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      cache.picks.emplace(key, config_);
-    }
-    ++cache.measured;
-    budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log().debug("conv tuning (tile/splits, k: added in the kernel: ms) {}; picked {}", timings, variant());
   }
 
@@ -417,12 +392,7 @@ ConvTuningStats conv_tuning_stats() {
 }
 
 bool conv_tuned_config(const kernels::ConvShape& shape, kernels::MmaType type, kernels::ConvConfig* out) {
-  TuneCache& c = tune_cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  auto it = c.picks.find(tune_key(shape, type));
-  if (it == c.picks.end()) return false;
-  *out = it->second;
-  return true;
+  return tune_cache().picks.find(tune_key(shape, type), out);
 }
 
 RW_REGISTER_CUDA_KERNEL("Conv", ConvKernel);

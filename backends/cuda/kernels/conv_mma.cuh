@@ -18,6 +18,7 @@
 
 #include "backends/cuda/kernels/conv_common.cuh"
 #include "backends/cuda/kernels/cp_async.cuh"
+#include "backends/cuda/kernels/mma_ops.cuh"
 #include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
@@ -35,14 +36,9 @@ template <typename T> struct MmaOp;
 
 template <typename T> struct MmaOp16 {
   static constexpr int kK = 16, kPadA = 4, kPadB = 8;
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    if constexpr (std::is_same_v<T, half>) {
-      __half2 h = __floats2half2_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&h);
-    } else {
-      __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&h);
-    }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return pack2<T>(lo, hi); }
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+    mma_m16n8k16<T>(d, a, b[0], b[1]);
   }
   // A fragment of rows [r, r+16) at k column kk: a0a1 (g, 2t..), a2a3 (g+8, 2t..), a4a5 (g, 2t+8..),
   // a6a7 (g+8, 2t+8..).
@@ -65,33 +61,12 @@ template <typename T> struct MmaOp16 {
   }
 };
 
-template <> struct MmaOp<half> : MmaOp16<half> {
-  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-
-template <> struct MmaOp<__nv_bfloat16> : MmaOp16<__nv_bfloat16> {
-  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
+template <> struct MmaOp<half> : MmaOp16<half> {};
+template <> struct MmaOp<__nv_bfloat16> : MmaOp16<__nv_bfloat16> {};
 
 template <> struct MmaOp<Tf32> {
   static constexpr int kK = 8, kPadA = 8, kPadB = 4;
-  static __device__ __forceinline__ uint32_t cvt(float v) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
-    return r;
-  }
+  static __device__ __forceinline__ uint32_t cvt(float v) { return to_tf32(v); }
   // a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4).
   static __device__ __forceinline__ void load_a(uint32_t (&f)[4], const float* as, int lda, int kk, int r, int lane) {
     const int g = lane >> 2, t = lane & 3;
@@ -109,11 +84,7 @@ template <> struct MmaOp<Tf32> {
     f[1] = cvt(b[4]);
   }
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    mma_m16n8k8_tf32(d, a, b[0], b[1]);
   }
 };
 

@@ -10,7 +10,7 @@
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
-#include "backends/cuda/kernels/variant_timer.hpp"
+#include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -18,9 +18,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <map>
-#include <mutex>
 
 namespace redwood::cuda {
 namespace {
@@ -30,10 +27,7 @@ using kernels::NhwcConvConfig;
 
 // ---- the tuner's process-wide cache: one pick per (shape, storage type, device) ----
 using TuneKey = std::array<int, 16>;
-struct TuneCache {
-  std::mutex mutex;
-  std::map<TuneKey, NhwcConvConfig> picks;
-};
+using TuneCache = PickCache<TuneKey, NhwcConvConfig>;
 TuneCache& tune_cache() {
   static TuneCache cache;
   return cache;
@@ -129,49 +123,25 @@ class ConvNhwcKernel final : public CudaKernel {
     return bytes;
   }
 
-  // As the Conv kernel's tuner (conv.cpp), by time_variants (variant_timer.hpp): the fastest mean
+  // As the Conv kernel's tuner (conv.cpp), by tune_variants (variant_tuner.hpp): the fastest mean
   // wins (ties to the earlier candidate). Cached per shape and storage type; past the
   // plan's budget a new shape keeps (and caches) the default, so every plan runs the same kernel.
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (candidates_.size() <= 1) return;
-    TuneCache& cache = tune_cache();
-    const TuneKey key = tune_key(shape_, storage_);
-    {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      if (auto it = cache.picks.find(key); it != cache.picks.end()) {
-        config_ = it->second;
-        how_ = "cached";
-        return;
-      }
+    VariantTimes t;
+    switch (tune_variants(tune_cache(), tune_key(shape_, storage_), candidates_, config_, budget, a.stream,
+                          [&] { launch(a); }, &t)) {
+      case TuneOutcome::kCached: how_ = "cached"; return;
+      case TuneOutcome::kBudgetSpent: how_ = "default: the plan's tuning budget is spent"; return;
+      case TuneOutcome::kMeasured: break;
     }
-    if (budget.ms_left <= 0) {
-      how_ = "default: the plan's tuning budget is spent";
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      cache.picks.emplace(key, config_);
-      return;
-    }
-    const auto start = std::chrono::steady_clock::now();
-    const VariantTimes t = time_variants(
-        a.stream, candidates_.size(), [&] { launch(a); },
-        [&](std::size_t i) {
-          config_ = candidates_[i];
-          launch(a);
-        });
+    how_ = fmt::format("measured {:.4f} ms", t.best_ms);
     std::string timings;
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      timings += fmt::format("{}{}/{}{}:{:.4f}", timings.empty() ? "" : " ",
+      timings += fmt::format("{}{}/{}:{:.4f}", timings.empty() ? "" : " ",
                              kernels::nhwc_conv_tiles()[static_cast<std::size_t>(candidates_[i].tile)].name,
-                             candidates_[i].splits, "", t.ms[i]);
+                             candidates_[i].splits, t.ms[i]);
     }
-    const std::size_t best_i = t.best;
-    const float best = t.best_ms;
-    config_ = candidates_[best_i];
-    how_ = fmt::format("measured {:.4f} ms", best);
-    {
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      cache.picks.emplace(key, config_);
-    }
-    budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     log().debug("nhwc conv tuning (tile/splits:ms) {}; picked {}", timings, variant());
   }
 

@@ -35,6 +35,7 @@
 
 #include "backends/cuda/kernels/cp_async.cuh"
 #include "backends/cuda/kernels/device_math.cuh"
+#include "backends/cuda/kernels/mma_ops.cuh"
 #include "backends/cuda/kernels/kernel_params.hpp"
 #include "backends/cuda/kernels/pdl.cuh"
 
@@ -67,39 +68,13 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
                : "r"(smem_u32(p)));
 }
 
-/// Per storage type: the mma and conversions of pairs to and from fp32.
-template <typename T> struct Mma16;
-template <> struct Mma16<half> {
+/// Per storage type: the mma and conversions of pairs to and from fp32 (mma_ops.cuh).
+template <typename T> struct Mma16 {
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    mma_m16n8k16<T>(d, a, b0, b1);
   }
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-  static __device__ __forceinline__ float2 unpack(uint32_t v) {
-    return __half22float2(*reinterpret_cast<__half2*>(&v));
-  }
-};
-template <> struct Mma16<__nv_bfloat16> {
-  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&h);
-  }
-  static __device__ __forceinline__ float2 unpack(uint32_t v) {
-    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
-  }
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) { return pack2<T>(lo, hi); }
+  static __device__ __forceinline__ float2 unpack(uint32_t v) { return unpack2<T>(v); }
 };
 
 /// Block tile BM × BN, warp tile WM × WN, BK 16-bit elements of K-dim a stage (32 or 64: rows of

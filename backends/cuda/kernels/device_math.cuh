@@ -17,6 +17,17 @@ __device__ __forceinline__ float activate(float x, int act, float alpha, float b
   }
 }
 
+/// A matrix product's fused epilogue for one output: act(alpha·acc + beta·C + bias[n] +
+/// residual[idx]); `c` points at C's element, or is null without C (matmul.cu, gemv.cu).
+__device__ __forceinline__ float product_epilogue(float acc, float alpha, float beta, const float* c, const Epilogue& e,
+                                                  long long n, long long idx) {
+  float v = alpha * acc;
+  if (c != nullptr) v += beta * *c;
+  if (e.bias != nullptr) v += e.bias[n];
+  if (e.residual != nullptr) v += e.residual[idx];
+  return activate(v, e.act, e.alpha, e.beta);
+}
+
 /// Blocks for n elements at `threads` per block, capped so grid-stride loops cover the rest.
 inline unsigned grid_for(std::int64_t n, int threads = 256) {
   std::int64_t blocks = (n + threads - 1) / threads;

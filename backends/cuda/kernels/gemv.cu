@@ -46,12 +46,8 @@ __device__ __forceinline__ long long a_row(const GemvParams& p, int m) {
 // Y(m, n) = act(alpha · acc + beta · C(m, n) + bias[n] + residual(m, n)), as matmul.cu's store().
 __device__ __forceinline__ void store(const GemvParams& p, float* y, int m, long long n, float acc) {
   const long long idx = (m / p.y_group) * p.y_group_stride + (m % p.y_group) * p.y_m + n * p.y_n;
-  float v = p.alpha * acc;
-  if (p.c != nullptr) v += p.beta * p.c[m * p.c_m + n * p.c_n];
-  const Epilogue& e = p.epilogue;
-  if (e.bias != nullptr) v += e.bias[n];
-  if (e.residual != nullptr) v += e.residual[idx];
-  y[idx] = activate(v, e.act, e.alpha, e.beta);
+  y[idx] = product_epilogue(acc, p.alpha, p.beta, p.c != nullptr ? p.c + (m * p.c_m + n * p.c_n) : nullptr, p.epilogue,
+                            n, idx);
 }
 
 // A warp per column n. kVec: w_k == 1, k % 4 == 0, w_n % 4 == 0 and w 16-byte aligned, so

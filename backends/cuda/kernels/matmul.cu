@@ -13,12 +13,14 @@
 #include "backends/cuda/kernels/cp_async.cuh"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/matmul.hpp"
+#include "backends/cuda/kernels/mma_ops.cuh"
 #include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace redwood::cuda::kernels {
 namespace {
@@ -45,12 +47,8 @@ __device__ __forceinline__ void batch_offsets(int z, const GemmParams& p, const 
 __device__ __forceinline__ void store(const GemmParams& p, float* y, int z, int m, int n, float acc) {
   if (m >= p.m || n >= p.n) return;
   const long long idx = (static_cast<long long>(z) * p.m + m) * p.n + n;
-  float v = p.alpha * acc;
-  if (p.c != nullptr) v += p.beta * p.c[m * p.c_m + n * p.c_n];
-  const Epilogue& e = p.epilogue;
-  if (e.bias != nullptr) v += e.bias[n];
-  if (e.residual != nullptr) v += e.residual[idx];
-  y[idx] = activate(v, e.act, e.alpha, e.beta);
+  y[idx] = product_epilogue(acc, p.alpha, p.beta, p.c != nullptr ? p.c + (m * p.c_m + n * p.c_n) : nullptr, p.epilogue,
+                            n, idx);
 }
 
 // ---- exact fp32 ----
@@ -108,48 +106,8 @@ constexpr int kTM = 64, kTN = 64, kTK = 16, kStages = 3, kThreads = 128;
 constexpr int kKStride = kTK + 4;  // a row of 16 k values (+4: conflict-free fragment loads, 16-byte rows)
 
 
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// Two values as one register of a 16-bit operand type, the lower k index in the low half.
-template <MmaType T>
-__device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
-  if constexpr (T == MmaType::kFp16) {
-    const __half2 h = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&h);
-  } else {
-    const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const std::uint32_t*>(&h);
-  }
-}
-
-__device__ __forceinline__ void mma_tf32(float* c, const std::uint32_t* a, const std::uint32_t* b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
-template <MmaType T>
-__device__ __forceinline__ void mma_16bit(float* c, const std::uint32_t* a, const std::uint32_t* b) {
-  if constexpr (T == MmaType::kFp16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
+// The 16-bit operand type of a precision.
+template <MmaType T> using Operand16 = std::conditional_t<T == MmaType::kFp16, half, __nv_bfloat16>;
 
 // A is staged as [m][k]. B as [k][n] when its n axis is contiguous in memory (kBKN), else as
 // [n][k]. kAVec/kBVec: 16-byte copies along the contiguous axis.
@@ -263,7 +221,7 @@ __global__ void __launch_bounds__(kThreads) gemm_mma(const __grid_constant__ Gem
 #pragma unroll
         for (int i = 0; i < 2; ++i)
 #pragma unroll
-          for (int j = 0; j < 4; ++j) mma_tf32(acc[i][j], af[i], bf[j]);
+          for (int j = 0; j < 4; ++j) mma_m16n8k8_tf32(acc[i][j], af[i], bf[j][0], bf[j][1]);
       }
     } else {
       std::uint32_t af[2][4], bf[4][2];
@@ -271,21 +229,21 @@ __global__ void __launch_bounds__(kThreads) gemm_mma(const __grid_constant__ Gem
       for (int i = 0; i < 2; ++i) {
         const float* r0 = as + (wm + 16 * i + g) * kKStride;
         const float* r1 = r0 + 8 * kKStride;
-        af[i][0] = pack2<T>(r0[2 * t], r0[2 * t + 1]);
-        af[i][1] = pack2<T>(r1[2 * t], r1[2 * t + 1]);
-        af[i][2] = pack2<T>(r0[2 * t + 8], r0[2 * t + 9]);
-        af[i][3] = pack2<T>(r1[2 * t + 8], r1[2 * t + 9]);
+        af[i][0] = pack2<Operand16<T>>(r0[2 * t], r0[2 * t + 1]);
+        af[i][1] = pack2<Operand16<T>>(r1[2 * t], r1[2 * t + 1]);
+        af[i][2] = pack2<Operand16<T>>(r0[2 * t + 8], r0[2 * t + 9]);
+        af[i][3] = pack2<Operand16<T>>(r1[2 * t + 8], r1[2 * t + 9]);
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int n = wn + 8 * j + g;
-        bf[j][0] = pack2<T>(bval(bs, 2 * t, n), bval(bs, 2 * t + 1, n));
-        bf[j][1] = pack2<T>(bval(bs, 2 * t + 8, n), bval(bs, 2 * t + 9, n));
+        bf[j][0] = pack2<Operand16<T>>(bval(bs, 2 * t, n), bval(bs, 2 * t + 1, n));
+        bf[j][1] = pack2<Operand16<T>>(bval(bs, 2 * t + 8, n), bval(bs, 2 * t + 9, n));
       }
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma_16bit<T>(acc[i][j], af[i], bf[j]);
+        for (int j = 0; j < 4; ++j) mma_m16n8k16<Operand16<T>>(acc[i][j], af[i], bf[j][0], bf[j][1]);
     }
   };
 

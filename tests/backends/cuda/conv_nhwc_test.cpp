@@ -12,6 +12,7 @@
 #include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
@@ -69,36 +70,8 @@ std::map<std::string, AttributeValue> conv_attrs(const NhwcCase& c) {
 
 Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
 
-// fp32 [A, B, C, D] → S [A, C, D, Bp] (channels B..Bp-1 zero): activations NCHW → NHWC, and
-// weights [K, C, R, S] → [K, R, S, Cp].
-Tensor to_channels_last(const Tensor& t, int bp, DType s) {
-  const Tensor src = t.contiguous();
-  const Shape& d = src.shape();
-  Tensor out = Tensor::zeros(DType::kF32, {d[0], d[2], d[3], bp});
-  const float* in = src.data<float>();
-  float* o = out.data<float>();
-  for (std::int64_t a = 0; a < d[0]; ++a)
-    for (std::int64_t b = 0; b < d[1]; ++b)
-      for (std::int64_t y = 0; y < d[2]; ++y)
-        for (std::int64_t x = 0; x < d[3]; ++x)
-          o[((a * d[2] + y) * d[3] + x) * bp + b] = in[((a * d[1] + b) * d[2] + y) * d[3] + x];
-  return out.cast(s);
-}
-
-// S [N, H, W, C] → fp32 [N, C, H, W].
-Tensor to_channels_first(const Tensor& t) {
-  const Tensor src = t.cast(DType::kF32).contiguous();
-  const Shape& d = src.shape();
-  Tensor out = Tensor::empty(DType::kF32, {d[0], d[3], d[1], d[2]});
-  const float* in = src.data<float>();
-  float* o = out.data<float>();
-  for (std::int64_t a = 0; a < d[0]; ++a)
-    for (std::int64_t y = 0; y < d[1]; ++y)
-      for (std::int64_t x = 0; x < d[2]; ++x)
-        for (std::int64_t b = 0; b < d[3]; ++b)
-          o[((a * d[3] + b) * d[1] + y) * d[2] + x] = in[((a * d[1] + y) * d[2] + x) * d[3] + b];
-  return out;
-}
+// NCHW → NHWC and back: core/layout.hpp (weights [K, C, R, S] → [K, R, S, Cp] the same way).
+Tensor to_channels_first(const Tensor& t) { return redwood::to_channels_first(t, t.shape()[3]); }
 
 // One case's operands: the NHWC ones the kernel takes and the reference's expected output.
 struct Operands {

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/kernels/nhwc.hpp"
 #include "core/error.hpp"
+#include "core/layout.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
@@ -31,36 +32,8 @@ using Ints = std::vector<std::int64_t>;
 
 constexpr DType kStorages[] = {DType::kF16, DType::kBF16};
 
-/// fp32 [N, C, H, W] → fp32 [N, H, W, cp], channels C..cp-1 zero.
-Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp) {
-  const Shape& s = x.shape();
-  const std::int64_t n = s[0], c = s[1], hw = s[2] * s[3];
-  Tensor y = Tensor::zeros(DType::kF32, {n, s[2], s[3], cp});
-  const float* src = x.data<float>();
-  float* dst = y.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      for (std::int64_t p = 0; p < hw; ++p) dst[(i * hw + p) * cp + ch] = src[(i * c + ch) * hw + p];
-    }
-  }
-  return y;
-}
-
-/// [N, H, W, cp] (any float dtype) → fp32 [N, c, H, W].
-Tensor nhwc_to_nchw(const Tensor& x, std::int64_t c) {
-  const Tensor f = x.cast(DType::kF32).contiguous();
-  const Shape& s = f.shape();
-  const std::int64_t n = s[0], hw = s[1] * s[2], cp = s[3];
-  Tensor y = Tensor::empty(DType::kF32, {n, c, s[1], s[2]});
-  const float* src = f.data<float>();
-  float* dst = y.data<float>();
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t ch = 0; ch < c; ++ch) {
-      for (std::int64_t p = 0; p < hw; ++p) dst[(i * c + ch) * hw + p] = src[(i * hw + p) * cp + ch];
-    }
-  }
-  return y;
-}
+/// fp32 [N, C, H, W] → fp32 [N, H, W, cp], channels C..cp-1 zero (core/layout.hpp).
+Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp) { return to_channels_last(x, cp, DType::kF32); }
 
 /// The values of x rounded to S and widened back.
 Tensor rounded(const Tensor& x, DType s) { return x.cast(s).cast(DType::kF32); }
@@ -154,7 +127,7 @@ TEST(NhwcOps, MaxPoolMatchesTheReferenceExactly) {
       const Tensor expected = run_reference("MaxPool", {xs}, onnx);
       const Tensor got = run_cuda("rw.MaxPoolNhwc", {nchw_to_nhwc(xs, k.c).cast(s)}, onnx);
       ASSERT_EQ(got.dtype(), s);
-      const Tensor nchw = nhwc_to_nchw(got, k.c);
+      const Tensor nchw = to_channels_first(got, k.c);
       expect_within("MaxPool " + k.name, s, nchw, expected);
       EXPECT_EQ(mismatches(nchw, expected), 0) << "the max of S values is an S value";
     }
@@ -195,7 +168,7 @@ TEST(NhwcOps, ScaleChannelsMatchesTheReferenceMul) {
       const Tensor expected = run_reference("Mul", {xs, scale}, {});
       const Tensor got = run_cuda("rw.ScaleChannelsNhwc", {nchw_to_nhwc(xs, k.c).cast(s), scale}, {});
       ASSERT_EQ(got.dtype(), s);
-      expect_within(what, s, nhwc_to_nchw(got, k.c), expected);
+      expect_within(what, s, to_channels_first(got, k.c), expected);
     }
   }
 }
@@ -211,15 +184,10 @@ struct DwCase {
   std::int64_t dil = 1, stride_w = 0;  // stride_w 0: = stride
 };
 
-/// [C, 1, R, S] → [R, S, C].
+/// [C, 1, R, S] → [R, S, C] (as [1, C, R, S] → [1, R, S, C]).
 Tensor rsc_weights(const Tensor& w) {
   const Shape& s = w.shape();
-  const std::int64_t c = s[0], rs = s[2] * s[3];
-  Tensor y = Tensor::empty(DType::kF32, {s[2], s[3], c});
-  for (std::int64_t ch = 0; ch < c; ++ch) {
-    for (std::int64_t i = 0; i < rs; ++i) y.data<float>()[i * c + ch] = w.data<float>()[ch * rs + i];
-  }
-  return y;
+  return to_channels_last(w.reshaped({1, s[0], s[2], s[3]}), s[0], DType::kF32).reshaped({s[2], s[3], s[0]});
 }
 
 TEST(NhwcOps, DepthwiseConvMatchesTheReferenceConv) {
@@ -263,7 +231,7 @@ TEST(NhwcOps, DepthwiseConvMatchesTheReferenceConv) {
       const Tensor got = run_cuda("rw.DepthwiseConvNhwc", in, attrs);
       ASSERT_EQ(got.dtype(), s);
       ASSERT_EQ(got.shape(), (Shape{k.n, oh, ow, k.c}));
-      expect_within("DepthwiseConv " + k.name, s, nhwc_to_nchw(got, k.c), expected);
+      expect_within("DepthwiseConv " + k.name, s, to_channels_first(got, k.c), expected);
     }
   }
 }

@@ -1,11 +1,18 @@
 #pragma once
-// What redwood_gpu_bench and redwood_ops_bench share: option parsing, inputs, the error measure.
-// Header-only: the benchmarks link no test library.
+// What the GPU benchmarks (redwood_gpu_bench, redwood_ops_bench, redwood_conv_bench,
+// redwood_nhwc_bench) share: option parsing, inputs, the error measure, CUDA-event timing, main's
+// error report. Header-only: the benchmarks link no test library.
 
+#include "backends/cuda/cuda_check.hpp"
 #include "core/tensor.hpp"
 
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +50,40 @@ inline double relative_l2(const Tensor& a, const Tensor& e) {
     den += e.get_as_double(i) * e.get_as_double(i);
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+/// `samples` timings of `reps` calls of launch() on `stream`, each between two CUDA events, in ms
+/// per call, sorted (the median is the middle one). Synchronizes `stream`.
+template <typename Launch>
+std::vector<double> event_samples(cudaStream_t stream, int samples, int reps, Launch launch) {
+  std::vector<cudaEvent_t> events(static_cast<std::size_t>(samples) * 2);
+  for (auto& e : events) RW_CUDA_CHECK(cudaEventCreate(&e));
+  for (int i = 0; i < samples; ++i) {
+    RW_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
+    for (int r = 0; r < reps; ++r) launch();
+    RW_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
+  }
+  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int i = 0; i < samples; ++i) {
+    float t = 0;
+    RW_CUDA_CHECK(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
+    ms.push_back(t / reps);
+  }
+  for (auto& e : events) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return ms;
+}
+
+/// main's body: body()'s exit code, or "name: what" on stderr and 1 for an exception.
+template <typename Body>
+int guarded_main(const char* name, Body body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace redwood::bench

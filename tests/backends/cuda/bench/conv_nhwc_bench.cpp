@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_tensor.hpp"
 #include "core/error.hpp"
+#include "core/layout.hpp"
 
 #include "bench_support.hpp"
 
@@ -104,7 +105,7 @@ double time_op(Op& op, const std::vector<Tensor>& inputs, cuda::Precision precis
   const std::size_t ws_bytes = op.cuda->workspace_bytes();
   const Tensor ws = ws_bytes > 0 ? cuda::device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)}) : Tensor();
   const cuda::LaunchArgs la{args, outs, stream, ws.defined() ? ws.raw_data() : nullptr};
-  std::vector<cudaEvent_t> ev(static_cast<std::size_t>(runs) * 2);
+  std::vector<cudaEvent_t> ev(2);
   for (auto& e : ev) RW_CUDA_CHECK(cudaEventCreate(&e));
   auto spin = [&](float ms) {
     for (float spun = 0; spun < ms;) {
@@ -122,45 +123,10 @@ double time_op(Op& op, const std::vector<Tensor>& inputs, cuda::Precision precis
   op.cuda->tune(la, budget);
   *variant = op.cuda->variant();
   spin(warmup_ms / 4);
-  for (int i = 0; i < runs; ++i) {
-    RW_CUDA_CHECK(cudaEventRecord(ev[2 * i], stream));
-    op.cuda->launch(la);
-    RW_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], stream));
-  }
-  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    float t = 0;
-    RW_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]));
-    ms.push_back(t);
-  }
   for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
+  const std::vector<double> ms = bench::event_samples(stream, runs, 1, [&] { op.cuda->launch(la); });
   *out = cuda::to_host(y, stream);
   return ms[ms.size() / 2];
-}
-
-// fp32 [A, B, C, D] → [A, C, D, Bp] (zeros past B) in `s`; and back from S [A, C, D, B].
-Tensor channels_last(const Tensor& t, std::int64_t bp, DType s) {
-  const Shape& d = t.shape();
-  Tensor out = Tensor::zeros(DType::kF32, {d[0], d[2], d[3], bp});
-  const float* in = t.data<float>();
-  float* o = out.data<float>();
-  for (std::int64_t a = 0; a < d[0]; ++a)
-    for (std::int64_t b = 0; b < d[1]; ++b)
-      for (std::int64_t yx = 0; yx < d[2] * d[3]; ++yx) o[(a * d[2] * d[3] + yx) * bp + b] = in[(a * d[1] + b) * d[2] * d[3] + yx];
-  return out.cast(s);
-}
-Tensor channels_first(const Tensor& t) {
-  const Tensor src = t.cast(DType::kF32);
-  const Shape& d = src.shape();
-  Tensor out = Tensor::empty(DType::kF32, {d[0], d[3], d[1], d[2]});
-  const float* in = src.data<float>();
-  float* o = out.data<float>();
-  for (std::int64_t a = 0; a < d[0]; ++a)
-    for (std::int64_t yx = 0; yx < d[1] * d[2]; ++yx)
-      for (std::int64_t b = 0; b < d[3]; ++b) o[(a * d[3] + b) * d[1] * d[2] + yx] = in[(a * d[1] * d[2] + yx) * d[3] + b];
-  return out;
 }
 
 int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
@@ -183,10 +149,10 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
     Op nhwc = make_op("rw.ConvNhwc", l, {DType::kF16, DType::kF16, DType::kF32});
     Tensor y_nhwc;
     const double ms_nhwc = time_op(nhwc,
-                                   {cuda::to_device(channels_last(x, cp, DType::kF16)),
-                                    cuda::to_device(channels_last(w, cp, DType::kF16)), cuda::to_device(bias)},
+                                   {cuda::to_device(to_channels_last(x, cp, DType::kF16)),
+                                    cuda::to_device(to_channels_last(w, cp, DType::kF16)), cuda::to_device(bias)},
                                    cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nhwc, &v_nhwc);
-    const double err = relative_l2(channels_first(y_nhwc), y_nchw.contiguous());
+    const double err = relative_l2(to_channels_first(y_nhwc, y_nhwc.shape()[3]), y_nchw.contiguous());
     const double tf_nhwc = l.flops() / ms_nhwc * 1e-9, tf_nchw = l.flops() / ms_nchw * 1e-9;
     auto pick = [](const std::string& v) { return v.substr(v.find(": ") + 2); };
     std::printf("%-28s %10.4f %9.1f %10.4f %9.1f %7.2f  %s | %s\n", l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw,
@@ -203,7 +169,7 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
+  return redwood::bench::guarded_main("redwood_conv_bench", [&] {
     std::vector<Layer> layers;
     int runs = 50;
     float warmup_ms = 200;
@@ -227,8 +193,5 @@ int main(int argc, char** argv) {
     }
     RW_EXPECTS(runs > 0 && warmup_ms >= 0, InvalidArgument, "--runs must be positive, --warmup-ms non-negative");
     return run(layers.empty() ? default_layers() : layers, warmup_ms, runs);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "redwood_conv_bench: %s\n", e.what());
-    return 1;
-  }
+  });
 }

@@ -124,22 +124,7 @@ double median_ms(cudaStream_t stream, const Args& a, Launch launch) {
   int k = 0;
   for (int i = 0; i < a.warmup * a.reps; ++i) launch(k++);
   RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<cudaEvent_t> ev(static_cast<std::size_t>(a.runs) * 2);
-  for (auto& e : ev) RW_CUDA_CHECK(cudaEventCreate(&e));
-  for (int r = 0; r < a.runs; ++r) {
-    RW_CUDA_CHECK(cudaEventRecord(ev[2 * r], stream));
-    for (int i = 0; i < a.reps; ++i) launch(k++);
-    RW_CUDA_CHECK(cudaEventRecord(ev[2 * r + 1], stream));
-  }
-  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
-  for (int r = 0; r < a.runs; ++r) {
-    float t = 0;
-    RW_CUDA_CHECK(cudaEventElapsedTime(&t, ev[2 * r], ev[2 * r + 1]));
-    ms.push_back(t / a.reps);
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
+  const std::vector<double> ms = bench::event_samples(stream, a.runs, a.reps, [&] { launch(k++); });
   return ms[ms.size() / 2];
 }
 
@@ -316,10 +301,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "redwood_nhwc_bench: %s\n", e.what());
-    return 1;
-  }
+  return redwood::bench::guarded_main("redwood_nhwc_bench", [&] { return run(argc, argv); });
 }

@@ -53,22 +53,7 @@ template <typename Enqueue>
 double median_ms(cudaStream_t stream, int warmup, int runs, Enqueue enqueue) {
   for (int i = 0; i < warmup; ++i) enqueue();
   RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<cudaEvent_t> events(static_cast<std::size_t>(runs) * 2);
-  for (auto& e : events) RW_CUDA_CHECK(cudaEventCreate(&e));
-  for (int i = 0; i < runs; ++i) {
-    RW_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
-    enqueue();
-    RW_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
-  }
-  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    float t = 0;
-    RW_CUDA_CHECK(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
-    ms.push_back(t);
-  }
-  for (auto& e : events) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
+  const std::vector<double> ms = bench::event_samples(stream, runs, 1, enqueue);
   return ms[ms.size() / 2];
 }
 
@@ -223,10 +208,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "redwood_ops_bench: %s\n", e.what());
-    return 1;
-  }
+  return redwood::bench::guarded_main("redwood_ops_bench", [&] { return run(argc, argv); });
 }

@@ -190,22 +190,7 @@ int run(int argc, char** argv) {
   cudaStream_t stream = runner.stream();
   for (int i = 0; i < warmup; ++i) plan.enqueue(stream);
   RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<cudaEvent_t> events(static_cast<std::size_t>(runs) * 2);
-  for (auto& e : events) RW_CUDA_CHECK(cudaEventCreate(&e));
-  for (int i = 0; i < runs; ++i) {
-    RW_CUDA_CHECK(cudaEventRecord(events[2 * i], stream));
-    plan.enqueue(stream);
-    RW_CUDA_CHECK(cudaEventRecord(events[2 * i + 1], stream));
-  }
-  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    float t = 0;
-    RW_CUDA_CHECK(cudaEventElapsedTime(&t, events[2 * i], events[2 * i + 1]));
-    ms.push_back(t);
-  }
-  for (auto& e : events) cudaEventDestroy(e);
-  std::sort(ms.begin(), ms.end());
+  const std::vector<double> ms = bench::event_samples(stream, runs, 1, [&] { plan.enqueue(stream); });
   if (profile) print_profile(runner.graph(), plan, stream, runs, ms[ms.size() / 2]);
 
   using Clock = std::chrono::steady_clock;
@@ -256,10 +241,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "redwood_gpu_bench: %s\n", e.what());
-    return 1;
-  }
+  return redwood::bench::guarded_main("redwood_gpu_bench", [&] { return run(argc, argv); });
 }

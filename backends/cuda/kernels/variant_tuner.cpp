@@ -1,4 +1,4 @@
-#include "backends/cuda/kernels/variant_timer.hpp"
+#include "backends/cuda/kernels/variant_tuner.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/stream.hpp"
