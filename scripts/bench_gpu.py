@@ -25,6 +25,9 @@ bundling `redwood_gpu_bench` (docs/cuda.md says how):
 
 PyTorch's "fp32" convolutions use TF32 by default (torch.backends.cudnn.allow_tf32); the table
 states which Redwood precision runs against it (fp32 exact and tf32 both, with --precisions).
+The modes of --exact-modes (default reduce-overhead) also run at fp32 with TF32 off (cuDNN and
+cuBLAS), the like-for-like peer of Redwood's exact fp32; the table's last column compares the
+exact rows with the fastest of them.
 """
 
 import argparse
@@ -98,11 +101,15 @@ def ceilings():
     return out
 
 
-def pytorch_times(model, batch, precision, modes, runs, warmup):
+def pytorch_times(model, batch, precision, modes, runs, warmup, tf32=True):
+    """Median ms per mode; tf32=False turns TF32 off in cuDNN and cuBLAS for these runs."""
     dtype = torch.float16 if precision == "fp16" else torch.float32
     m = model.to("cuda", dtype)
     x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype)
     result = {}
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
     with torch.inference_mode():
         for mode in modes:
             torch._dynamo.reset()
@@ -118,7 +125,9 @@ def pytorch_times(model, batch, precision, modes, runs, warmup):
             except Exception as e:  # a mode that fails here is reported, not fatal
                 log(f"pytorch {mode} failed: {e}")
                 result[mode] = float("nan")
-            log(f"  pytorch {mode}: {result[mode]:.3f} ms ({time.time() - t0:.0f} s with compile)")
+            log(f"  pytorch {mode}{'' if tf32 else ' (no tf32)'}: {result[mode]:.3f} ms "
+                f"({time.time() - t0:.0f} s with compile)")
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
     return result
 
 
@@ -196,6 +205,15 @@ def print_det(rows):
               f"{c / g:>10.1f}x{o / g:>8.1f}x{o / h:>8.1f}x{o / c:>10.2f}x")
 
 
+def exact_cols(pt_exact, rw_ms):
+    """The fastest PyTorch mode with TF32 off and Redwood's speed against it, for exact rows."""
+    finite = [v for v in pt_exact.values() if v == v]
+    if not finite:
+        return ""
+    best = min(finite)
+    return f"{best:>10.3f}{best / rw_ms:>9.2f}x"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--redwood", required=True, help="command that runs redwood_gpu_bench")
@@ -204,6 +222,8 @@ def main():
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--precisions", default="fp16,fp32", help="Redwood precisions; fp32 also runs tf32")
     ap.add_argument("--modes", default="eager,reduce-overhead,compile")
+    ap.add_argument("--exact-modes", default="reduce-overhead",
+                    help="PyTorch modes also run at fp32 with TF32 off (empty: none)")
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=20)
     assets = os.environ.get("REDWOOD_ASSETS", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "assets"))
@@ -234,11 +254,14 @@ def main():
             for precision in a.precisions.split(","):
                 log(f"{name} batch {batch} {precision}")
                 pt = pytorch_times(model, batch, precision, a.modes.split(","), a.runs, a.warmup)
+                exact_modes = [m for m in a.exact_modes.split(",") if m]
+                pt_exact = (pytorch_times(model, batch, precision, exact_modes, a.runs, a.warmup, tf32=False)
+                            if precision == "fp32" and exact_modes else {})
                 redwood_precisions = ["fp16"] if precision == "fp16" else ["fp32", "tf32"]
                 for rp in redwood_precisions:
                     rw = redwood_time(a.redwood, path, batch, rp, a.runs, a.warmup)
                     rows.append({"model": name, "batch": batch, "precision": precision, "redwood_precision": rp,
-                                 "pytorch": pt, "redwood": rw})
+                                 "pytorch": pt, "pytorch_exact": pt_exact if rp == "fp32" else {}, "redwood": rw})
                     if rw:
                         log(f"  redwood {rp}: {rw['median_ms']:.3f} ms")
                 with open(os.path.join(a.out, "results.json"), "w") as f:  # kept current: a cut-off run keeps its rows
@@ -246,7 +269,7 @@ def main():
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"ceilings": ceil, "rows": rows}, f, indent=1)
     print(f"\n{'model':<20}{'bs':>4} {'prec':<5}{'rw':<5}{'eager':>9}{'compile':>9}{'reduce-oh':>10}"
-          f"{'redwood':>10}{'speed vs best':>15}{'floor':>9}{'rw/floor':>9}")
+          f"{'redwood':>10}{'speed vs best':>15}{'floor':>9}{'rw/floor':>9}{'pt exact':>10}{'vs exact':>10}")
     for r in rows:
         pt, rw = r["pytorch"], r["redwood"]
         finite = [v for v in pt.values() if v == v]
@@ -261,7 +284,7 @@ def main():
         print(f"{r['model']:<20}{r['batch']:>4} {r['precision']:<5}{r['redwood_precision']:<5}"
               f"{pt.get('eager', float('nan')):>9.3f}{pt.get('compile', float('nan')):>9.3f}"
               f"{pt.get('reduce-overhead', float('nan')):>10.3f}{rw_ms:>10.3f}{best / rw_ms:>14.2f}x"
-              f"{floor:>9.3f}{rw_ms / floor:>8.1f}x")
+              f"{floor:>9.3f}{rw_ms / floor:>8.1f}x{exact_cols(r.get('pytorch_exact', {}), rw_ms)}")
 
 
 if __name__ == "__main__":
