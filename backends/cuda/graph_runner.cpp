@@ -337,13 +337,16 @@ void Plan::enqueue(cudaStream_t stream) {
   }
 }
 
-DType activation_dtype(const RunnerOptions& options) {
-  if (!options.nhwc) return DType::kF32;
+std::optional<DType> nhwc_storage(const RunnerOptions& options) {
+  if (!options.nhwc) return std::nullopt;
   switch (options.precision) {
     case Precision::kFp16: return DType::kF16;
     case Precision::kBf16: return DType::kBF16;
-    default: return DType::kF32;
+    // fp32 storage: tf32 products at tf32; at fp32 rw.ConvNhwc's 3xTF32 products (fp32-accurate).
+    case Precision::kTf32:
+    case Precision::kFp32: return DType::kF32;
   }
+  return std::nullopt;
 }
 
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
@@ -361,8 +364,8 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
     // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
-    // and at fp16/bf16 with NHWC 16-bit activations between convolutions (choose_gpu_layout).
-    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline(activation_dtype(options_)));
+    // and at fp16/bf16/tf32 with NHWC activations between convolutions (choose_gpu_layout).
+    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline(nhwc_storage(options_)));
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);

@@ -26,6 +26,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,15 +42,18 @@ struct RunnerOptions {
   /// before capture, within this much time per plan; 0 keeps every kernel's untimed default.
   /// Picks are cached per process by shape and precision, so only new shapes are timed.
   double tune_budget_ms = 3000;
-  /// At fp16/bf16 (with optimize): keep activations NHWC in that 16-bit type between the
-  /// convolutions (passes::choose_gpu_layout) instead of fp32 NCHW. Off: every kernel reads and
-  /// writes fp32 NCHW, only the matrix operands are rounded.
+  /// With optimize: keep activations NHWC between the convolutions (passes::choose_gpu_layout)
+  /// instead of NCHW: in that 16-bit type at fp16/bf16, in fp32 at tf32 (the convolutions round
+  /// their operands to tf32) and at fp32 (the convolutions multiply split operands as three tf32
+  /// products, "3xTF32": fp32-accurate, though not fp32 FMAs). Off: every kernel reads and writes
+  /// fp32 NCHW, only the matrix operands are rounded (exact fp32 on CUDA cores at fp32).
   bool nhwc = true;
 };
 
-/// The type activations are kept in between convolutions under these options: kF16 or kBF16 when
-/// nhwc is on at those precisions, else kF32.
-DType activation_dtype(const RunnerOptions& options);
+/// The NHWC storage type of activations between convolutions under these options: kF16 or
+/// kBF16 at those precisions, kF32 at tf32 and fp32, when nhwc is on; std::nullopt (fp32 NCHW)
+/// when it is off.
+std::optional<DType> nhwc_storage(const RunnerOptions& options);
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
 /// shapes. Built on the host only.

@@ -1,20 +1,27 @@
-// Layout choice for the CUDA graph runner at fp16/bf16: activations between convolutions are
-// kept NHWC in the 16-bit type (what the tensor-core convolution copies in 16-byte vectors of 8
-// channels) instead of fp32 NCHW, with one conversion where a group of such nodes begins or ends.
+// Layout choice for the CUDA graph runner: activations between convolutions are kept NHWC in the
+// storage type S (what the tensor-core convolution copies in 16-byte vectors: 8 channels of a
+// 16-bit type, 4 of fp32) instead of NCHW, with one conversion where a group of such nodes begins
+// or ends. S is fp16 or bf16 at those precisions, fp32 at tf32 and fp32 (the runner's choice,
+// graph_runner.cpp's nhwc_storage; the convolution rounds its operands to tf32 at tf32 and
+// multiplies them as three tf32 products, fp32-accurate, at fp32; activations stay fp32).
 //
 // Eligible nodes and what they become (the internal ops' contract; their reference kernels are
 // backends/cpu/reference/nhwc.cpp, their CUDA kernels backends/cuda/kernels/):
 //
 //   Conv, group 1, K % 8 == 0      rw.ConvNhwc           X S[N,H,W,Cp], W S[K,R,S,Cp] (transposed,
 //                                                        rounded once, C zero-padded to Cp, a
-//                                                        multiple of 8), bias fp32 [K], residual
+//                                                        multiple of 16 bytes: 8 channels of a
+//                                                        16-bit S, 4 of fp32), bias fp32 [K], residual
 //                                                        S[N,OH,OW,K] -> S[N,OH,OW,K]
 //   Conv, group == C == K, K % 8 == 0   rw.DepthwiseConvNhwc   W fp32 [R,S,C]
 //   MaxPool (2-D) of an NHWC value       rw.MaxPoolNhwc
 //   GlobalAveragePool of an NHWC value   rw.GlobalAveragePoolNhwc -> fp32 [N,C,1,1] (an exit)
 //   Mul of an NHWC value by an fp32 [N,C,1,1] value (squeeze-excite)   rw.ScaleChannelsNhwc
 //
-//   S is the storage type (kF16 or kBF16); the convolutions keep their fused epilogue attributes.
+//   S is the storage type (kF16, kBF16 or kF32); the convolutions keep their fused epilogue
+//   attributes. Every node's output channels are a multiple of 8 whatever S (the pools, scales and
+//   depthwise kernels move 8 channels a thread); only a convolution's input from a conversion is
+//   padded to Cp, so the stem's 3 image channels become 8 (16-bit) or 4 (fp32).
 //
 // Conversions: an NCHW value read where an NHWC one is expected goes through one rw.ToNhwc
 // (`to`: the ONNX type code of S, `rw.channels`: Cp; padded channels are 0), and an NHWC value
@@ -30,9 +37,10 @@
 // with more conversions than convolutions, stays as it was (its conversions would cost more than
 // they save). Pools and scales join only when their data comes from a node of a group.
 //
-// Not numerically identical to the graph it was given (activations are rounded to S between
-// kernels, as at these precisions the operands of every convolution already were); its test runs
-// both through the reference kernels within S's tolerance.
+// Not numerically identical to the graph it was given at 16-bit S (activations are rounded to S
+// between kernels, as at these precisions the operands of every convolution already were); its
+// test runs both through the reference kernels within S's tolerance. At fp32 S only the layout
+// changes (the reference kernels then agree to fp32 summation order).
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
@@ -49,8 +57,13 @@ namespace {
 
 enum class Kind { kNone, kConv, kDepthwise, kMaxPool, kGlobalAveragePool, kScale };
 
+// Output channels of every NHWC node: a multiple of 8 (the companion kernels' vectors).
 constexpr std::int64_t kChannelAlign = 8;
-std::int64_t align_channels(std::int64_t c) { return (c + kChannelAlign - 1) / kChannelAlign * kChannelAlign; }
+// A convolution input's channels padded to whole 16-byte chunks of the storage type.
+std::int64_t align_channels(std::int64_t c, DType storage) {
+  const std::int64_t chunk = 16 / static_cast<std::int64_t>(dtype_size(storage));
+  return (c + chunk - 1) / chunk * chunk;
+}
 
 // The fp32 rank-4 weights of a 2-D convolution, or nullptr.
 const Tensor* conv_weights(const Graph& g, const Node& n) {
@@ -275,7 +288,7 @@ class Rewriter {
   std::string to_nhwc(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
     auto it = nhwc_name_.find(value);
     if (it != nhwc_name_.end()) return it->second;
-    const std::int64_t cp = align_channels(channels);
+    const std::int64_t cp = align_channels(channels, storage_);
     const std::string name = detail::fresh_name(g_, value + "_nhwc");
     Node conv;
     conv.name = node_name(value + "_to_nhwc");
@@ -323,7 +336,8 @@ class Rewriter {
           const Tensor& w = *g_.find_initializer(node.inputs[1]);
           r.op_type = "rw.ConvNhwc";
           r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_nhwc");
-          g_.initializers[r.inputs[1]] = to_channels_last(w, align_channels(w.shape()[1]), storage_);  // [K, R, S, Cp]
+          // [K, R, S, Cp]
+          g_.initializers[r.inputs[1]] = to_channels_last(w, align_channels(w.shape()[1], storage_), storage_);
           copy_window(node, r, false);
           break;
         }
@@ -425,8 +439,8 @@ class Rewriter {
 }  // namespace
 
 void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage) {
-  RW_EXPECTS(storage == DType::kF16 || storage == DType::kBF16, InvalidArgument,
-             "choose_gpu_layout keeps activations in float16 or bfloat16, not {}", dtype_name(storage));
+  RW_EXPECTS(storage == DType::kF16 || storage == DType::kBF16 || storage == DType::kF32, InvalidArgument,
+             "choose_gpu_layout keeps activations in float16, bfloat16 or float, not {}", dtype_name(storage));
   Rewriter(graph, storage).run(log);
 }
 

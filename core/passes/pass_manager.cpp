@@ -21,12 +21,13 @@ std::vector<NamedPass> default_pipeline(bool regions) {
   return pipeline;
 }
 
-std::vector<NamedPass> gpu_pipeline(DType activations) {
+std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage) {
   std::vector<NamedPass> pipeline = default_pipeline(false);
   pipeline.push_back({"fuse_elementwise", fuse_elementwise});
-  if (activations == DType::kF16 || activations == DType::kBF16) {
-    pipeline.push_back({"choose_gpu_layout", [activations](Graph& g, std::vector<std::string>& log) {
-                          choose_gpu_layout(g, log, activations);
+  if (nhwc_storage.has_value()) {
+    const DType storage = *nhwc_storage;
+    pipeline.push_back({"choose_gpu_layout", [storage](Graph& g, std::vector<std::string>& log) {
+                          choose_gpu_layout(g, log, storage);
                         }});
   }
   return pipeline;

@@ -18,6 +18,7 @@
 #include "core/graph/graph.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,10 @@ struct NamedPass {
 /// the end (both make composite nodes only the CPU providers run).
 std::vector<NamedPass> default_pipeline(bool regions = true);
 /// The pipeline of a runner that has a kernel for rw.ElementwiseChain but none for the CPU
-/// regions (the CUDA graph runner): default_pipeline(false), then fuse_elementwise; with
-/// `activations` float16 or bfloat16, then choose_gpu_layout for that type (kF32: none).
-std::vector<NamedPass> gpu_pipeline(DType activations = DType::kF32);
+/// regions (the CUDA graph runner): default_pipeline(false), then fuse_elementwise; with an
+/// `nhwc_storage` (float16, bfloat16, or float for tf32 and fp32), then choose_gpu_layout for it.
+/// Without one (std::nullopt) activations stay fp32 NCHW.
+std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage = std::nullopt);
 
 /// A provider that runs groups of nodes as one composite node.
 struct RegionProvider {
@@ -79,9 +81,9 @@ void fuse_epilogue(Graph& graph, std::vector<std::string>& log);
 /// Moves each maximal group of nodes a region provider accepts into one composite node whose
 /// body holds them (the nodes are first re-sorted so that accepted nodes stay together).
 void form_regions(Graph& graph, std::vector<std::string>& log);
-/// At fp16/bf16 on the GPU: groups of convolutions (with the max pools, global average pools and
-/// squeeze-excite scales between them) keep their activations NHWC in `storage` (kF16 or kBF16),
-/// as internal rw.*Nhwc ops, with one conversion at each end (choose_gpu_layout.cpp).
+/// On the GPU: groups of convolutions (with the max pools, global average pools and squeeze-excite
+/// scales between them) keep their activations NHWC in `storage` (kF16, kBF16, or kF32 at tf32 and
+/// fp32), as internal rw.*Nhwc ops, with one conversion at each end (choose_gpu_layout.cpp).
 void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage);
 /// Maximal chains of fp32 elementwise nodes (unary activations, and Add/Sub/Mul/Div/Pow with a
 /// constant scalar or per-channel operand) whose intermediates nothing else reads become one

@@ -1,7 +1,8 @@
 // Reference kernels of the internal NHWC ops that core/passes/choose_gpu_layout.cpp makes for the
-// CUDA graph runner at fp16/bf16 (that file has the ops' contract): rw.ToNhwc, rw.ToNchw,
+// CUDA graph runner at fp16/bf16/tf32 (that file has the ops' contract): rw.ToNhwc, rw.ToNchw,
 // rw.ConvNhwc, rw.DepthwiseConvNhwc, rw.MaxPoolNhwc, rw.GlobalAveragePoolNhwc,
-// rw.ScaleChannelsNhwc. NHWC tensors are float16, bfloat16 (or float).
+// rw.ScaleChannelsNhwc. NHWC tensors are float16, bfloat16 or float (the tf32 groups; the
+// reference multiplies in fp32, the ground truth the CUDA kernel's tf32 products are held to).
 //
 // The ground truth for the pass's test and the CUDA kernels' tests, so written to be obviously
 // right rather than fast: operands are widened to fp32 NCHW, the ordinary reference kernel (Conv,

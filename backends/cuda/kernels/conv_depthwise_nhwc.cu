@@ -1,5 +1,5 @@
-// The NHWC depthwise convolution (nhwc.hpp): S activations [N, H, W, C], fp32 weights [R, S, C],
-// fp32 math, one rounding on store.
+// The NHWC depthwise convolution (nhwc.hpp): S activations [N, H, W, C] (fp16, bf16 or fp32),
+// fp32 weights [R, S, C], fp32 math, one rounding on store.
 //
 // Tiled kernel (3×3, 5×5, 7×7, equal strides 1 or 2, dilation 1): thread i takes channel vector
 // g = i % (C/8) (16-byte loads along C, so a warp's loads are contiguous runs of the pixel's
@@ -51,9 +51,10 @@ __device__ __forceinline__ void store_output(T* y, const T* residual, long long 
 }
 
 // At most 128 registers (two blocks a multiprocessor) up to 5×5: unbounded, the compiler hoists
-// every row's loads and takes up to 195, one block. (7×7 would spill at 128.)
+// every row's loads and takes up to 195, one block. (7×7 would spill at 128.) fp32 storage holds
+// twice the registers a loaded column (32 bytes): two blocks up to 3×3 only.
 template <typename T, int R, int S, int STRIDE>
-__global__ void __launch_bounds__(kThreads, R <= 5 ? 2 : 1)
+__global__ void __launch_bounds__(kThreads, R <= (sizeof(T) == 2 ? 5 : 3) ? 2 : 1)
     depthwise_nhwc_tiled(NhwcDepthwiseParams p, const T* __restrict__ x, const float* __restrict__ w,
                          const float* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ y, Epilogue e,
                          int xtiles, int total) {

@@ -1,7 +1,9 @@
 // rw.ConvNhwc on the GPU (docs/cuda.md, Kernels, the rw.ConvNhwc row): a dense 2-D
-// convolution on 16-bit NHWC activations, X [N, H, W, C] and W [K, R, S, C] in the storage type S
-// (fp16 or bf16), bias fp32 [K] (input 2, optional), residual S [N, OH, OW, K] (input 3,
-// optional), the Conv's fused activation; output S [N, OH, OW, K]. C and K are multiples of 8.
+// convolution on NHWC activations, X [N, H, W, C] and W [K, R, S, C] in the storage type S
+// (fp16 or bf16; or fp32: at precision tf32 the products round the operands to tf32, at precision
+// fp32 each product is three tf32 ones of split operands, "3xTF32", fp32-accurate), bias fp32 [K]
+// (input 2, optional), residual S [N, OH, OW, K] (input 3, optional), the Conv's fused activation;
+// output S [N, OH, OW, K]. C is a multiple of 8 (fp32: of 4), K of 8.
 // The tile and split-K count are picked per shape by timing (tune(), like the Conv kernel's
 // tuner in conv.cpp) and cached process-wide.
 
@@ -9,6 +11,7 @@
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/conv_kernels.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/error.hpp"
@@ -32,11 +35,12 @@ TuneCache& tune_cache() {
   static TuneCache cache;
   return cache;
 }
-TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s) {
+// `split_tf32`: fp32 storage's 3xTF32 products (precision fp32), other kernels than tf32's.
+TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s, bool split_tf32) {
   int device = 0;
   cudaGetDevice(&device);
   return {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
-          p.oh * 65536 + p.ow, static_cast<int>(s), device};
+          p.oh * 65536 + p.ow, static_cast<int>(s) * 2 + (split_tf32 ? 1 : 0), device};
 }
 
 const char* dtype_label(DType d) { return dtype_name(d).data(); }
@@ -48,8 +52,16 @@ class ConvNhwcKernel final : public CudaKernel {
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
     const TensorDesc& x = info.input(0);
     const TensorDesc& w = info.input(1);
-    RW_EXPECTS(x.dtype == DType::kF16 || x.dtype == DType::kBF16, Unsupported,
-               "{}: rw.ConvNhwc takes fp16 or bf16 activations, not {}", node_.where(), dtype_label(x.dtype));
+    RW_EXPECTS(x.dtype == DType::kF16 || x.dtype == DType::kBF16 || x.dtype == DType::kF32, Unsupported,
+               "{}: rw.ConvNhwc takes fp16, bf16 or fp32 activations, not {}", node_.where(), dtype_label(x.dtype));
+    // fp32 storage multiplies on the tf32 tensor cores: operands rounded to tf32 at precision tf32,
+    // split into three tf32 products (fp32-accurate) at precision fp32; not at fp16/bf16.
+    RW_EXPECTS(x.dtype != DType::kF32 || info.precision == Precision::kTf32 || info.precision == Precision::kFp32,
+               Unsupported,
+               "{}: rw.ConvNhwc on fp32 activations multiplies in tf32 (precision tf32) or 3xTF32 (precision "
+               "fp32), not at precision {}",
+               node_.where(), precision_name(info.precision));
+    split_tf32_ = x.dtype == DType::kF32 && info.precision == Precision::kFp32;
     RW_EXPECTS(w.dtype == x.dtype, InvalidArgument, "{}: weights are {}, the activations {} (one storage type)",
                node_.where(), dtype_label(w.dtype), dtype_label(x.dtype));
     RW_EXPECTS(x.shape.size() == 4 && w.shape.size() == 4, InvalidArgument,
@@ -60,9 +72,10 @@ class ConvNhwcKernel final : public CudaKernel {
     const std::int64_t c = x.shape[3], k = w.shape[0];
     RW_EXPECTS(w.shape[3] == c, InvalidArgument, "{}: weights {} for {} input channels", node_.where(),
                shape_str(w.shape), c);
-    RW_EXPECTS(c % 8 == 0 && k % 8 == 0 && c > 0 && k > 0, InvalidArgument,
-               "{}: rw.ConvNhwc needs channel counts that are multiples of 8 (16-byte vectors), not C {} and K {}",
-               node_.where(), c, k);
+    const int c_align = x.dtype == DType::kF32 ? 4 : 8;  // channels of a 16-byte chunk
+    RW_EXPECTS(c % c_align == 0 && k % 8 == 0 && c > 0 && k > 0, InvalidArgument,
+               "{}: rw.ConvNhwc needs C a multiple of {} (16-byte vectors of {}) and K of 8, not C {} and K {}",
+               node_.where(), c_align, dtype_label(x.dtype), c, k);
     const auto strides = node_.attr_ints("strides", {1, 1});
     const auto pads = node_.attr_ints("pads", {0, 0, 0, 0});
     const auto dil = node_.attr_ints("dilations", {1, 1});
@@ -95,15 +108,21 @@ class ConvNhwcKernel final : public CudaKernel {
                  shape_str(y), dtype_label(r.dtype), shape_str(r.shape));
     }
     dtype_ = x.dtype;
-    storage_ = dtype_ == DType::kF16 ? kernels::NhwcStorage::kF16 : kernels::NhwcStorage::kBF16;
+    storage_ = dtype_ == DType::kF16    ? kernels::NhwcStorage::kF16
+               : dtype_ == DType::kBF16 ? kernels::NhwcStorage::kBF16
+                                        : kernels::NhwcStorage::kF32;
     shape_ = ConvShape{static_cast<int>(x.shape[0]), static_cast<int>(c), static_cast<int>(x.shape[1]),
                        static_cast<int>(x.shape[2]), static_cast<int>(k), static_cast<int>(w.shape[1]),
                        static_cast<int>(w.shape[2]), static_cast<int>(out[0]), static_cast<int>(out[1]),
                        static_cast<int>(strides[0]), static_cast<int>(strides[1]), static_cast<int>(pads[0]),
                        static_cast<int>(pads[1]), static_cast<int>(dil[0]), static_cast<int>(dil[1]), 1};
     const int sms = multiprocessor_count();
-    config_ = kernels::nhwc_conv_default(shape_, sms);
-    candidates_ = kernels::nhwc_conv_candidates(shape_, sms);
+    config_ = kernels::nhwc_conv_default(shape_, sms, storage_);
+    // The Hopper wgmma tiles too where they can run (16-bit storage, a compute capability 9.0 GPU).
+    const bool wgmma = storage_ != kernels::NhwcStorage::kF32 && kernels::nhwc_wgmma_usable();
+    // And the narrow kernel's where the shape fits (few channels; 16-bit storage).
+    const bool narrow = storage_ != kernels::NhwcStorage::kF32 && kernels::conv_nhwc_narrow_enabled();
+    candidates_ = kernels::nhwc_conv_candidates(shape_, sms, wgmma, narrow, storage_);
     how_ = "default";
     // Split-K counters from the process-wide pool (zero between launches), enough for any split
     // candidate, so a split launch needs no memset (which would cut the programmatic launch chain).
@@ -128,8 +147,15 @@ class ConvNhwcKernel final : public CudaKernel {
   // plan's budget a new shape keeps (and caches) the default, so every plan runs the same kernel.
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (candidates_.size() <= 1) return;
+    // The narrow kernel's code loaded before anything is timed (conv_nhwc_narrow_prepare).
+    for (const NhwcConvConfig& c : candidates_) {
+      if (kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].narrow > 0) {
+        kernels::conv_nhwc_narrow_prepare();
+        break;
+      }
+    }
     VariantTimes t;
-    switch (tune_variants(tune_cache(), tune_key(shape_, storage_), candidates_, config_, budget, a.stream,
+    switch (tune_variants(tune_cache(), tune_key(shape_, storage_, split_tf32_), candidates_, config_, budget, a.stream,
                           [&] { launch(a); }, &t)) {
       case TuneOutcome::kCached: how_ = "cached"; return;
       case TuneOutcome::kBudgetSpent: how_ = "default: the plan's tuning budget is spent"; return;
@@ -146,7 +172,7 @@ class ConvNhwcKernel final : public CudaKernel {
   }
 
   std::string variant() const override {
-    return fmt::format("{}: nhwc {} split {} ({})", node_.where(),
+    return fmt::format("{}: nhwc{} {} split {} ({})", node_.where(), split_tf32_ ? " 3xtf32" : "",
                        kernels::nhwc_conv_tiles()[static_cast<std::size_t>(config_.tile)].name, config_.splits, how_);
   }
 
@@ -158,7 +184,7 @@ class ConvNhwcKernel final : public CudaKernel {
       counters = kernels::split_k_counter_address(counters_);
     }
     kernels::launch_conv_nhwc(shape_, storage_, a.inputs[0].data, a.inputs[1].data, a.outputs[0].data, bias,
-                              residual, epilogue_, config_, a.workspace, a.stream, counters);
+                              residual, epilogue_, config_, a.workspace, a.stream, counters, split_tf32_);
   }
 
  private:
@@ -167,6 +193,7 @@ class ConvNhwcKernel final : public CudaKernel {
   ConvShape shape_{};
   DType dtype_ = DType::kF16;
   kernels::NhwcStorage storage_ = kernels::NhwcStorage::kF16;
+  bool split_tf32_ = false;                 // fp32 storage at precision fp32: 3xTF32 products
   NhwcConvConfig config_;                   // what launch() runs: the default until tune() picks
   std::vector<NhwcConvConfig> candidates_;  // what tune() may pick from
   std::string how_;                         // how config_ was chosen

@@ -3,9 +3,17 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "backends/cuda/kernels/conv_nhwc_mma.cuh"
+#include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+#include "backends/cuda/kernels/conv_nhwc_wgmma.hpp"
+#endif
+#include "core/error.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <string_view>
+#include <type_traits>
 
 namespace redwood::cuda::kernels {
 namespace {
@@ -19,33 +27,35 @@ template <typename T> struct Launch {
   int smem, threads, bm, bn;
 };
 
-template <typename T, int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB = true> Launch<T> entry() {
+// Op: the products (conv_nhwc_mma.cuh): MmaOf<T>, or MmaTf32x3 (fp32 storage at precision fp32).
+template <typename T, typename Op, int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB = true>
+Launch<T> entry() {
   using Tl = Tile<BM, BN, WM, WN, BK, STAGES, DB>;
-  return {conv_nhwc_mma<T, BM, BN, WM, WN, BK, STAGES, DB>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
+  return {conv_nhwc_mma<T, BM, BN, WM, WN, BK, STAGES, DB, Op>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
 }
 
 // One row per NhwcTile of nhwc_conv_tiles(), in that order.
 constexpr int kTiles = 16;
-template <typename T> const Launch<T>& launch_of(int tile) {
+template <typename T, typename Op = MmaOf<T>> const Launch<T>& launch_of(int tile) {
   // 8-warp tiles of 64×32 warp tiles keep 128 registers a thread (2 blocks a multiprocessor)
   // with single-buffered fragments; double-buffered they spill.
   static const Launch<T> table[kTiles] = {
-      entry<T, 128, 128, 64, 32, 32, 4, false>(),
-      entry<T, 128, 128, 64, 64>(),
-      entry<T, 128, 64, 64, 32>(),
-      entry<T, 64, 128, 32, 64>(),
-      entry<T, 64, 64, 32, 32>(),
-      entry<T, 64, 32, 32, 16>(),
-      entry<T, 32, 64, 16, 32>(),
-      entry<T, 128, 128, 64, 32, 64, 3, false>(),
-      entry<T, 128, 64, 64, 32, 64, 3>(),
-      entry<T, 64, 64, 32, 32, 64, 4>(),
-      entry<T, 256, 64, 64, 32, 32, 4, false>(),
-      entry<T, 128, 128, 64, 64, 64, 3>(),
-      entry<T, 64, 128, 32, 64, 64, 3>(),
-      entry<T, 256, 64, 64, 32, 64, 3>(),
-      entry<T, 128, 64, 64, 32, 64, 3, false>(),
-      entry<T, 128, 128, 64, 64, 64, 3, false>()};
+      entry<T, Op, 128, 128, 64, 32, 32, 4, false>(),
+      entry<T, Op, 128, 128, 64, 64>(),
+      entry<T, Op, 128, 64, 64, 32>(),
+      entry<T, Op, 64, 128, 32, 64>(),
+      entry<T, Op, 64, 64, 32, 32>(),
+      entry<T, Op, 64, 32, 32, 16>(),
+      entry<T, Op, 32, 64, 16, 32>(),
+      entry<T, Op, 128, 128, 64, 32, 64, 3, false>(),
+      entry<T, Op, 128, 64, 64, 32, 64, 3>(),
+      entry<T, Op, 64, 64, 32, 32, 64, 4>(),
+      entry<T, Op, 256, 64, 64, 32, 32, 4, false>(),
+      entry<T, Op, 128, 128, 64, 64, 64, 3>(),
+      entry<T, Op, 64, 128, 32, 64, 64, 3>(),
+      entry<T, Op, 256, 64, 64, 32, 64, 3>(),
+      entry<T, Op, 128, 64, 64, 32, 64, 3, false>(),
+      entry<T, Op, 128, 128, 64, 64, 64, 3, false>()};
   // Over 48 KiB of dynamic shared memory needs the kernel's opt-in, once per process.
   static std::once_flag opted_in;
   std::call_once(opted_in, [] {
@@ -65,10 +75,24 @@ std::size_t counter_bytes(long long tiles) {
   return static_cast<std::size_t>((tiles * 4 + kAlign - 1) / kAlign * kAlign);
 }
 
-template <typename T>
+// The mma.sync kernel of a tile, or its wgmma kernel (conv_nhwc_wgmma.cu; 16-bit storage only).
+template <typename T, typename Op = MmaOf<T>> Launch<T> kernel_of(int tile) {
+  const int wg = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma;
+  if (wg < 0) return launch_of<T, Op>(tile);
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+  if constexpr (!std::is_same_v<T, float>) {
+    const WgmmaLaunch<T>& k = wgmma_launch_of<T>(wg);
+    return {k.kernel, k.smem, k.threads, k.bm, k.bn};
+  }
+#endif
+  throw Unsupported(std::string("rw.ConvNhwc: the wgmma tile ") + nhwc_conv_tiles()[static_cast<std::size_t>(tile)].name +
+                    " takes fp16 or bf16 storage only");
+}
+
+template <typename T, typename Op = MmaOf<T>>
 void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, const float* bias, const void* residual,
                   const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters) {
-  const Launch<T>& l = launch_of<T>(tile);
+  const Launch<T> l = kernel_of<T, Op>(tile);
   ConvArgs<T> a{};
   a.p = p;
   a.x = static_cast<const T*>(x);
@@ -108,32 +132,76 @@ const std::vector<NhwcTile>& nhwc_conv_tiles() {
       {32, 64, 32, 128, "32x64"},          {128, 128, 64, 256, "128x128k64"},  {128, 64, 64, 128, "128x64k64"},
       {64, 64, 64, 128, "64x64k64"},       {256, 64, 32, 256, "256x64"},       {128, 128, 64, 128, "128x128w4k64"},
       {64, 128, 64, 128, "64x128k64"},     {256, 64, 64, 256, "256x64k64"},    {128, 64, 64, 128, "128x64k64s"},
-      {128, 128, 64, 128, "128x128w4k64s"}};
+      {128, 128, 64, 128, "128x128w4k64s"},
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+      // Hopper wgmma (conv_nhwc_wgmma.cu), in wgmma_launch_of's order.
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 256, .name = "wg128x128", .wgmma = 0},
+      {.bm = 128, .bn = 256, .bk = 64, .threads = 256, .name = "wg128x256", .wgmma = 1},
+      {.bm = 256, .bn = 128, .bk = 64, .threads = 256, .name = "wg256x128", .wgmma = 2},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 256, .name = "wg128x64", .wgmma = 3},
+      {.bm = 64, .bn = 128, .bk = 64, .threads = 128, .name = "wg64x128", .wgmma = 4},
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 256, .name = "wg128x128s3", .wgmma = 5},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 256, .name = "wg128x64s3", .wgmma = 6},
+#endif
+      // The narrow kernel (conv_nhwc_narrow.cu) for layers of few channels, narrow_variant()'s order.
+      {16, 16, 32, 128, "narrow16", -1, 1}, {16, 32, 32, 128, "narrow32", -1, 2},
+      {16, 16, 32, 128, "narrow16p", -1, 3}, {16, 32, 32, 128, "narrow32p", -1, 4},
+  };
   return tiles;
 }
 
-std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors) {
+namespace {
+// K-dim elements of a pipeline stage: bk of a 16-bit type, half as many floats (rows of the same bytes).
+int k_tile_of(const NhwcTile& t, NhwcStorage storage) { return storage == NhwcStorage::kF32 ? t.bk / 2 : t.bk; }
+}  // namespace
+
+std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors, NhwcStorage storage) {
   const NhwcTile& t = nhwc_conv_tiles().at(static_cast<std::size_t>(tile));
+  if (t.narrow > 0) return {1};  // the narrow kernel has no split-K
   const long long blocks = tiles_of(p, t);
-  const int ktiles = (kdim_of(p) + t.bk - 1) / t.bk;
+  const int ktiles = (kdim_of(p) + k_tile_of(t, storage) - 1) / k_tile_of(t, storage);
   std::vector<int> out = {1};
   for (int s = 2; s <= 16 && s <= ktiles / 4 && blocks * s <= 4LL * multiprocessors; s *= 2) out.push_back(s);
   return out;
 }
 
-std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors) {
+bool nhwc_wgmma_usable() {
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+  // REDWOOD_CUDA_WGMMA=0 leaves them out (to compare against the mma.sync tiles alone).
+  if (const char* v = std::getenv("REDWOOD_CUDA_WGMMA"); v != nullptr && std::string_view(v) == "0") return false;
+  int device = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();  // no usable device: clear the error for whoever calls next
+    return false;
+  }
+  return major == 9 && minor == 0;  // sm_90a code runs on exactly that
+#else
+  return false;
+#endif
+}
+
+std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma, bool narrow,
+                                                 NhwcStorage storage) {
   std::vector<NhwcConvConfig> out;
   for (int tile = 0; tile < static_cast<int>(nhwc_conv_tiles().size()); ++tile) {
-    for (int s : nhwc_split_choices(p, tile, multiprocessors)) out.push_back({tile, s});
+    if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma >= 0 && !wgmma) continue;
+    if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow > 0 &&
+        !(narrow && conv_nhwc_narrow_fits(p, NhwcStorage::kF16))) {
+      continue;
+    }
+    for (int s : nhwc_split_choices(p, tile, multiprocessors, storage)) out.push_back({tile, s});
   }
   return out;
 }
 
-NhwcConvConfig nhwc_conv_default(const ConvShape& p, int multiprocessors) {
+NhwcConvConfig nhwc_conv_default(const ConvShape& p, int multiprocessors, NhwcStorage storage) {
   if (tiles_of(p, nhwc_conv_tiles()[0]) >= multiprocessors) return {0, 1};
   const int tile = 4;  // 64×64
   const long long blocks = tiles_of(p, nhwc_conv_tiles()[tile]);
-  const int ktiles = (kdim_of(p) + 31) / 32;
+  const int ktiles = (kdim_of(p) + k_tile_of(nhwc_conv_tiles()[tile], storage) - 1) /
+                     k_tile_of(nhwc_conv_tiles()[tile], storage);
   long long splits = (2LL * multiprocessors + blocks - 1) / blocks;
   splits = std::min<long long>({splits, ktiles / 4, 16});
   // Powers of two, as nhwc_split_choices offers.
@@ -154,14 +222,24 @@ std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg) {
 
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters) {
+                      cudaStream_t stream, int* counters, bool split_tf32) {
   if (m_total_of(p) == 0 || p.k == 0) return;
-  const int tile = cfg.tile >= 0 && cfg.tile < kTiles ? cfg.tile : 0;
+  const int tile = cfg.tile >= 0 && cfg.tile < static_cast<int>(nhwc_conv_tiles().size()) ? cfg.tile : 0;
   const int splits = cfg.splits > 1 && workspace != nullptr ? std::min(cfg.splits, 65535) : 1;
+  if (const int narrow = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow; narrow > 0) {
+    launch_conv_nhwc_narrow(p, storage, x, w, y, bias, residual, e, narrow - 1, stream);  // throws where it does not fit
+    return;
+  }
   if (storage == NhwcStorage::kF16) {
     launch_typed<half>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
-  } else {
+  } else if (storage == NhwcStorage::kBF16) {
     launch_typed<__nv_bfloat16>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+  } else if (!split_tf32) {
+    // fp32 storage, tf32 products: the same tiles, each stage row holding half as many elements.
+    launch_typed<float>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+  } else {
+    // fp32 storage, fp32-accurate products from three tf32 ones (MmaTf32x3).
+    launch_typed<float, MmaTf32x3>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
   }
 }
 

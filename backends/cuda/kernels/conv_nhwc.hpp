@@ -1,24 +1,27 @@
 #pragma once
 // Launcher of the NHWC tensor-core convolution (conv_nhwc_mma.cuh, conv_nhwc.cu) and the choices
 // its tuner (conv_nhwc.cpp) picks from. x is [N, H, W, C], w is [K, R, S, C], y and the residual
-// are [N, OH, OW, K], all in the 16-bit storage type; the bias is fp32 [K]. C and K are multiples
-// of 8 and every tensor is 16-byte aligned (the rw.ConvNhwc contract).
+// are [N, OH, OW, K], all in the storage type (fp16, bf16, or fp32 with tf32 products); the bias
+// is fp32 [K]. C is a multiple of a 16-byte chunk's channels (8 of a 16-bit type, 4 of fp32), K a
+// multiple of 8, and every tensor is 16-byte aligned (the rw.ConvNhwc contract).
 
 #include "backends/cuda/kernels/kernel_params.hpp"
+#include "backends/cuda/kernels/nhwc_storage.hpp"
 
 #include <cstddef>
 #include <vector>
 
 namespace redwood::cuda::kernels {
 
-/// The 16-bit storage types the kernel is built for (an fp32/tf32 one may follow).
-enum class NhwcStorage : int { kF16, kBF16 };
 
 /// A block tile: bm output pixels × bn output channels, bk of K-dim a pipeline stage, `threads`
 /// per block.
 struct NhwcTile {
   int bm, bn, bk, threads;
-  const char* name;  // "128x64"; "k64" when bk is 64
+  const char* name;  // "128x64"; "k64" when bk is 64; "wg" first for wgmma
+  int wgmma = -1;    // ≥ 0: the Hopper wgmma kernel of that index (conv_nhwc_wgmma.hpp), 16-bit storage only
+  int narrow = 0;    // > 0: the narrow kernel's variant narrow − 1 (conv_nhwc_narrow.hpp; bm is then
+                     // nominal: a warp's pixels a step depend on the variant and K-dim), 16-bit only
 };
 
 /// One way to run: a tile (index into nhwc_conv_tiles()) and the number of K-dim ranges.
@@ -34,29 +37,46 @@ struct NhwcConvConfig {
 /// for 64-channel layers), 128×128w4k64, 64×128k64 and 256×64k64 (BK 64, 3 stages), and
 /// 128×64k64s and 128×128w4k64s. Fragments are double-buffered (conv_nhwc_mma.cuh) except in the
 /// 8-warp 64×32-warp-tile ones (128×128, 128×128k64, 256×64) and the "s" ones: the tuner sees both.
+/// Then, where the build has them (sm_90 among its architectures), the wgmma tiles (BK 64, 4
+/// stages): wg128x128, wg128x256, wg256x128, wg128x64 (two warpgroups) and wg64x128 (one), then
+/// wg128x128s3 and wg128x64s3 (3 stages: less shared memory, more blocks a multiprocessor).
+/// Last, the narrow kernel's variants (narrow_variant): narrow16, narrow32, narrow16p, narrow32p.
 const std::vector<NhwcTile>& nhwc_conv_tiles();
 
+/// Whether the wgmma tiles can run here: the build has them and the current device has compute
+/// capability 9.0 (their code is sm_90a SASS only). False without a usable device, and with the
+/// environment variable REDWOOD_CUDA_WGMMA=0 (to compare against the mma.sync tiles alone).
+bool nhwc_wgmma_usable();
+
 /// Split counts worth trying for a tile: 1, then powers of two up to 16 while the grid stays
-/// within about four blocks per multiprocessor and each split keeps at least 4 of the tile's K tiles.
-std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors);
-/// Every (tile, splits) pair the tuner may time, in a fixed order.
-std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors);
+/// within about four blocks per multiprocessor and each split keeps at least 4 of the tile's K tiles
+/// (`storage` sets the K tile: bk elements of a 16-bit type, bk / 2 of fp32).
+std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors,
+                                    NhwcStorage storage = NhwcStorage::kF16);
+/// Every (tile, splits) pair the tuner may time, in a fixed order; the wgmma tiles only with
+/// `wgmma` (the caller's nhwc_wgmma_usable() and a 16-bit storage type); the narrow kernel's
+/// (split 1) only with `narrow` (a 16-bit storage type) and where conv_nhwc_narrow_fits(p).
+std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma = false,
+                                                 bool narrow = false, NhwcStorage storage = NhwcStorage::kF16);
 /// The pick without measurement: 128×128 when it fills the GPU, else 64×64 with splits for about
 /// two blocks per multiprocessor.
-NhwcConvConfig nhwc_conv_default(const ConvShape& p, int multiprocessors);
+NhwcConvConfig nhwc_conv_default(const ConvShape& p, int multiprocessors, NhwcStorage storage = NhwcStorage::kF16);
 /// Workspace of a configuration: the per-tile counters and fp32 partial sums of split-K (0 for one split).
 std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg);
 
 /// y = act(conv(x, w) + bias + residual), rounded to the storage type once. p.c is x's (padded)
 /// channel count, p.groups must be 1; bias and residual may be null; e.bias/e.residual are
-/// ignored (the residual is 16-bit here). `workspace` holds nhwc_conv_workspace_bytes(p, cfg)
+/// ignored (the residual is in the storage type here). `workspace` holds nhwc_conv_workspace_bytes(p, cfg)
 /// (may be null for one split). Launched with programmatic dependent launch (pdl.cuh).
 /// `counters`: split-K arrival counters that are zero between launches (split_k_counter_address,
 /// at least nhwc_conv_tile_count(p, cfg) of them); without them the launch zeroes the workspace's
 /// share with a memset first (a graph node that also cuts the programmatic launch chain).
+/// `split_tf32` (fp32 storage only; precision fp32): each product is three tf32 products of the
+/// operands split into big and small parts ("3xTF32", conv_nhwc_mma.cuh's MmaTf32x3), as accurate
+/// as fp32 FMAs; without it fp32 storage multiplies the operands rounded to tf32 (precision tf32).
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters = nullptr);
+                      cudaStream_t stream, int* counters = nullptr, bool split_tf32 = false);
 /// Output tiles of a configuration (a split-K launch needs a counter each).
 long long nhwc_conv_tile_count(const ConvShape& p, NhwcConvConfig cfg);
 

@@ -1,23 +1,36 @@
 #pragma once
-// Implicit-GEMM convolution on NHWC 16-bit activations (rw.ConvNhwc; docs/cuda.md, Kernels, the
-// rw.ConvNhwc row): tensor cores (mma.sync m16n8k16, fp32 accumulation) fed from a 3- or 4-stage
-// cp.async pipeline of 16-byte copies.
+// Implicit-GEMM convolution on NHWC activations (rw.ConvNhwc; docs/cuda.md, Kernels, the
+// rw.ConvNhwc row): tensor cores (mma.sync, fp32 accumulation) fed from a 3- or 4-stage cp.async
+// pipeline of 16-byte copies. Storage fp16/bf16: mma m16n8k16 on the stored values. Storage fp32
+// (precision tf32): mma m16n8k8 tf32 on operands rounded to tf32 (cvt.rna, as the NCHW tf32
+// path), everything else fp32.
 //
 //   M = N·OH·OW output pixels, N-dim = K output channels, K-dim = R·S·C with k = (r·S + s)·C + c.
 //   A[m][k] = x[image, oy·sh − ph + r·dh, ox·sw − pw + s·dw, c]   (zero outside the image)
 //   B[n][k] = w[n, r, s, c]: the weights [K, R, S, C] are already the rows of B.
 //
-// Both operands are contiguous along C and C % 8 == 0, so a 16-byte vector of 8 channels never
-// straddles a window position: every copy is one cp.async of 16 bytes (src-size 0 fills zeros for
-// padding, edges and the K-dim tail). Shared memory holds each stage's A as [BM][BK] and B as
-// [BN][BK] (BK = 32 or 64: rows of 4 or 8 chunks of 16 bytes), each row's chunks XOR-swizzled
-// (swz below): the 8 rows an ldmatrix phase reads then cover all 32 banks, and the copies stay
-// whole 16-byte chunks. Fragments come from ldmatrix.x4 (A: one m16k16 fragment; B:
-// two n8k16 fragments, since B is stored [n][k], the .col operand's layout).
+// Both operands are contiguous along C and C is a multiple of a 16-byte chunk's channels (E: 8 of
+// a 16-bit type, 4 of fp32), so a chunk never straddles a window position: every copy is one
+// cp.async of 16 bytes (src-size 0 fills zeros for padding, edges and the K-dim tail). Shared
+// memory holds each stage's A as [BM][BK] and B as [BN][BK] (rows of 4 or 8 chunks: BK = 32 or 64
+// 16-bit elements, 16 or 32 floats), each row's chunks XOR-swizzled (swz below): the 8 rows an
+// ldmatrix phase reads then cover all 32 banks, and the copies stay whole 16-byte chunks.
+// Fragments come from ldmatrix.x4 (A: one m16k16 fragment; B: two n8k16 fragments, since B is
+// stored [n][k], the .col operand's layout). One mma k-step is two chunks either way.
+//
+// fp32 through ldmatrix (which moves 8×8 matrices of b16): a row of 8 b16 is 4 fp32, and lane l
+// receives the 32 bits at b16 (l/4, 2·(l%4)), i.e. fp32 element [l/4][l%4] of an 8-row × 4-float
+// block. The tf32 m16n8k8 fragments want exactly that (g = l/4, t = l%4): a0 = A[g][t],
+// a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]; b0 = B[k=t][n=g], b1 = B[k=t+4][n=g], and B is
+// stored [n][k]. So the same x4 addressing serves both: matrix 0 = rows 0-7 of chunk 2·ks, matrix
+// 1 = rows 8-15 of it, matrices 2 and 3 the next chunk (A); for B, rows n 0-7 of chunks 2·ks and
+// 2·ks+1, then rows n 8-15 (the next n8 fragment). Each fp32 register is rounded to tf32 where the
+// mma uses it (mma_step).
 //
 // Epilogue: the accumulators are staged through shared memory as fp32 [BM][BN + 4]; each thread
-// then takes 8 adjacent output channels of one pixel: + bias (fp32), + residual (16 bytes of S),
-// activation (kernels::activate, the Conv's codes), rounded to S once and stored as 16 bytes.
+// then takes 8 adjacent output channels of one pixel: + bias (fp32), + residual (8 values of S),
+// activation (kernels::activate, the Conv's codes), rounded to S once and stored (nhwc_vec.cuh:
+// 16 bytes of a 16-bit type, 32 of fp32).
 //
 // Split-K (small M, e.g. batch 1 on 7×7 outputs): blockIdx.y is the split; each split writes its
 // fp32 tile to the workspace, and the last block of a tile to arrive (a counter per tile, which
@@ -27,16 +40,16 @@
 // Programmatic dependent launch (pdl.cuh): the weight tiles of the first stages are copied before
 // pdl_wait(); activations, the residual and every global write come after it.
 //
-// T is the storage type (half or __nv_bfloat16), with its mma and conversions in Mma16<T>. An
-// fp32/tf32 instantiation (not built) would add a traits type for fp32 with m16n8k8 tf32, 4
-// elements per 16-byte chunk (swz, the k-state step, the stage sizes in bytes), fragment reads of
-// 32-bit elements (ldmatrix moves 16-bit matrices) and fp32 stores in the epilogue; the geometry,
-// pipeline, split-K and epilogue math stay as they are.
+// T is the storage type (half, __nv_bfloat16 or float), with its mma in MmaOf<T>: Mma16<T> for
+// the 16-bit types, MmaTf32 for float; or Op = MmaTf32x3 for float at precision fp32 (three tf32
+// products of split operands, fp32-accurate). The geometry, pipeline (in bytes), split-K and
+// epilogue math are the same for all.
 
 #include "backends/cuda/kernels/cp_async.cuh"
 #include "backends/cuda/kernels/device_math.cuh"
 #include "backends/cuda/kernels/mma_ops.cuh"
 #include "backends/cuda/kernels/kernel_params.hpp"
+#include "backends/cuda/kernels/nhwc_vec.cuh"
 #include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
@@ -70,6 +83,10 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
 
 /// Per storage type: the mma and conversions of pairs to and from fp32 (mma_ops.cuh).
 template <typename T> struct Mma16 {
+  static constexpr int kElems = 8;  // per 16-byte chunk
+  static constexpr bool kSplit = false, kRound = false;
+  // An operand register as ldmatrix left it is already the mma's operand.
+  static __device__ __forceinline__ uint32_t operand(uint32_t r) { return r; }
   static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     mma_m16n8k16<T>(d, a, b0, b1);
   }
@@ -77,8 +94,44 @@ template <typename T> struct Mma16 {
   static __device__ __forceinline__ float2 unpack(uint32_t v) { return unpack2<T>(v); }
 };
 
+/// fp32 storage: each register holds one fp32 value, rounded to tf32 (to nearest, ties away:
+/// cvt.rna, as the NCHW tf32 path) before the m16n8k8 tf32 mma.
+struct MmaTf32 {
+  static constexpr int kElems = 4;  // per 16-byte chunk
+  static constexpr bool kSplit = false, kRound = true;
+  static __device__ __forceinline__ uint32_t operand(uint32_t r) { return to_tf32(__uint_as_float(r)); }
+  static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    mma_m16n8k8_tf32(d, a, b0, b1);
+  }
+};
+
+template <typename T> using MmaOf = std::conditional_t<std::is_same_v<T, float>, MmaTf32, Mma16<T>>;
+
+/// fp32 storage at precision fp32 ("3xTF32"): each operand x is split into big = tf32(x) and
+/// small = tf32(x − big) (x − big is exact in fp32), and acc += small·big + big·small + big·big,
+/// three m16n8k8 tf32 products; the dropped small·small term and small's rounding are below
+/// 2^-21 of the product, so the sum is as accurate as fp32 FMAs (not bit-identical to them).
+/// The fragments stay raw fp32 in registers; mma_step splits them once per k-step.
+struct MmaTf32x3 {
+  static constexpr int kElems = 4;
+  static constexpr bool kSplit = true, kRound = false;
+  static __device__ __forceinline__ uint32_t operand(uint32_t r) { return r; }
+  static __device__ __forceinline__ void split(uint32_t r, uint32_t& big, uint32_t& small) {
+    const float x = __uint_as_float(r);
+    big = to_tf32(x);
+    small = to_tf32(x - __uint_as_float(big));
+  }
+  static __device__ __forceinline__ void mma3(float (&d)[4], const uint32_t (&ab)[4], const uint32_t (&as)[4],
+                                              const uint32_t (&bb)[2], const uint32_t (&bs)[2]) {
+    mma_m16n8k8_tf32(d, as, bb[0], bb[1]);  // the small terms first, the big product last
+    mma_m16n8k8_tf32(d, ab, bs[0], bs[1]);
+    mma_m16n8k8_tf32(d, ab, bb[0], bb[1]);
+  }
+};
+
 /// Block tile BM × BN, warp tile WM × WN, BK 16-bit elements of K-dim a stage (32 or 64: rows of
-/// 4 or 8 chunks of 16 bytes), kStages stages.
+/// 4 or 8 chunks of 16 bytes; with fp32 storage the same rows hold BK / 2 floats), kStages stages.
+/// Everything here is in bytes or chunks, so one Tile serves every storage type.
 template <int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB = true> struct Tile {
   static constexpr int kBK = BK, kChunks = BK / 8, kStages = STAGES;
   static constexpr bool kDoubleBuffer = DB;  // fragments double-buffered (more registers)
@@ -105,26 +158,30 @@ template <int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB =
                 "every thread copies whole rows' chunks");
 };
 
-// Element offset of (row, 16-byte chunk) in a [rows][BK] stage, swizzled so that the 8 rows an
-// ldmatrix phase reads (same logical chunk) fall in 8 different 16-byte bank groups: rows of 128
-// bytes (BK 64) XOR the chunk with row % 8; rows of 64 bytes (BK 32; two rows share a 128-byte bank
-// line) with (row / 2) % 4.
-template <int BK> __device__ __forceinline__ int swz(int row, int chunk) {
-  if constexpr (BK == 64) {
-    return row * 64 + ((chunk ^ (row & 7)) << 3);
+// Element offset of (row, 16-byte chunk) in a stage of rows of CHUNKS chunks of E elements each,
+// swizzled so that the 8 rows an ldmatrix phase reads (same logical chunk) fall in 8 different
+// 16-byte bank groups: rows of 128 bytes (8 chunks) XOR the chunk with row % 8; rows of 64 bytes
+// (4 chunks; two rows share a 128-byte bank line) with (row / 2) % 4.
+template <int CHUNKS, int E> __device__ __forceinline__ int swz_chunk(int row, int chunk) {
+  static_assert(CHUNKS == 4 || CHUNKS == 8);
+  if constexpr (CHUNKS == 8) {
+    return (row * 8 + (chunk ^ (row & 7))) * E;
   } else {
-    return row * 32 + ((chunk ^ ((row >> 1) & 3)) << 3);
+    return (row * 4 + (chunk ^ ((row >> 1) & 3))) * E;
   }
 }
+// The same for 16-bit elements, BK = 32 or 64 of them a row.
+template <int BK> __device__ __forceinline__ int swz(int row, int chunk) { return swz_chunk<BK / 8, 8>(row, chunk); }
 
-template <typename T, int BM, int BN, int WM, int WN, int BK_, int STAGES, bool DB>
+// Op: the products (MmaOf<T>, or MmaTf32x3 for fp32 storage at precision fp32).
+template <typename T, int BM, int BN, int WM, int WN, int BK_, int STAGES, bool DB, typename Op = MmaOf<T>>
 __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThreads,
                                   Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kMinBlocks)
     conv_nhwc_mma(ConvArgs<T> a) {
   using Tl = Tile<BM, BN, WM, WN, BK_, STAGES, DB>;
-  using Op = Mma16<T>;
-  constexpr int BK = Tl::kBK, kStages = Tl::kStages, kThreads = Tl::kThreads;
-  static_assert(BK == BK_);
+  // BK: elements of T a stage row (Tl::kBK 16-bit elements are BK_ / 2 floats).
+  constexpr int E = Op::kElems, BK = Tl::kChunks * E, kStages = Tl::kStages, kThreads = Tl::kThreads;
+  static_assert(Tl::kBK == BK_ && BK * static_cast<int>(sizeof(T)) == BK_ * 2);
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const as_all = reinterpret_cast<T*>(smem_raw);
   T* const bs_all = as_all + kStages * BM * BK;
@@ -150,12 +207,12 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   // B: weights, a plain [K][Kdim] matrix.
   auto load_b = [&](int stage, int k0) {
     T* bs = bs_all + stage * BN * BK;
-    const int k = k0 + kc * 8;
+    const int k = k0 + kc * E;
 #pragma unroll
     for (int j = 0; j < Tl::kBJ; ++j) {
       const int row = row0 + j * kRowStep, n = n0 + row;
       const bool ok = n < p.k && k < k_end;
-      cp_async16(bs + swz<BK>(row, kc), ok ? a.w + static_cast<long long>(n) * a.kdim + k : a.w, ok);
+      cp_async16(bs + swz_chunk<kCpr, E>(row, kc), ok ? a.w + static_cast<long long>(n) * a.kdim + k : a.w, ok);
     }
   };
 
@@ -175,8 +232,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
     ix0[j] = ox * p.stride_w - p.pad_w;
     pix_off[j] = ((image * p.h + oy * p.stride_h - p.pad_h) * p.w + ix0[j]) * p.c;
   }
-  // This thread's k = k0 + 8·kc as (r, s, c), advanced by BK per loaded tile (tiles load in order).
-  int ka = k_begin + kc * 8;
+  // This thread's k = k0 + E·kc as (r, s, c), advanced by BK per loaded tile (tiles load in order).
+  int ka = k_begin + kc * E;
   int fc, fr, fs;
   {
     const int rs = ka / p.c;
@@ -193,11 +250,11 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
     for (int j = 0; j < Tl::kAJ; ++j) {
       const bool ok = k_ok && static_cast<unsigned>(iy0[j] + dy) < static_cast<unsigned>(p.h) &&
                       static_cast<unsigned>(ix0[j] + dx) < static_cast<unsigned>(p.w);
-      cp_async16(as + swz<BK>(row0 + j * kRowStep, kc), a.x + (ok ? pix_off[j] + delta : 0), ok);
+      cp_async16(as + swz_chunk<kCpr, E>(row0 + j * kRowStep, kc), a.x + (ok ? pix_off[j] + delta : 0), ok);
     }
     ka += BK;
     fc += BK;
-    while (fc >= p.c) {  // C < BK (the stem's 8 channels) wraps several window positions
+    while (fc >= p.c) {  // C < BK (the stem's 8 or 4 channels) wraps several window positions
       fc -= p.c;
       if (++fs == p.s) {
         fs = 0;
@@ -233,19 +290,20 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   // the next tile's first fragments are read before this tile's last mma. Without (tiles whose
   // registers are short), each k-step reads its fragments and then multiplies.
   const int wm0 = (warp % Tl::kWarpsM) * WM, wn0 = (warp / Tl::kWarpsM) * WN;
-  constexpr int KS = BK / 16, kBufs = DB ? 2 : 1;
+  constexpr int KS = kCpr / 2, kBufs = DB ? 2 : 1;  // an mma k-step is two chunks
   uint32_t af[kBufs][Tl::kMI][4], bf[kBufs][Tl::kNI][2];
   auto load_frags = [&](int buf, int stage, int ks) {
     const T* as = as_all + stage * BM * BK;
     const T* bs = bs_all + stage * BN * BK;
 #pragma unroll
     for (int i = 0; i < Tl::kMI; ++i) {
-      ldmatrix_x4(af[buf][i], as + swz<BK>(wm0 + 16 * i + (lane & 15), 2 * ks + (lane >> 4)));
+      ldmatrix_x4(af[buf][i], as + swz_chunk<kCpr, E>(wm0 + 16 * i + (lane & 15), 2 * ks + (lane >> 4)));
     }
 #pragma unroll
     for (int j = 0; j < Tl::kNI; j += 2) {
       uint32_t r[4];
-      ldmatrix_x4(r, bs + swz<BK>(wn0 + 8 * j + (lane & 7) + ((lane >> 4) << 3), 2 * ks + ((lane >> 3) & 1)));
+      ldmatrix_x4(r, bs + swz_chunk<kCpr, E>(wn0 + 8 * j + (lane & 7) + ((lane >> 4) << 3),
+                                             2 * ks + ((lane >> 3) & 1)));
       bf[buf][j][0] = r[0];
       bf[buf][j][1] = r[1];
       bf[buf][j + 1][0] = r[2];
@@ -253,10 +311,43 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
     }
   };
   auto mma_step = [&](int buf) {
+    if constexpr (Op::kSplit) {
+      // B's big and small parts once a k-step, A's once per row of warp tiles.
+      uint32_t bb[Tl::kNI][2], bs[Tl::kNI][2];
 #pragma unroll
-    for (int i = 0; i < Tl::kMI; ++i)
+      for (int j = 0; j < Tl::kNI; ++j)
 #pragma unroll
-      for (int j = 0; j < Tl::kNI; ++j) Op::mma(acc[i][j], af[buf][i], bf[buf][j][0], bf[buf][j][1]);
+        for (int q = 0; q < 2; ++q) Op::split(bf[buf][j][q], bb[j][q], bs[j][q]);
+#pragma unroll
+      for (int i = 0; i < Tl::kMI; ++i) {
+        uint32_t ab[4], as[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) Op::split(af[buf][i][q], ab[q], as[q]);
+#pragma unroll
+        for (int j = 0; j < Tl::kNI; ++j) Op::mma3(acc[i][j], ab, as, bb[j], bs[j]);
+      }
+    } else if constexpr (Op::kRound) {
+      // Rounded to tf32 where they are used (the fragments' loads stay in flight until then): B
+      // once a k-step, A once per row of warp tiles.
+      uint32_t bt[Tl::kNI][2];
+#pragma unroll
+      for (int j = 0; j < Tl::kNI; ++j)
+#pragma unroll
+        for (int q = 0; q < 2; ++q) bt[j][q] = Op::operand(bf[buf][j][q]);
+#pragma unroll
+      for (int i = 0; i < Tl::kMI; ++i) {
+        uint32_t at[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) at[q] = Op::operand(af[buf][i][q]);
+#pragma unroll
+        for (int j = 0; j < Tl::kNI; ++j) Op::mma(acc[i][j], at, bt[j][0], bt[j][1]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < Tl::kMI; ++i)
+#pragma unroll
+        for (int j = 0; j < Tl::kNI; ++j) Op::mma(acc[i][j], af[buf][i], bf[buf][j][0], bf[buf][j][1]);
+    }
   };
   if constexpr (DB) {
     cp_async_wait<kStages - 2>();  // tile 0 has landed (this thread's copies) ...
@@ -320,7 +411,8 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   }
   __syncthreads();
 
-  // 8 channels of one pixel per step: + bias, + residual, activation, rounded to T, 16 bytes out.
+  // 8 channels of one pixel per step: + bias, + residual, activation, rounded to T once (16 bytes
+  // of a 16-bit type, 32 of fp32; load8/store8 of nhwc_vec.cuh).
   auto store = [&](int m, int n, float (&v)[8]) {
     const long long at = static_cast<long long>(m) * p.k + n;
     if (a.bias != nullptr) {
@@ -330,23 +422,14 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
       v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
     }
     if (a.residual != nullptr) {
-      const uint4 r = *reinterpret_cast<const uint4*>(a.residual + at);
-      const uint32_t rr[4] = {r.x, r.y, r.z, r.w};
+      float r[8];
+      load8(a.residual + at, r);
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float2 f = Op::unpack(rr[q]);
-        v[2 * q] += f.x;
-        v[2 * q + 1] += f.y;
-      }
+      for (int q = 0; q < 8; ++q) v[q] += r[q];
     }
 #pragma unroll
     for (int q = 0; q < 8; ++q) v[q] = activate(v[q], a.act, a.alpha, a.beta);
-    uint4 o;
-    o.x = Op::pack(v[0], v[1]);
-    o.y = Op::pack(v[2], v[3]);
-    o.z = Op::pack(v[4], v[5]);
-    o.w = Op::pack(v[6], v[7]);
-    *reinterpret_cast<uint4*>(a.y + at) = o;
+    store8(a.y + at, v);
   };
   constexpr int kCols = BN / 8, kSteps = BM * kCols;
   if (splits == 1) {

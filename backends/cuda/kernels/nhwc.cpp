@@ -1,8 +1,9 @@
 // The CudaKernel classes of the NHWC region ops (contract: core/passes/choose_gpu_layout.cpp):
 // rw.ToNhwc, rw.ToNchw, rw.MaxPoolNhwc, rw.GlobalAveragePoolNhwc, rw.ScaleChannelsNhwc and
-// rw.DepthwiseConvNhwc. The storage type S (fp16 or bf16) is the NHWC input's dtype (rw.ToNhwc:
-// its `to` attribute). plan() checks what the kernels rely on (rank 4, C % 8 == 0 for every NHWC
-// tensor, the attributes the pass always writes) and names the node when a graph breaks it.
+// rw.DepthwiseConvNhwc. The storage type S (fp16, bf16 or fp32) is the NHWC input's dtype
+// (rw.ToNhwc: its `to` attribute). plan() checks what the kernels rely on (rank 4, C % 8 == 0 for
+// every NHWC tensor, except C % 4 == 0 for fp32 ones the conversions take; the attributes the pass
+// always writes) and names the node when a graph breaks it.
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
@@ -21,20 +22,25 @@ using kernels::NhwcStorage;
 NhwcStorage storage_of(const Node& node, DType dtype, const char* what) {
   if (dtype == DType::kF16) return NhwcStorage::kF16;
   if (dtype == DType::kBF16) return NhwcStorage::kBF16;
-  throw Unsupported(fmt::format("{}: {} is {}; the NHWC kernels store float16 or bfloat16", node.where(), what,
+  if (dtype == DType::kF32) return NhwcStorage::kF32;
+  throw Unsupported(fmt::format("{}: {} is {}; the NHWC kernels store float16, bfloat16 or float", node.where(), what,
                                 dtype_name(dtype)));
 }
 
-DType dtype_of(NhwcStorage s) { return s == NhwcStorage::kF16 ? DType::kF16 : DType::kBF16; }
+DType dtype_of(NhwcStorage s) {
+  return s == NhwcStorage::kF16 ? DType::kF16 : s == NhwcStorage::kBF16 ? DType::kBF16 : DType::kF32;
+}
 
-/// An NHWC activation [N, H, W, C] with C a multiple of 8; returns its storage type.
-NhwcStorage check_nhwc(const Node& node, const TensorDesc& t, const char* what) {
+/// An NHWC activation [N, H, W, C] with C a multiple of 8 (`conversion`: of a 16-byte vector,
+/// 4 channels of fp32); returns its storage type.
+NhwcStorage check_nhwc(const Node& node, const TensorDesc& t, const char* what, bool conversion = false) {
   const NhwcStorage s = storage_of(node, t.dtype, what);
   RW_EXPECTS(t.shape.size() == 4, InvalidArgument, "{}: {} is {}, not an NHWC [N, H, W, C] tensor", node.where(),
              what, shape_str(t.shape));
-  RW_EXPECTS(t.shape[3] % kNhwcVec == 0 && t.shape[3] > 0, InvalidArgument,
-             "{}: {} {} has {} channels, not a multiple of 8 (the NHWC kernels move 8 channels per 16-byte access)",
-             node.where(), what, shape_str(t.shape), t.shape[3]);
+  const int align = conversion ? kernels::nhwc_chunk_channels(s) : kNhwcVec;
+  RW_EXPECTS(t.shape[3] % align == 0 && t.shape[3] > 0, InvalidArgument,
+             "{}: {} {} has {} channels, not a multiple of {} (the NHWC kernels move {} channels a thread)",
+             node.where(), what, shape_str(t.shape), t.shape[3], align, align);
   return s;
 }
 
@@ -79,13 +85,15 @@ class ToNhwcKernel final : public CudaKernel {
     RW_EXPECTS(x.shape.size() == 4, InvalidArgument, "{}: input {} is not an NCHW tensor", node_.where(),
                shape_str(x.shape));
     const std::int64_t to = required_int(node_, "to");
-    RW_EXPECTS(to == 10 || to == 16, Unsupported, "{}: to = {} ({}); the NHWC storage is float16 (10) or bfloat16 (16)",
-               node_.where(), to, onnx_type_name(static_cast<int>(to)));
-    storage_ = to == 10 ? NhwcStorage::kF16 : NhwcStorage::kBF16;
+    RW_EXPECTS(to == 10 || to == 16 || to == 1, Unsupported,
+               "{}: to = {} ({}); the NHWC storage is float16 (10), bfloat16 (16) or float (1)", node_.where(), to,
+               onnx_type_name(static_cast<int>(to)));
+    storage_ = to == 10 ? NhwcStorage::kF16 : to == 16 ? NhwcStorage::kBF16 : NhwcStorage::kF32;
     cp_ = required_int(node_, "rw.channels");
-    RW_EXPECTS(cp_ >= x.shape[1] && cp_ % kNhwcVec == 0, InvalidArgument,
-               "{}: rw.channels {} must be a multiple of 8 and at least the input's {} channels", node_.where(), cp_,
-               x.shape[1]);
+    const int align = kernels::nhwc_chunk_channels(storage_);
+    RW_EXPECTS(cp_ >= x.shape[1] && cp_ % align == 0, InvalidArgument,
+               "{}: rw.channels {} must be a multiple of {} (16 bytes of {}) and at least the input's {} channels",
+               node_.where(), cp_, align, dtype_name(dtype_of(storage_)), x.shape[1]);
     x_ = x.shape;
     return {{dtype_of(storage_), {x_[0], x_[2], x_[3], cp_}}};
   }
@@ -107,7 +115,7 @@ class ToNchwKernel final : public CudaKernel {
   ToNchwKernel(const Node& node, const KernelInfo&) : node_(node) {}
 
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
-    storage_ = check_nhwc(node_, info.input(0), "input");
+    storage_ = check_nhwc(node_, info.input(0), "input", /*conversion=*/true);
     x_ = info.input(0).shape;
     c_ = required_int(node_, "rw.channels");
     RW_EXPECTS(c_ >= 1 && c_ <= x_[3], InvalidArgument, "{}: rw.channels {} for an input of {} channels",

@@ -1,7 +1,8 @@
 // The NHWC companion kernels other than the depthwise convolution (conv_depthwise_nhwc.cu):
 // layout conversions at a region's boundaries, max pooling, the squeeze-excite pair (global mean,
 // channel scale). One thread per 8-channel vector of an output pixel, the vector index fastest,
-// so that a warp's 16-byte accesses along C are contiguous; fp32 math, one rounding on store.
+// so that a warp's 16-byte accesses along C are contiguous; fp32 math, one rounding on store. The
+// conversions take V = 8 or (fp32 storage with C % 8 != 0) V = 4 channels a thread.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
@@ -13,10 +14,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// fp32 NCHW → S NHWC. Thread i: channel vector g = i % groups of PIX consecutive pixels (of one
-// image: PIX divides H·W). PIX = 4 reads each channel's 4 pixels as one float4, so an image of
-// 3 channels (the network's input) moves 48 bytes in and 64 out per thread, all coalesced.
-template <typename T, int PIX>
+// fp32 NCHW → S NHWC. Thread i: channel vector g = i % groups (V channels) of PIX consecutive
+// pixels (of one image: PIX divides H·W). PIX = 4 reads each channel's 4 pixels as one float4, so
+// an image of 3 channels (the network's input) moves 48 bytes in and 64 out per thread, all coalesced.
+template <typename T, int PIX, int V>
 __global__ void __launch_bounds__(kThreads)
     to_nhwc_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, int groups, long long total) {
   pdl_wait();
@@ -24,11 +25,11 @@ __global__ void __launch_bounds__(kThreads)
     const int g = static_cast<int>(i % groups);
     const long long pix = i / groups * PIX;  // n·hw + p
     const long long n = pix / hw, p = pix - n * hw;
-    const float* xp = x + (n * c + g * kNhwcVec) * hw + p;
-    float f[PIX][kNhwcVec];
+    const float* xp = x + (n * c + g * V) * hw + p;
+    float f[PIX][V];
 #pragma unroll
-    for (int j = 0; j < kNhwcVec; ++j) {
-      const bool in = g * kNhwcVec + j < c;
+    for (int j = 0; j < V; ++j) {
+      const bool in = g * V + j < c;
       if constexpr (PIX == 4) {
         const float4 v = in ? __ldg(reinterpret_cast<const float4*>(xp + j * hw)) : make_float4(0.f, 0.f, 0.f, 0.f);
         f[0][j] = v.x, f[1][j] = v.y, f[2][j] = v.z, f[3][j] = v.w;
@@ -37,44 +38,45 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int q = 0; q < PIX; ++q) store8(y + ((pix + q) * groups + g) * kNhwcVec, f[q]);
+    for (int q = 0; q < PIX; ++q) store_vec<V>(y + ((pix + q) * groups + g) * V, f[q]);
   }
 }
 
-// fp32 NCHW → S NHWC with cp == 8 (an image of up to 8 channels: the network's input). Lanes run
+// fp32 NCHW → S NHWC with cp == V (an image of up to 8 channels, or 4 at fp32: the network's
+// input). Lanes run
 // along pixels: warp w of the grid takes pixels [w·32·Q, +32·Q), lane l pixels l, l + 32, ...,
 // so each channel's read is 128 contiguous bytes a warp and each 16-byte store 512 contiguous
 // bytes (the four-pixel kernel above writes 16 bytes at a 64-byte stride: 2.3 TB/s against
 // 3.4 TB/s here on 32×3×224×224, redwood_nhwc_bench on the H200).
-template <typename T, int Q>
+template <typename T, int Q, int V>
 __global__ void __launch_bounds__(kThreads)
     to_nhwc_lanes_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, long long pixels) {
   const long long first =
       (static_cast<long long>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32) * (32 * Q) + threadIdx.x % 32;
   pdl_wait();
-  float f[Q][kNhwcVec];
+  float f[Q][V];
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
     const long long pix = first + 32 * q;
 #pragma unroll
-    for (int j = 0; j < kNhwcVec; ++j) f[q][j] = 0.f;
+    for (int j = 0; j < V; ++j) f[q][j] = 0.f;
     if (pix < pixels) {
       const long long n = pix / hw;
       const float* xp = x + n * c * hw + (pix - n * hw);
 #pragma unroll
-      for (int j = 0; j < kNhwcVec; ++j) {
+      for (int j = 0; j < V; ++j) {
         if (j < c) f[q][j] = __ldg(xp + j * hw);
       }
     }
   }
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
-    if (first + 32 * q < pixels) store8(y + (first + 32 * q) * kNhwcVec, f[q]);
+    if (first + 32 * q < pixels) store_vec<V>(y + (first + 32 * q) * V, f[q]);
   }
 }
 
 // S NHWC → fp32 NCHW, the mirror of to_nhwc_kernel.
-template <typename T, int PIX>
+template <typename T, int PIX, int V>
 __global__ void __launch_bounds__(kThreads)
     to_nchw_kernel(const T* __restrict__ x, float* __restrict__ y, int c, long long hw, int groups, long long total) {
   pdl_wait();
@@ -82,13 +84,13 @@ __global__ void __launch_bounds__(kThreads)
     const int g = static_cast<int>(i % groups);
     const long long pix = i / groups * PIX;
     const long long n = pix / hw, p = pix - n * hw;
-    float f[PIX][kNhwcVec];
+    float f[PIX][V];
 #pragma unroll
-    for (int q = 0; q < PIX; ++q) load8(x + ((pix + q) * groups + g) * kNhwcVec, f[q]);
-    float* yp = y + (n * c + g * kNhwcVec) * hw + p;
+    for (int q = 0; q < PIX; ++q) load_vec<V>(x + ((pix + q) * groups + g) * V, f[q]);
+    float* yp = y + (n * c + g * V) * hw + p;
 #pragma unroll
-    for (int j = 0; j < kNhwcVec; ++j) {
-      if (g * kNhwcVec + j >= c) break;
+    for (int j = 0; j < V; ++j) {
+      if (g * V + j >= c) break;
       if constexpr (PIX == 4) {
         *reinterpret_cast<float4*>(yp + j * hw) = make_float4(f[0][j], f[1][j], f[2][j], f[3][j]);
       } else {
@@ -190,41 +192,52 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream) {
-  const long long hw = static_cast<long long>(h) * w, groups = cp / kNhwcVec;
-  if (n == 0 || hw == 0) return;
-  if (groups == 1) {
-    constexpr int kQ = 4;
-    const long long pixels = n * hw;
-    const auto blocks = static_cast<unsigned>((pixels + kThreads * kQ - 1) / (kThreads * kQ));
-    with_storage(s, [&](auto tag) {
-      using T = decltype(tag);
-      (void)launch_kernel(to_nhwc_lanes_kernel<T, kQ>, blocks, kThreads, 0, stream, x, static_cast<T*>(y), c, hw,
-                          pixels);
-    });
-    RW_CUDA_CHECK_LAUNCH("to_nhwc");
-    return;
+// Calls f(T{}, integral_constant<V>) for the storage type and the conversions' channels per thread:
+// 8, or 4 for fp32 tensors whose cp is not a multiple of 8 (16-bit ones always are).
+template <typename F>
+void with_conversion(NhwcStorage s, long long cp, F&& f) {
+  if (s == NhwcStorage::kF32 && cp % kNhwcVec != 0) {
+    f(float{}, std::integral_constant<int, 4>{});
+  } else {
+    with_storage(s, [&](auto tag) { f(tag, std::integral_constant<int, kNhwcVec>{}); });
   }
-  // Four pixels a thread where the float4 reads stay aligned (x itself is 16-byte aligned).
-  const bool quad = hw % 4 == 0;
-  const long long total = n * hw * groups / (quad ? 4 : 1);
-  with_storage(s, [&](auto tag) {
+}
+
+void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream) {
+  const long long hw = static_cast<long long>(h) * w;
+  if (n == 0 || hw == 0) return;
+  with_conversion(s, cp, [&](auto tag, auto vec) {
     using T = decltype(tag);
-    (void)launch_kernel(quad ? to_nhwc_kernel<T, 4> : to_nhwc_kernel<T, 1>, grid_for(total, kThreads), kThreads, 0,
-                        stream, x, static_cast<T*>(y), c, hw, static_cast<int>(groups), total);
+    constexpr int V = decltype(vec)::value;
+    const long long groups = cp / V;
+    if (groups == 1) {
+      constexpr int kQ = 4;
+      const long long pixels = n * hw;
+      const auto blocks = static_cast<unsigned>((pixels + kThreads * kQ - 1) / (kThreads * kQ));
+      (void)launch_kernel(to_nhwc_lanes_kernel<T, kQ, V>, blocks, kThreads, 0, stream, x, static_cast<T*>(y), c, hw,
+                          pixels);
+      return;
+    }
+    // Four pixels a thread where the float4 reads stay aligned (x itself is 16-byte aligned).
+    const bool quad = hw % 4 == 0;
+    const long long total = n * hw * groups / (quad ? 4 : 1);
+    (void)launch_kernel(quad ? to_nhwc_kernel<T, 4, V> : to_nhwc_kernel<T, 1, V>, grid_for(total, kThreads), kThreads,
+                        0, stream, x, static_cast<T*>(y), c, hw, static_cast<int>(groups), total);
   });
   RW_CUDA_CHECK_LAUNCH("to_nhwc");
 }
 
 void launch_to_nchw(NhwcStorage s, const void* x, float* y, int n, int c, int h, int w, int cp, cudaStream_t stream) {
-  const long long hw = static_cast<long long>(h) * w, groups = cp / kNhwcVec;
+  const long long hw = static_cast<long long>(h) * w;
   if (n == 0 || hw == 0) return;
-  const bool quad = hw % 4 == 0;
-  const long long total = n * hw * groups / (quad ? 4 : 1);
-  with_storage(s, [&](auto tag) {
+  with_conversion(s, cp, [&](auto tag, auto vec) {
     using T = decltype(tag);
-    (void)launch_kernel(quad ? to_nchw_kernel<T, 4> : to_nchw_kernel<T, 1>, grid_for(total, kThreads), kThreads, 0,
-                        stream, static_cast<const T*>(x), y, c, hw, static_cast<int>(groups), total);
+    constexpr int V = decltype(vec)::value;
+    const long long groups = cp / V;
+    const bool quad = hw % 4 == 0;
+    const long long total = n * hw * groups / (quad ? 4 : 1);
+    (void)launch_kernel(quad ? to_nchw_kernel<T, 4, V> : to_nchw_kernel<T, 1, V>, grid_for(total, kThreads), kThreads,
+                        0, stream, static_cast<const T*>(x), y, c, hw, static_cast<int>(groups), total);
   });
   RW_CUDA_CHECK_LAUNCH("to_nchw");
 }

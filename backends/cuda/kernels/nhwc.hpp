@@ -1,26 +1,27 @@
 #pragma once
 // The NHWC companion kernels (nhwc.cu, conv_depthwise_nhwc.cu): what runs between the NHWC
-// convolutions of a region core/passes/choose_gpu_layout.cpp makes at fp16/bf16 (the ops' contract
-// is that pass's header comment; docs/cuda.md, Kernels). Activations are [N, H, W, C] in a 16-bit
-// storage type with C a multiple of 8 and 16-byte aligned rows, so every kernel moves 8 channels
-// per 16-byte access and computes in fp32. Launchers return nothing and check the launch (RW_CUDA_CHECK_LAUNCH); all
+// convolutions of a region core/passes/choose_gpu_layout.cpp makes at fp16/bf16/tf32 (the ops'
+// contract is that pass's header comment; docs/cuda.md, Kernels). Activations are [N, H, W, C] in
+// the storage type S (fp16, bf16 or fp32) with C a multiple of 8 and 16-byte aligned rows, so
+// every kernel moves 8 channels per thread (one 16-byte access of a 16-bit type, two of fp32) and
+// computes in fp32. The conversions also take fp32 tensors of C % 4 == 0 (4 channels, 16 bytes,
+// a thread): the stem's 3 channels padded to 4 at fp32. Launchers return nothing and check the launch (RW_CUDA_CHECK_LAUNCH); all
 // kernels are launched with kernels::launch_kernel (programmatic dependent launch, pdl.cuh).
 
 #include "backends/cuda/kernels/kernel_params.hpp"
+#include "backends/cuda/kernels/nhwc_storage.hpp"
 
 namespace redwood::cuda::kernels {
 
-/// The storage type of NHWC activations. (kF32, for a later tf32 region, would instantiate the
-/// same templates with 32-byte accesses; not built today.)
-enum class NhwcStorage : int { kF16, kBF16 };
 
-/// Channels per vector access: 16 bytes of a 16-bit type.
+/// Channels per thread of the kernels: 16 bytes of a 16-bit type (32 of fp32).
 inline constexpr int kNhwcVec = 8;
 
-/// fp32 [N, C, H, W] → S [N, H, W, cp]; channels c..cp-1 are written as 0. cp % 8 == 0, cp ≥ c.
+/// fp32 [N, C, H, W] → S [N, H, W, cp]; channels c..cp-1 are written as 0. cp ≥ c, and cp % 8 == 0
+/// (S fp32: cp % 4 == 0).
 void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
 
-/// S [N, H, W, cp] → fp32 [N, c, H, W] (channels ≥ c dropped). cp % 8 == 0, c ≤ cp.
+/// S [N, H, W, cp] → fp32 [N, c, H, W] (channels ≥ c dropped). c ≤ cp, cp as launch_to_nhwc's.
 void launch_to_nchw(NhwcStorage s, const void* x, float* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
 
 /// 2-D max pooling on S [N, H, W, C] → S [N, OH, OW, C] (extents as ONNX MaxPool, planned by

@@ -1,13 +1,16 @@
 #pragma once
 // 8 channels of an NHWC activation as one vector access, widened to fp32 in registers: 16 bytes
-// of fp16 or bf16 (one 128-bit load or store), or 32 bytes of fp32 (two; for a later kF32
-// instantiation). Callers keep 16-byte alignment: C % 8 == 0 and 16-byte aligned tensors (the
-// runner's workspace offsets are 256-byte aligned).
+// of fp16 or bf16 (one 128-bit load or store), or 32 bytes of fp32 (two). Callers keep 16-byte
+// alignment: C % 8 == 0 and 16-byte aligned tensors (the runner's workspace offsets are 256-byte
+// aligned). load_vec/store_vec<V> also take V = 4 for fp32 (one 16-byte access: the conversions
+// of fp32 tensors with C % 4 == 0).
 
 #include "backends/cuda/kernels/nhwc.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <type_traits>
 
 namespace redwood::cuda::kernels {
 
@@ -94,13 +97,36 @@ __device__ __forceinline__ void store8(float* p, const float (&f)[8]) {
 /// 8 fp32 values (weights, bias, scale) as two 16-byte loads; p 16-byte aligned.
 __device__ __forceinline__ void load8_f32(const float* p, float (&f)[8]) { load8<float>(p, f); }
 
+/// V channels at p: V = 8 as load8/store8; V = 4 only for fp32 (one 16-byte access).
+template <int V, typename T>
+__device__ __forceinline__ void load_vec(const T* p, float (&f)[V]) {
+  if constexpr (V == 8) {
+    load8(p, f);
+  } else {
+    static_assert(V == 4 && std::is_same_v<T, float>, "4-channel vectors are 16 bytes of fp32");
+    const float4 v = __ldg(reinterpret_cast<const float4*>(p));
+    f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+  }
+}
+template <int V, typename T>
+__device__ __forceinline__ void store_vec(T* p, const float (&f)[V]) {
+  if constexpr (V == 8) {
+    store8(p, f);
+  } else {
+    static_assert(V == 4 && std::is_same_v<T, float>, "4-channel vectors are 16 bytes of fp32");
+    *reinterpret_cast<float4*>(p) = make_float4(f[0], f[1], f[2], f[3]);
+  }
+}
+
 /// Calls f(T{}) with T the storage type's device type.
 template <typename F>
 void with_storage(NhwcStorage s, F&& f) {
   if (s == NhwcStorage::kF16) {
     f(__half{});
-  } else {
+  } else if (s == NhwcStorage::kBF16) {
     f(__nv_bfloat16{});
+  } else {
+    f(float{});
   }
 }
 

@@ -1,11 +1,13 @@
-// The NHWC companion kernels (backends/cuda/kernels/nhwc.cpp) at fp16 and bf16 against the
-// reference kernels of the NCHW ops they replace (MaxPool, GlobalAveragePool, Mul, depthwise
-// Conv; CPU, fp32), layouts converted on the host. The reference runs on the S-rounded inputs
-// (and S-rounded residual; weights, bias and scale are fp32 in both), so the bound measures the
-// kernel, not the storage type: relative L2 ≤ 1e-2 (the contract), and what is exact is checked
+// The NHWC companion kernels (backends/cuda/kernels/nhwc.cpp) at fp16, bf16 and fp32 storage
+// against the reference kernels of the NCHW ops they replace (MaxPool, GlobalAveragePool, Mul,
+// depthwise Conv; CPU, fp32), layouts converted on the host. The reference runs on the S-rounded
+// inputs (and S-rounded residual; weights, bias and scale are fp32 in both), so the bound measures
+// the kernel, not the storage type: relative L2 ≤ 1e-2 (the contract; 1e-5 at fp32 storage, where
+// only the summation order differs), and what is exact is checked
 // exactly: rw.ToNhwc is the S rounding of each value (padding channels 0), rw.ToNchw gives it back
 // bit for bit, and max pooling of S values is an S value. Shapes: W not a multiple of 4, H·W odd
-// and a multiple of 4 (the conversions' two paths), C = 8, 16, 72, 960 and padded 3 → 8,
+// and a multiple of 4 (the conversions' two paths), C = 8, 16, 72, 960 and padded 3 → 8 (fp32
+// also 3 → 4 and 10 → 12: 4-channel vectors),
 // N = 1 and 3, MaxPool 3×3/2 pad 1 and ceil_mode, depthwise 3×3/5×5/7×7 stride 1/2 with
 // asymmetric padding, residual, and the direct kernel's shapes. Then, host only (no GPU needed),
 // plan()'s errors name the node and the problem.
@@ -30,7 +32,7 @@ using Attrs = std::map<std::string, AttributeValue>;
 using redwood::testing::random_tensor;
 using Ints = std::vector<std::int64_t>;
 
-constexpr DType kStorages[] = {DType::kF16, DType::kBF16};
+constexpr DType kStorages[] = {DType::kF16, DType::kBF16, DType::kF32};
 
 /// fp32 [N, C, H, W] → fp32 [N, H, W, cp], channels C..cp-1 zero (core/layout.hpp).
 Tensor nchw_to_nhwc(const Tensor& x, std::int64_t cp) { return to_channels_last(x, cp, DType::kF32); }
@@ -57,13 +59,13 @@ std::int64_t mismatches(const Tensor& a, const Tensor& e) {
   return bad;
 }
 
-const char* name_of(DType s) { return s == DType::kF16 ? "fp16" : "bf16"; }
+const char* name_of(DType s) { return s == DType::kF16 ? "fp16" : s == DType::kBF16 ? "bf16" : "fp32"; }
 
 /// Checks the bound and prints the measured error (for the record).
 void expect_within(const std::string& what, DType s, const Tensor& got, const Tensor& expected) {
   const double err = testing::relative_l2(got, expected);
   std::printf("[ measured ] %s %s: relative L2 %.3g\n", what.c_str(), name_of(s), err);
-  EXPECT_LE(err, 1e-2) << what << " " << name_of(s);
+  EXPECT_LE(err, s == DType::kF32 ? 1e-5 : 1e-2) << what << " " << name_of(s);
 }
 
 // ---- rw.ToNhwc / rw.ToNchw ----
@@ -96,6 +98,20 @@ TEST(NhwcOps, ToNhwcRoundsAndPadsAndToNchwGivesItBackExactly) {
       ASSERT_EQ(back.dtype(), DType::kF32);
       EXPECT_EQ(mismatches(back, want), 0) << "rw.ToNchw";
     }
+  }
+  // fp32 storage pads to 4 channels (16 bytes): 3 → 4 (the image, one vector a pixel: the lanes
+  // kernel), 10 → 12 (three vectors), at H·W odd and a multiple of 4.
+  const ConvertCase f32_cases[] = {{1, 3, 5, 7, 4}, {3, 3, 8, 8, 4}, {2, 10, 3, 5, 12}, {1, 12, 4, 4, 12}};
+  for (const ConvertCase& k : f32_cases) {
+    const Tensor x = random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -4, 4, 8);
+    SCOPED_TRACE(fmt::format("fp32 {}x{}x{}x{} → {} channels", k.n, k.c, k.h, k.w, k.cp));
+    const Tensor y =
+        run_cuda("rw.ToNhwc", {x}, {{"to", std::int64_t{dtype_to_onnx(DType::kF32)}}, {"rw.channels", k.cp}});
+    ASSERT_EQ(y.dtype(), DType::kF32);
+    ASSERT_EQ(y.shape(), (Shape{k.n, k.h, k.w, k.cp}));
+    EXPECT_EQ(mismatches(y, nchw_to_nhwc(x, k.cp)), 0) << "rw.ToNhwc";
+    const Tensor back = run_cuda("rw.ToNchw", {y}, {{"rw.channels", k.c}});
+    EXPECT_EQ(mismatches(back, x), 0) << "rw.ToNchw";
   }
 }
 
@@ -295,6 +311,11 @@ TEST(NhwcOpsPlan, ValidNodesPlanTheContractsOutputs) {
                        {{DType::kF32, {32, 3, 224, 224}}}),
             "");
   EXPECT_EQ(plan_error("rw.MaxPoolNhwc", pool, {{DType::kBF16, {32, 112, 112, 64}}}), "");
+  EXPECT_EQ(plan_error("rw.ToNhwc", {{"to", std::int64_t{1}}, {"rw.channels", std::int64_t{4}}},
+                       {{DType::kF32, {32, 3, 224, 224}}}),
+            "");
+  EXPECT_EQ(plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{10}}}, {{DType::kF32, {2, 7, 7, 12}}}), "");
+  EXPECT_EQ(plan_error("rw.MaxPoolNhwc", pool, {{DType::kF32, {32, 112, 112, 64}}}), "");
   EXPECT_EQ(plan_error("rw.DepthwiseConvNhwc", {{"strides", Ints{2, 2}}, {"pads", Ints{0, 0, 1, 1}}, {"dilations", Ints{1, 1}}},
                        {{DType::kF16, {32, 56, 56, 72}}, {DType::kF32, {5, 5, 72}}, {}, {DType::kF16, {32, 27, 27, 72}}}),
             "");
@@ -306,12 +327,17 @@ TEST(NhwcOpsPlan, BadNodesGetErrorsNamingTheNodeAndTheProblem) {
                     {{DType::kF32, {1, 3, 8, 8}}}, "multiple of 8");
   expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{10}}, {"rw.channels", std::int64_t{8}}},
                     {{DType::kF32, {1, 9, 8, 8}}}, "at least the input's 9 channels");
-  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{1}}, {"rw.channels", std::int64_t{8}}},
-                    {{DType::kF32, {1, 3, 8, 8}}}, "float16 (10) or bfloat16 (16)");
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{11}}, {"rw.channels", std::int64_t{8}}},
+                    {{DType::kF32, {1, 3, 8, 8}}}, "float16 (10), bfloat16 (16) or float (1)");
+  expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{1}}, {"rw.channels", std::int64_t{6}}},
+                    {{DType::kF32, {1, 3, 8, 8}}}, "multiple of 4 (16 bytes of float)");
+  expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{3}}}, {{DType::kF32, {2, 7, 7, 6}}},
+                    "not a multiple of 4");
+  expect_plan_error("rw.MaxPoolNhwc", {}, {{DType::kF32, {2, 7, 7, 12}}}, "not a multiple of 8");
   expect_plan_error("rw.ToNhwc", {{"to", std::int64_t{10}}}, {{DType::kF32, {1, 3, 8, 8}}}, "rw.channels is required");
   expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{17}}}, {f16}, "rw.channels 17");
-  expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{3}}}, {{DType::kF32, {2, 7, 7, 16}}},
-                    "float16 or bfloat16");
+  expect_plan_error("rw.ToNchw", {{"rw.channels", std::int64_t{3}}}, {{DType::kI32, {2, 7, 7, 16}}},
+                    "float16, bfloat16 or float");
   expect_plan_error("rw.MaxPoolNhwc", {{"kernel_shape", Ints{3, 3}}}, {f16}, "strides is required");
   expect_plan_error("rw.MaxPoolNhwc",
                     {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{1, 1}}, {"pads", Ints{0, 0, 0, 0}},

@@ -1,6 +1,7 @@
-// passes::choose_gpu_layout: which nodes go NHWC at fp16/bf16, where the conversions go, and that
-// the rewritten graph computes what the original does through the reference kernels (the rw.*Nhwc
-// reference kernels, backends/cpu/reference/nhwc.cpp), within the storage type's rounding.
+// passes::choose_gpu_layout: which nodes go NHWC at fp16/bf16 (and in fp32 for tf32), where the
+// conversions go, and that the rewritten graph computes what the original does through the
+// reference kernels (the rw.*Nhwc reference kernels, backends/cpu/reference/nhwc.cpp), within the
+// storage type's rounding (fp32 storage: to fp32 summation order).
 // Host only; the CUDA kernels of these ops are tested in tests/backends/cuda.
 
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace redwood {
 namespace {
@@ -128,21 +130,23 @@ Builder mobilenet_like() {
   return b;
 }
 
-std::shared_ptr<Graph> optimized(const Builder& b, DType activations, std::vector<PassRecord>* records = nullptr) {
+std::shared_ptr<Graph> optimized(const Builder& b, std::optional<DType> activations,
+                                 std::vector<PassRecord>* records = nullptr) {
   auto g = std::make_shared<Graph>(*b.g);
   auto r = passes::optimize(*g, passes::gpu_pipeline(activations));
   if (records != nullptr) *records = std::move(r);
   return g;
 }
 
-TEST(ChooseGpuLayout, OnlyTheSixteenBitPipelinesChooseALayout) {
+TEST(ChooseGpuLayout, OnlyPipelinesWithAnNhwcStorageChooseALayout) {
   EXPECT_EQ(passes::gpu_pipeline().back().name, "fuse_elementwise");
-  EXPECT_EQ(passes::gpu_pipeline(DType::kF32).back().name, "fuse_elementwise");
+  EXPECT_EQ(passes::gpu_pipeline(std::nullopt).back().name, "fuse_elementwise");
+  EXPECT_EQ(passes::gpu_pipeline(DType::kF32).back().name, "choose_gpu_layout");  // tf32
   EXPECT_EQ(passes::gpu_pipeline(DType::kF16).back().name, "choose_gpu_layout");
   EXPECT_EQ(passes::gpu_pipeline(DType::kBF16).back().name, "choose_gpu_layout");
   Graph g;
   std::vector<std::string> log;
-  EXPECT_THROW(passes::choose_gpu_layout(g, log, DType::kF32), InvalidArgument);
+  EXPECT_THROW(passes::choose_gpu_layout(g, log, DType::kI32), InvalidArgument);
 }
 
 TEST(ChooseGpuLayout, ResNetBlockRunsNhwcFromTheStemToTheGlobalPool) {
@@ -317,6 +321,67 @@ TEST(ChooseGpuLayout, LeavesLoneConvolutionsAndOddChannelCounts) {
   grouped.output("y");
   g = optimized(grouped, DType::kF16);
   EXPECT_EQ(count(*g, "Conv"), 2u);
+}
+
+TEST(ChooseGpuLayout, Fp32StoragePadsTheStemToFourChannelsAndKeepsTheValues) {
+  // fp32 NHWC (precision tf32): the same groups as at fp16, the image's 3 channels padded to 4 (16
+  // bytes of fp32) instead of 8, fp32 weights; through the reference kernels only the summation
+  // order differs from the original graph.
+  const Builder b = resnet_like();
+  std::vector<PassRecord> records;
+  auto g = optimized(b, DType::kF32, &records);
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 3u);
+  EXPECT_EQ(count(*g, "rw.MaxPoolNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.GlobalAveragePoolNhwc"), 1u);
+  EXPECT_EQ(count(*g, "Conv"), 0u);
+  ASSERT_EQ(records.back().pass, "choose_gpu_layout");
+  ASSERT_EQ(records.back().changes.size(), 1u);
+  EXPECT_NE(records.back().changes[0].find("5 nodes run NHWC float (1 to NHWC, 0 back to NCHW)"), std::string::npos)
+      << records.back().changes[0];
+  const Node* stem = producer(*g, "stem_act_nhwc");
+  ASSERT_NE(stem, nullptr);
+  const Node* to = producer(*g, stem->inputs[0]);
+  ASSERT_NE(to, nullptr);
+  EXPECT_EQ(to->op_type, "rw.ToNhwc");
+  EXPECT_EQ(to->attr_int("rw.channels", 0), 4);
+  EXPECT_EQ(to->attr_int("to", 0), dtype_to_onnx(DType::kF32));
+  const Tensor* w = g->find_initializer(stem->inputs[1]);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->dtype(), DType::kF32);
+  EXPECT_EQ(w->shape(), (Shape{16, 7, 7, 4}));
+  const ValueInfo* vi = g->find_value("block_nhwc");
+  ASSERT_NE(vi, nullptr);
+  EXPECT_EQ(vi->dtype, DType::kF32);
+
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 20, 20}, -1, 1, 5);
+  const Tensor want = run_reference(b.g, x).at(0);
+  EXPECT_LT(testing::relative_l2(run_reference(g, x).at(0), want), 1e-6);
+
+  // The MobileNet block: depthwise, squeeze-excite scale, residual, all fp32.
+  const Builder m = mobilenet_like();
+  auto gm = optimized(m, DType::kF32);
+  EXPECT_EQ(count(*gm, "rw.ConvNhwc"), 2u);
+  EXPECT_EQ(count(*gm, "rw.DepthwiseConvNhwc"), 1u);
+  EXPECT_EQ(count(*gm, "rw.ScaleChannelsNhwc"), 1u);
+  const Node* out = producer(*gm, "y");
+  ASSERT_NE(out, nullptr);
+  EXPECT_EQ(out->op_type, "rw.ToNchw");
+  const Tensor xm = testing::random_tensor(DType::kF32, {3, 16, 9, 9}, -1, 1, 6);
+  EXPECT_LT(testing::relative_l2(run_reference(gm, xm).at(0), run_reference(m.g, xm).at(0)), 1e-6);
+
+  // 12 channels into a convolution: padded to 12 at fp32 (16 at fp16).
+  Builder odd("x", Builder::nchw(8, 6, 6));
+  odd.conv("c1", "x", "a", 8, 12, 3, 1, 1, Builder::nchw(12, 6, 6));
+  odd.conv("c2", "a", "b", 12, 16, 3, 1, 1, Builder::nchw(16, 6, 6));
+  odd.conv("c3", "b", "y", 16, 16, 1, 1, 1, Builder::nchw(16, 6, 6));
+  odd.output("y");
+  auto go = optimized(odd, DType::kF32);
+  const Node* to12 = producer(*go, "a_nhwc");
+  ASSERT_NE(to12, nullptr);
+  EXPECT_EQ(to12->attr_int("rw.channels", 0), 12);
+  const Tensor xo = testing::random_tensor(DType::kF32, {1, 8, 6, 6}, -1, 1, 8);
+  EXPECT_LT(testing::relative_l2(run_reference(go, xo).at(0), run_reference(odd.g, xo).at(0)), 1e-6);
 }
 
 TEST(NhwcReferenceKernels, ConversionsRoundTripAndRejectBadInput) {

@@ -4,7 +4,7 @@
 // plan, tune (each kernel's own tuner, generous budget), then the median of timed launches
 // (CUDA events, one launch each). Both fuse bias + Relu as ResNet's layers do.
 //
-//   redwood_conv_bench [--layer N,C,H,W,K,R,S,STRIDE,PAD]... [--runs 50] [--warmup-ms 200]
+//   redwood_conv_bench [--layer N,C,H,W,K,R,S,STRIDE,PAD]... [--runs 50] [--warmup-ms 200] [--families]
 //
 // Before each kernel's tuning it runs untimed launches for --warmup-ms of GPU time (and a quarter
 // of that again before the timed ones): an idle H200 clocks down, and the host work between
@@ -15,10 +15,18 @@
 // channels) and two at batch 1. TFLOP/s counts the layer's own multiply-adds (the stem's 3
 // channels, not the 8 the NHWC kernel computes). rel_l2: the NHWC output against the NCHW one.
 // One JSON line per layer on stdout.
+//
+// --families: also, per layer, every (tile, split) candidate of rw.ConvNhwc launched directly
+// (launch_conv_nhwc, the same fp16 operands, split-K counters from the pool as the op uses), and
+// the fastest of each kernel family side by side: mma.sync (conv_nhwc_mma.cuh) and, on a compute
+// capability 9.0 GPU of a build with sm_90, Hopper wgmma (conv_nhwc_wgmma.cuh). One JSON line
+// ("mode": "conv_nhwc_families") per layer.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_tensor.hpp"
+#include "backends/cuda/kernels/conv_kernels.hpp"
+#include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
 
@@ -129,7 +137,66 @@ double time_op(Op& op, const std::vector<Tensor>& inputs, cuda::Precision precis
   return ms[ms.size() / 2];
 }
 
-int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
+// The fastest mma.sync and wgmma candidates of one layer (fp16, bias + Relu), each timed as the
+// median of `runs` single launches after a few untimed ones.
+struct FamilyBest {
+  double ms = 0;
+  std::string pick = "-";
+};
+void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, const Tensor& bias, float warmup_ms,
+                   int runs, cudaStream_t stream) {
+  namespace k = cuda::kernels;
+  const int cp = static_cast<int>(x_nhwc.shape()[3]);
+  const k::ConvShape p{static_cast<int>(l.n), cp, static_cast<int>(l.h), static_cast<int>(l.w),
+                       static_cast<int>(l.k), static_cast<int>(l.r), static_cast<int>(l.s),
+                       static_cast<int>(l.oh()), static_cast<int>(l.ow()), static_cast<int>(l.stride),
+                       static_cast<int>(l.stride), static_cast<int>(l.pad), static_cast<int>(l.pad), 1, 1, 1};
+  const int sms = cuda::multiprocessor_count();
+  const bool wgmma = k::nhwc_wgmma_usable();
+  const auto cands = k::nhwc_conv_candidates(p, sms, wgmma);
+  std::size_t ws_bytes = 0;
+  long long tiles = 0;
+  for (const auto& c : cands) {
+    ws_bytes = std::max(ws_bytes, k::nhwc_conv_workspace_bytes(p, c));
+    tiles = std::max(tiles, k::nhwc_conv_tile_count(p, c));
+  }
+  const Tensor ws = cuda::device_empty(DType::kU8, {static_cast<std::int64_t>(std::max<std::size_t>(ws_bytes, 256))});
+  const k::SplitKCounters counters(static_cast<int>(tiles));
+  int* counter_ptr = k::split_k_counter_address(counters);
+  const Tensor y = cuda::device_empty(DType::kF16, {l.n, l.oh(), l.ow(), l.k});
+  k::Epilogue e;
+  e.act = k::kActRelu;
+  FamilyBest best[2];
+  const auto& all = k::nhwc_conv_tiles();
+  bool first = true;
+  for (const auto& c : cands) {
+    auto launch = [&] {
+      k::launch_conv_nhwc(p, k::NhwcStorage::kF16, x_nhwc.raw_data(), w_nhwc.raw_data(), y.raw_data(),
+                          bias.data<float>(), nullptr, e, c, ws.raw_data(), stream, counter_ptr);
+    };
+    // Full clocks before the first, then a few untimed launches of each.
+    const int untimed = first ? std::max(3, static_cast<int>(warmup_ms * 10)) : 3;
+    first = false;
+    for (int i = 0; i < untimed; ++i) launch();
+    std::vector<double> ms = bench::event_samples(stream, runs, 1, launch);
+    std::sort(ms.begin(), ms.end());
+    const double med = ms[ms.size() / 2];
+    const k::NhwcTile& t = all[static_cast<std::size_t>(c.tile)];
+    FamilyBest& b = best[t.wgmma >= 0 ? 1 : 0];
+    if (b.pick == "-" || med < b.ms) b = {med, fmt::format("{}/{}", t.name, c.splits)};
+  }
+  auto tf = [&](const FamilyBest& b) { return b.ms > 0 ? l.flops() / b.ms * 1e-9 : 0.0; };
+  std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s)%s\n", "families",
+              best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]), best[1].pick.c_str(),
+              wgmma ? "" : " [wgmma not available here]");
+  std::printf("{\"mode\": \"conv_nhwc_families\", \"layer\": \"%s\", \"mma_ms\": %.5f, \"mma_tflops\": %.1f, "
+              "\"mma_pick\": \"%s\", \"wgmma_ms\": %.5f, \"wgmma_tflops\": %.1f, \"wgmma_pick\": \"%s\"}\n",
+              l.name().c_str(), best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]),
+              best[1].pick.c_str());
+  std::fflush(stdout);
+}
+
+int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool families) {
   cudaStream_t stream = nullptr;
   RW_CUDA_CHECK(cudaStreamCreate(&stream));
   std::printf("%-28s %10s %9s %10s %9s %7s  %s\n", "layer", "nhwc_ms", "TFLOP/s", "nchw_ms", "TFLOP/s", "ratio",
@@ -148,10 +215,11 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
                                    cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nchw, &v_nchw);
     Op nhwc = make_op("rw.ConvNhwc", l, {DType::kF16, DType::kF16, DType::kF32});
     Tensor y_nhwc;
-    const double ms_nhwc = time_op(nhwc,
-                                   {cuda::to_device(to_channels_last(x, cp, DType::kF16)),
-                                    cuda::to_device(to_channels_last(w, cp, DType::kF16)), cuda::to_device(bias)},
-                                   cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nhwc, &v_nhwc);
+    const Tensor x_nhwc = cuda::to_device(to_channels_last(x, cp, DType::kF16));
+    const Tensor w_nhwc = cuda::to_device(to_channels_last(w, cp, DType::kF16));
+    const Tensor bias_d = cuda::to_device(bias);
+    const double ms_nhwc = time_op(nhwc, {x_nhwc, w_nhwc, bias_d}, cuda::Precision::kFp16, stream, warmup_ms, runs,
+                                   &y_nhwc, &v_nhwc);
     const double err = relative_l2(to_channels_first(y_nhwc, y_nhwc.shape()[3]), y_nchw.contiguous());
     const double tf_nhwc = l.flops() / ms_nhwc * 1e-9, tf_nchw = l.flops() / ms_nchw * 1e-9;
     auto pick = [](const std::string& v) { return v.substr(v.find(": ") + 2); };
@@ -161,6 +229,7 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs) {
                 "\"nchw_fp16_ms\": %.5f, \"nchw_tflops\": %.1f, \"speedup\": %.3f, \"rel_l2\": %.3g}\n",
                 l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw, tf_nchw, ms_nchw / ms_nhwc, err);
     std::fflush(stdout);
+    if (families) time_families(l, x_nhwc, w_nhwc, bias_d, warmup_ms, runs, stream);
   }
   cudaStreamDestroy(stream);
   return 0;
@@ -173,6 +242,7 @@ int main(int argc, char** argv) {
     std::vector<Layer> layers;
     int runs = 50;
     float warmup_ms = 200;
+    bool families = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto next = [&]() -> std::string {
@@ -187,11 +257,14 @@ int main(int argc, char** argv) {
         runs = std::stoi(next());
       } else if (a == "--warmup-ms") {
         warmup_ms = std::stof(next());
+      } else if (a == "--families") {
+        families = true;
       } else {
-        throw InvalidArgument(fmt::format("unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms)", a));
+        throw InvalidArgument(fmt::format(
+            "unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms, --families)", a));
       }
     }
     RW_EXPECTS(runs > 0 && warmup_ms >= 0, InvalidArgument, "--runs must be positive, --warmup-ms non-negative");
-    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs);
+    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs, families);
   });
 }

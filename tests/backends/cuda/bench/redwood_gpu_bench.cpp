@@ -17,8 +17,8 @@
 // With --verbose, the NHWC groups the layout pass made and the tuned variant of each convolution (tile, split-K, how it was picked) goes to
 // stderr. With --profile, where the time goes (Plan::time_steps: each step launched alone between
 // two events): per op type, the slowest steps, and the launch gaps of a replay, on stderr.
-// --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16 (RunnerOptions::nhwc), for
-// comparing with the NHWC 16-bit activations that are the default there.
+// --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16/tf32 (RunnerOptions::nhwc), for
+// comparing with the NHWC activations that are the default there (16-bit; fp32 at tf32).
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"

@@ -1,0 +1,246 @@
+// The narrow kernel of rw.ConvNhwc (conv_nhwc_narrow.cu), forced through launch_conv_nhwc with
+// each of its variants' tiles (narrow16, narrow32, and the pipelined narrow16p, narrow32p), at
+// fp16 and bf16, against the reference NCHW Conv
+// (CPU) on the inputs, weights and residual already rounded to the storage type (bias fp32), so
+// the bound measures the kernel: fp32 accumulation and one rounding of the output. The shapes
+// cover what its index math and masks must get right: MobileNetV3's stem (3 channels padded to
+// 8, 3×3 stride 2, padding), 1×1 layers of 16 to 120 channels with a residual, K of 8, 24, 40, 72
+// and 120 (lanes and channel groups past K), K-dims that end inside a 32-chunk (24, 48, 72, 120),
+// uneven padding with dilation and stride, and M that no warp's 16·MT rows divide (down to 9
+// pixels). Each output has a guard region after it that must stay untouched, and starts as NaNs
+// (every pixel must be written). Then host-only checks of the tuner's candidate list and of the
+// launcher's errors (no GPU needed).
+
+#include "backends/cuda/device_tensor.hpp"
+#include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
+#include "core/layout.hpp"
+#include "gpu_test_support.hpp"
+#include "provider_run.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+namespace redwood::cuda {
+namespace {
+
+using kernels::ConvShape;
+using kernels::NhwcConvConfig;
+using kernels::NhwcStorage;
+using redwood::testing::random_tensor;
+
+struct NarrowCase {
+  std::string name;
+  int n, c, h, w, k, r, s;
+  int stride = 1;
+  std::array<int, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  int dil = 1;
+  bool bias = true, residual = false;
+  std::string act = "Relu";
+};
+
+std::vector<NarrowCase> narrow_cases() {
+  return {
+      {"stem_3x3_s2_c3_k16", 2, 3, 23, 21, 16, 3, 3, 2, {1, 1, 1, 1}, 1, true, false, "HardSwish"},
+      {"1x1_c16_k16_residual", 3, 16, 9, 7, 16, 1, 1, 1, {0, 0, 0, 0}, 1, true, true},
+      {"1x1_c16_k64", 2, 16, 11, 10, 64, 1, 1},
+      {"1x1_c64_k24_residual_hardswish", 1, 64, 13, 5, 24, 1, 1, 1, {0, 0, 0, 0}, 1, true, true, "HardSwish"},
+      {"1x1_c24_k72", 2, 24, 7, 9, 72, 1, 1},
+      {"1x1_c120_k40_residual", 2, 120, 6, 7, 40, 1, 1, 1, {0, 0, 0, 0}, 1, true, true},
+      {"1x1_c40_k120_no_bias_no_act", 1, 40, 9, 9, 120, 1, 1, 1, {0, 0, 0, 0}, 1, false, false, ""},
+      {"3x3_c8_k40_s2_uneven_pads_dilated", 2, 8, 14, 11, 40, 3, 3, 2, {0, 2, 1, 1}, 2, false, true, "HardSwish"},
+      {"1x3_c16_k8_pad_w", 3, 16, 5, 6, 8, 1, 3, 1, {0, 1, 0, 1}},
+      {"1x1_c8_k16_nine_pixels", 1, 8, 3, 3, 16, 1, 1},
+      {"1x1_c128_k128_limits", 1, 128, 4, 5, 128, 1, 1, 1, {0, 0, 0, 0}, 1, true, true},
+  };
+}
+
+int padded(int c) { return (c + 7) / 8 * 8; }
+
+ConvShape shape_of(const NarrowCase& c) {
+  const int oh = (c.h + c.pads[0] + c.pads[2] - (c.r - 1) * c.dil - 1) / c.stride + 1;
+  const int ow = (c.w + c.pads[1] + c.pads[3] - (c.s - 1) * c.dil - 1) / c.stride + 1;
+  return ConvShape{c.n, padded(c.c), c.h, c.w, c.k, c.r, c.s, oh, ow, c.stride, c.stride, c.pads[0], c.pads[1],
+                   c.dil, c.dil, 1};
+}
+
+std::map<std::string, AttributeValue> conv_attrs(const NarrowCase& c) {
+  std::map<std::string, AttributeValue> attrs;
+  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
+  attrs["pads"] = std::vector<std::int64_t>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
+  attrs["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
+  if (!c.act.empty()) attrs["rw.activation"] = c.act;
+  return attrs;
+}
+
+int act_code(const std::string& act) {
+  if (act == "Relu") return kernels::kActRelu;
+  if (act == "HardSwish") return kernels::kActHardSwish;
+  return kernels::kActNone;
+}
+
+Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
+
+int tile_index(const char* name) {
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    if (std::string(tiles[i].name) == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+struct NarrowParam {
+  NarrowCase conv;
+  DType storage;
+};
+void PrintTo(const NarrowParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
+
+class ConvNhwcNarrowVsReference : public ::testing::TestWithParam<NarrowParam> {};
+
+const std::vector<const char*>& narrow_tiles() {
+  static const std::vector<const char*> names = {"narrow16", "narrow32", "narrow16p", "narrow32p"};
+  return names;
+}
+
+TEST_P(ConvNhwcNarrowVsReference, EveryVariantAgrees) {
+  RW_SKIP_WITHOUT_GPU();
+  const NarrowCase& c = GetParam().conv;
+  const DType s = GetParam().storage;
+  const ConvShape p = shape_of(c);
+  ASSERT_TRUE(kernels::conv_nhwc_narrow_fits(p, s == DType::kF16 ? NhwcStorage::kF16 : NhwcStorage::kBF16));
+  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, 41), s);
+  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, 42), s);
+  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, 43) : Tensor();
+  const Tensor residual =
+      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, 44), s) : Tensor();
+  std::vector<Tensor> ref_inputs = {x, w, bias};
+  if (c.residual) ref_inputs.push_back(residual);
+  const Tensor expected = testing::run_with_provider("Conv", ref_inputs, conv_attrs(c), Device::kCpu,
+                                                     kReferenceProvider, Precision::kFp32)
+                              .at(0);
+  const Tensor dx = to_device(to_channels_last(x, p.c, s)), dw = to_device(to_channels_last(w, p.c, s));
+  const Tensor dbias = c.bias ? to_device(bias) : Tensor();
+  const Tensor dres = c.residual ? to_device(to_channels_last(residual, p.k, s)) : Tensor();
+  kernels::Epilogue e;
+  e.act = act_code(c.act);
+  const NhwcStorage storage = s == DType::kF16 ? NhwcStorage::kF16 : NhwcStorage::kBF16;
+  const std::int64_t out_elems = static_cast<std::int64_t>(p.n) * p.oh * p.ow * p.k;
+  constexpr std::int64_t kGuard = 256;  // elements after the output that must stay as they were
+  cudaGetLastError();                   // an earlier test's deliberate failure stays here: clear it
+  for (const char* name : narrow_tiles()) {
+    const int tile = tile_index(name);
+    ASSERT_GE(tile, 0) << name << " is not among nhwc_conv_tiles()";
+    Tensor y = device_empty(s, {out_elems + kGuard});
+    ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
+    kernels::launch_conv_nhwc(p, storage, dx.raw_data(), dw.raw_data(), y.raw_data(),
+                              c.bias ? dbias.data<float>() : nullptr, c.residual ? dres.raw_data() : nullptr, e,
+                              NhwcConvConfig{tile, 1}, nullptr, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
+    const Tensor all = to_host(y);
+    Tensor got = Tensor::empty(s, {p.n, p.oh, p.ow, p.k});
+    std::memcpy(got.raw_data(), all.raw_data(), got.nbytes());
+    const double err = testing::relative_l2(to_channels_first(got, p.k), expected);
+    EXPECT_LE(err, s == DType::kF16 ? 3e-3 : 1e-2) << c.name << " " << name << " at " << dtype_name(s);
+    const auto* guard = static_cast<const unsigned char*>(all.raw_data()) + got.nbytes();
+    EXPECT_TRUE(std::all_of(guard, guard + kGuard * 2, [](unsigned char b) { return b == 0xff; }))
+        << c.name << " " << name << " wrote past the output";
+  }
+}
+
+std::vector<NarrowParam> narrow_params() {
+  std::vector<NarrowParam> out;
+  for (const NarrowCase& c : narrow_cases()) {
+    for (DType s : {DType::kF16, DType::kBF16}) out.push_back({c, s});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvNhwcNarrowVsReference, ::testing::ValuesIn(narrow_params()),
+                         [](const ::testing::TestParamInfo<NarrowParam>& info) {
+                           return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
+                         });
+
+// ---- host only: the candidates and the launcher's errors (no CUDA call), so these run without a GPU ----
+
+ConvShape shape(int n, int c, int hw, int k, int rs, int stride, int pad) {
+  const int o = (hw + 2 * pad - rs) / stride + 1;
+  return ConvShape{n, c, hw, hw, k, rs, rs, o, o, stride, stride, pad, pad, 1, 1, 1};
+}
+
+// The narrow tiles among the candidates, each with its split count.
+std::vector<NhwcConvConfig> narrow_candidates(const ConvShape& p, bool narrow) {
+  std::vector<NhwcConvConfig> out;
+  for (const NhwcConvConfig& cfg : kernels::nhwc_conv_candidates(p, 132, false, narrow)) {
+    if (kernels::nhwc_conv_tiles()[static_cast<std::size_t>(cfg.tile)].narrow > 0) out.push_back(cfg);
+  }
+  return out;
+}
+
+TEST(ConvNhwcNarrowCandidates, OfferedForFewChannelsOnly) {
+  const ConvShape stem = shape(32, 8, 224, 16, 3, 2, 1);  // MobileNetV3's stem: K-dim 72, K 16
+  std::vector<NhwcConvConfig> want;
+  for (const char* name : narrow_tiles()) want.push_back({tile_index(name), 1});
+  EXPECT_EQ(narrow_candidates(stem, true), want);
+  EXPECT_TRUE(narrow_candidates(stem, false).empty()) << "offered without `narrow` (fp32 storage)";
+  // The mma tiles stay candidates beside them.
+  EXPECT_GT(kernels::nhwc_conv_candidates(stem, 132, false, true).size(), want.size());
+  EXPECT_EQ(narrow_candidates(shape(32, 128, 14, 128, 1, 1, 0), true), want) << "K-dim 128 and K 128: the limits";
+  EXPECT_TRUE(narrow_candidates(shape(32, 136, 14, 16, 1, 1, 0), true).empty()) << "K-dim 136";
+  EXPECT_TRUE(narrow_candidates(shape(32, 16, 14, 136, 1, 1, 0), true).empty()) << "K 136";
+  EXPECT_TRUE(narrow_candidates(shape(32, 16, 56, 64, 3, 1, 1), true).empty()) << "3x3 of 16 channels: K-dim 144";
+  EXPECT_TRUE(narrow_candidates(shape(32, 256, 14, 256, 1, 1, 0), true).empty()) << "a wide layer";
+}
+
+TEST(ConvNhwcNarrowCandidates, NoSplitKNoWorkspace) {
+  const ConvShape p = shape(1, 64, 7, 24, 1, 1, 0);  // small M, where the mma tiles get split-K
+  for (int v = 0; v < kernels::kNarrowVariants; ++v) {
+    const char* name = narrow_tiles()[static_cast<std::size_t>(v)];
+    const int tile = tile_index(name);
+    ASSERT_GE(tile, 0) << name;
+    // The tile names its variant, and the launcher runs that one.
+    EXPECT_EQ(kernels::nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow, v + 1) << name;
+    EXPECT_STREQ(kernels::narrow_variant(v).name, name);
+    EXPECT_EQ(kernels::nhwc_split_choices(p, tile, 132), std::vector<int>{1}) << name;
+    EXPECT_EQ(kernels::nhwc_conv_workspace_bytes(p, {tile, 1}), 0u) << name;
+  }
+}
+
+TEST(ConvNhwcNarrowFits, SixteenBitStorageAndTheLimits) {
+  const ConvShape p = shape(2, 16, 56, 24, 1, 1, 0);
+  EXPECT_TRUE(kernels::conv_nhwc_narrow_fits(p, NhwcStorage::kF16));
+  EXPECT_TRUE(kernels::conv_nhwc_narrow_fits(p, NhwcStorage::kBF16));
+  EXPECT_FALSE(kernels::conv_nhwc_narrow_fits(p, NhwcStorage::kF32));
+  ConvShape grouped = p;
+  grouped.groups = 2;
+  EXPECT_FALSE(kernels::conv_nhwc_narrow_fits(grouped, NhwcStorage::kF16));
+  EXPECT_FALSE(kernels::conv_nhwc_narrow_fits(shape(2, 16, 56, 12, 1, 1, 0), NhwcStorage::kF16)) << "K 12";
+}
+
+TEST(ConvNhwcNarrowLaunch, RejectsWhatDoesNotFitBeforeAnyCudaCall) {
+  const kernels::Epilogue e;
+  const ConvShape wide = shape(1, 64, 8, 256, 3, 1, 1);  // K-dim 576, K 256
+  try {
+    kernels::launch_conv_nhwc_narrow(wide, NhwcStorage::kF16, nullptr, nullptr, nullptr, nullptr, nullptr, e, 0,
+                                     nullptr);
+    FAIL() << "no error for K 256, K-dim 576";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("K 256"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("R*S*C 576"), std::string::npos) << err.what();
+  }
+  const ConvShape ok = shape(1, 16, 8, 16, 1, 1, 0);
+  EXPECT_THROW(kernels::launch_conv_nhwc_narrow(ok, NhwcStorage::kF16, nullptr, nullptr, nullptr, nullptr, nullptr, e,
+                                                kernels::kNarrowVariants, nullptr),
+               std::invalid_argument)
+      << "no such variant";
+  EXPECT_THROW(kernels::launch_conv_nhwc_narrow(ok, NhwcStorage::kF32, nullptr, nullptr, nullptr, nullptr, nullptr, e,
+                                                0, nullptr),
+               std::invalid_argument)
+      << "fp32 storage";
+}
+
+}  // namespace
+}  // namespace redwood::cuda

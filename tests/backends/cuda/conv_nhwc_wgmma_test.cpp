@@ -1,0 +1,274 @@
+// rw.ConvNhwc's Hopper wgmma tiles (conv_nhwc_wgmma.cuh): each forced tile at fp16 and bf16, with
+// split-K 1, 2 and 3, against the reference NCHW Conv (CPU) on shapes that exercise what the
+// wgmma kernel adds: many K tiles through the 4-stage pipeline (deep K-dim), K-dim tails (a
+// 64-wide K tile half empty), M tails (odd pixel counts), N tails (K not a multiple of 64, 128 or
+// 256), stride, padding, bias/residual/activation, and an 8-channel stem whose K tiles straddle
+// window positions. The shapes of conv_nhwc_test.cpp run on every tile, wgmma included, too.
+// Then: split-K bits repeat launch after launch, and the tile list and candidates (host only).
+// The GPU cases skip, saying why, without a compute capability 9.0 device or a build without
+// sm_90 (the tiles are sm_90a code).
+
+#include "backends/cuda/device_tensor.hpp"
+#include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "core/error.hpp"
+#include "core/layout.hpp"
+#include "gpu_test_support.hpp"
+#include "provider_run.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+namespace redwood::cuda {
+namespace {
+
+using kernels::ConvShape;
+using kernels::NhwcConvConfig;
+using redwood::testing::random_tensor;
+
+struct WgCase {
+  std::string name;
+  int n, c, h, w, k, r, s, stride, pad;
+  bool bias, residual;
+  std::string act;
+};
+
+std::vector<WgCase> wg_cases() {
+  return {
+      // K-dim 576 = 9 K tiles; M 720 (a 128-row tail of 80; 256: of 208); K 256.
+      {"3x3_c64_k256_residual", 2, 64, 20, 18, 256, 3, 3, 1, 1, true, true, "Relu"},
+      // K-dim 360 (a tail of 40), M 3·12·10 = 360, K 200 (tails of every BN), stride 2.
+      {"3x3_c40_k200_stride2", 3, 40, 23, 19, 200, 3, 3, 2, 1, true, false, "HardSwish"},
+      // 1×1, K-dim 512 (8 K tiles: split 3 leaves a split of 2), K 72, no bias, no activation.
+      {"1x1_c512_k72_plain", 1, 512, 9, 11, 72, 1, 1, 1, 0, false, true, ""},
+      // The stem: 3 channels padded to 8, so a K tile of 64 spans 8 window positions.
+      {"7x7_stem_c3_stride2", 2, 3, 37, 33, 64, 7, 7, 2, 3, true, false, "Relu"},
+  };
+}
+
+ConvShape shape_of(const WgCase& c) {
+  const int oh = (c.h + 2 * c.pad - c.r) / c.stride + 1;
+  const int ow = (c.w + 2 * c.pad - c.s) / c.stride + 1;
+  return ConvShape{c.n, (c.c + 7) / 8 * 8, c.h, c.w, c.k, c.r, c.s, oh, ow, c.stride, c.stride, c.pad, c.pad, 1, 1,
+                   1};
+}
+
+Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
+
+struct Operands {
+  Tensor x, w, bias, residual;  // host: S NHWC, S [K,R,S,Cp], fp32 [K], S NHWC
+  Tensor expected;              // fp32 NCHW
+};
+
+// The reference convolution on the operands already rounded to S (the bound then measures the
+// kernel: fp32 accumulation and one rounding of the output).
+Operands make_operands(const WgCase& c, DType s) {
+  const ConvShape p = shape_of(c);
+  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, 41), s);
+  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, 42), s);
+  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, 43) : Tensor();
+  const Tensor residual =
+      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, 44), s) : Tensor();
+  std::map<std::string, AttributeValue> attrs;
+  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
+  attrs["pads"] = std::vector<std::int64_t>{c.pad, c.pad, c.pad, c.pad};
+  attrs["dilations"] = std::vector<std::int64_t>{1, 1};
+  if (!c.act.empty()) attrs["rw.activation"] = c.act;
+  std::vector<Tensor> ref_inputs = {x, w, bias};
+  if (c.residual) ref_inputs.push_back(residual);
+  Operands o;
+  o.expected =
+      testing::run_with_provider("Conv", ref_inputs, attrs, Device::kCpu, kReferenceProvider, Precision::kFp32).at(0);
+  o.x = to_channels_last(x, p.c, s);
+  o.w = to_channels_last(w, p.c, s);
+  o.bias = bias;
+  if (c.residual) o.residual = to_channels_last(residual, p.k, s);
+  return o;
+}
+
+int act_code(const std::string& act) {
+  if (act == "Relu") return kernels::kActRelu;
+  if (act == "HardSwish") return kernels::kActHardSwish;
+  return kernels::kActNone;
+}
+
+std::vector<int> wgmma_tiles() {
+  std::vector<int> out;
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
+    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0) out.push_back(t);
+  }
+  return out;
+}
+
+// Empty when the wgmma tiles can run here, else why not.
+std::string wgmma_unavailable() {
+  if (const std::string why = testing::gpu_unavailable(); !why.empty()) return why;
+  if (wgmma_tiles().empty()) return "this build has no wgmma tiles (sm_90 is not among CMAKE_CUDA_ARCHITECTURES)";
+  if (!kernels::nhwc_wgmma_usable()) return "the GPU is not compute capability 9.0 (the wgmma tiles are sm_90a code)";
+  return "";
+}
+
+#define RW_SKIP_WITHOUT_WGMMA()                                \
+  do {                                                         \
+    if (const std::string why = wgmma_unavailable(); !why.empty()) \
+      GTEST_SKIP() << why;                                     \
+  } while (0)
+
+struct WgParam {
+  WgCase conv;
+  DType storage;
+};
+void PrintTo(const WgParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
+
+class ConvNhwcWgmma : public ::testing::TestWithParam<WgParam> {};
+
+TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
+  RW_SKIP_WITHOUT_WGMMA();
+  const WgCase& c = GetParam().conv;
+  const DType s = GetParam().storage;
+  const ConvShape p = shape_of(c);
+  const Operands o = make_operands(c, s);
+  const Tensor x = to_device(o.x), w = to_device(o.w);
+  const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
+  const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
+  kernels::Epilogue e;
+  e.act = act_code(c.act);
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  const std::vector<int> splits = {1, 2, 3};
+  std::size_t ws_bytes = 0;
+  for (int t : wgmma_tiles()) {
+    for (int sp : splits) ws_bytes = std::max(ws_bytes, kernels::nhwc_conv_workspace_bytes(p, {t, sp}));
+  }
+  const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)});
+  cudaGetLastError();
+  ASSERT_EQ(cudaMemset(ws.raw_data(), 0x5a, ws_bytes), cudaSuccess);  // garbage counters must not matter
+  const kernels::NhwcStorage storage = s == DType::kF16 ? kernels::NhwcStorage::kF16 : kernels::NhwcStorage::kBF16;
+  for (int t : wgmma_tiles()) {
+    for (int sp : splits) {
+      Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
+      ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
+      kernels::launch_conv_nhwc(p, storage, x.raw_data(), w.raw_data(), y.raw_data(),
+                                c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
+                                NhwcConvConfig{t, sp}, ws.raw_data(), nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << tiles[static_cast<std::size_t>(t)].name;
+      const Tensor got = redwood::to_channels_first(to_host(y), p.k);
+      EXPECT_LE(testing::relative_l2(got, o.expected), 1e-2)
+          << c.name << " tile " << tiles[static_cast<std::size_t>(t)].name << " split-K " << sp << " at "
+          << dtype_name(s);
+    }
+  }
+}
+
+std::vector<WgParam> wg_params() {
+  std::vector<WgParam> out;
+  for (const WgCase& c : wg_cases()) {
+    for (DType s : {DType::kF16, DType::kBF16}) out.push_back({c, s});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmma, ::testing::ValuesIn(wg_params()),
+                         [](const ::testing::TestParamInfo<WgParam>& info) {
+                           return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
+                         });
+
+TEST(ConvNhwcWgmmaRun, SplitKIsDeterministic) {
+  RW_SKIP_WITHOUT_WGMMA();
+  const WgCase c = wg_cases()[0];
+  const ConvShape p = shape_of(c);
+  const Operands o = make_operands(c, DType::kBF16);
+  const Tensor x = to_device(o.x), w = to_device(o.w), bias = to_device(o.bias), res = to_device(o.residual);
+  const NhwcConvConfig cfg{wgmma_tiles().front(), 3};
+  const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(kernels::nhwc_conv_workspace_bytes(p, cfg))});
+  kernels::Epilogue e;
+  e.act = kernels::kActRelu;
+  std::vector<Tensor> outs;
+  for (int i = 0; i < 3; ++i) {
+    Tensor y = device_empty(DType::kBF16, {p.n, p.oh, p.ow, p.k});
+    kernels::launch_conv_nhwc(p, kernels::NhwcStorage::kBF16, x.raw_data(), w.raw_data(), y.raw_data(),
+                              bias.data<float>(), res.raw_data(), e, cfg, ws.raw_data(), nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    outs.push_back(to_host(y));
+  }
+  for (int i = 1; i < 3; ++i) {
+    EXPECT_EQ(std::memcmp(outs[0].raw_data(), outs[static_cast<std::size_t>(i)].raw_data(), outs[0].nbytes()), 0)
+        << "launch " << i << " differs from launch 0";
+  }
+}
+
+TEST(ConvNhwcWgmmaRun, TheTunerOffersThemOnHopper) {
+  RW_SKIP_WITHOUT_WGMMA();
+  // What rw.ConvNhwc's plan asks for on this device: every wgmma tile is a candidate.
+  const ConvShape p = shape_of(wg_cases()[0]);
+  const auto cands = kernels::nhwc_conv_candidates(p, 132, kernels::nhwc_wgmma_usable());
+  for (int t : wgmma_tiles()) {
+    EXPECT_NE(std::find(cands.begin(), cands.end(), NhwcConvConfig{t, 1}), cands.end())
+        << kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name;
+  }
+}
+
+// ---- host only: the tile list and the candidates ----
+
+TEST(ConvNhwcWgmmaTiles, AreBk64TilesOfWholeWarpgroups) {
+  if (wgmma_tiles().empty()) GTEST_SKIP() << "this build has no wgmma tiles (sm_90 is not among its architectures)";
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  int index = 0;
+  for (int t : wgmma_tiles()) {
+    const kernels::NhwcTile& tile = tiles[static_cast<std::size_t>(t)];
+    EXPECT_EQ(tile.wgmma, index++) << tile.name << ": in the order of the wgmma kernels";
+    EXPECT_EQ(tile.bk, 64) << tile.name << ": the 128-byte swizzle needs rows of 64 16-bit elements";
+    EXPECT_EQ(tile.threads % 128, 0) << tile.name;
+    EXPECT_EQ(tile.bm % (64 * (tile.threads / 128)), 0) << tile.name << ": m64 per warpgroup instruction";
+    EXPECT_EQ(std::string(tile.name).rfind("wg", 0), 0u) << tile.name;
+  }
+  EXPECT_EQ(index, 7);  // kWgmmaKernels (conv_nhwc_wgmma.hpp)
+}
+
+TEST(ConvNhwcWgmmaTiles, CandidatesOnlyWhenAsked) {
+  if (wgmma_tiles().empty()) GTEST_SKIP() << "this build has no wgmma tiles (sm_90 is not among its architectures)";
+  const ConvShape big{32, 256, 14, 14, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1};
+  const ConvShape small{1, 512, 7, 7, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
+  for (const ConvShape& p : {big, small}) {
+    auto is_wgmma = [](const NhwcConvConfig& c) {
+      return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].wgmma >= 0;
+    };
+    const auto without = kernels::nhwc_conv_candidates(p, 132, false);
+    EXPECT_EQ(std::count_if(without.begin(), without.end(), is_wgmma), 0);
+    const auto with = kernels::nhwc_conv_candidates(p, 132, true);
+    for (int t : wgmma_tiles()) {
+      // Each wgmma tile with every split count its K-dim and grid allow (1 always).
+      for (int sp : kernels::nhwc_split_choices(p, t, 132)) {
+        EXPECT_NE(std::find(with.begin(), with.end(), NhwcConvConfig{t, sp}), with.end())
+            << kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name << " split " << sp;
+      }
+    }
+    // The mma.sync candidates are the same either way.
+    std::vector<NhwcConvConfig> rest;
+    std::copy_if(with.begin(), with.end(), std::back_inserter(rest), [&](const NhwcConvConfig& c) { return !is_wgmma(c); });
+    EXPECT_EQ(rest, without);
+  }
+  // Batch 1 at 7×7 (49 pixels, 36 K tiles): split-K is offered for the wgmma tiles as well.
+  EXPECT_GT(kernels::nhwc_split_choices(small, wgmma_tiles().front(), 132).size(), 1u);
+}
+
+TEST(ConvNhwcWgmmaTiles, Fp32StorageIsRefusedClearly) {
+  if (wgmma_tiles().empty()) GTEST_SKIP() << "this build has no wgmma tiles (sm_90 is not among its architectures)";
+  // wgmma here multiplies 16-bit operands: a wgmma tile with fp32 storage is an error naming it,
+  // raised before anything reaches the GPU.
+  const ConvShape p{1, 8, 4, 4, 8, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 1};
+  const int t = wgmma_tiles().front();
+  try {
+    kernels::launch_conv_nhwc(p, kernels::NhwcStorage::kF32, nullptr, nullptr, nullptr, nullptr, nullptr,
+                              kernels::Epilogue{}, NhwcConvConfig{t, 1}, nullptr, nullptr);
+    ADD_FAILURE() << "no error";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("wg"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp16 or bf16"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace redwood::cuda
