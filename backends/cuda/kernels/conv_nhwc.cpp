@@ -118,8 +118,9 @@ class ConvNhwcKernel final : public CudaKernel {
                        static_cast<int>(pads[1]), static_cast<int>(dil[0]), static_cast<int>(dil[1]), 1};
     const int sms = multiprocessor_count();
     config_ = kernels::nhwc_conv_default(shape_, sms, storage_);
-    // The Hopper wgmma tiles too where they can run (16-bit storage, a compute capability 9.0 GPU).
-    const bool wgmma = storage_ != kernels::NhwcStorage::kF32 && kernels::nhwc_wgmma_usable();
+    // The Hopper wgmma tiles too where they can run (16-bit storage or fp32 at tf32, not 3xTF32;
+    // a compute capability 9.0 GPU).
+    const bool wgmma = !split_tf32_ && kernels::nhwc_wgmma_usable();
     // And the narrow kernel's where the shape fits (few channels; 16-bit storage).
     const bool narrow = storage_ != kernels::NhwcStorage::kF32 && kernels::conv_nhwc_narrow_enabled();
     candidates_ = kernels::nhwc_conv_candidates(shape_, sms, wgmma, narrow, storage_);

@@ -75,18 +75,19 @@ std::size_t counter_bytes(long long tiles) {
   return static_cast<std::size_t>((tiles * 4 + kAlign - 1) / kAlign * kAlign);
 }
 
-// The mma.sync kernel of a tile, or its wgmma kernel (conv_nhwc_wgmma.cu; 16-bit storage only).
+// The mma.sync kernel of a tile, or its wgmma kernel (conv_nhwc_wgmma.cu): fp16 and bf16 storage,
+// and fp32 storage with tf32 products (Op MmaTf32; not 3xTF32's three products).
 template <typename T, typename Op = MmaOf<T>> Launch<T> kernel_of(int tile) {
   const int wg = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma;
   if (wg < 0) return launch_of<T, Op>(tile);
 #ifdef REDWOOD_HAVE_CONV_WGMMA
-  if constexpr (!std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<Op, MmaOf<T>>) {
     const WgmmaLaunch<T>& k = wgmma_launch_of<T>(wg);
     return {k.kernel, k.smem, k.threads, k.bm, k.bn};
   }
 #endif
   throw Unsupported(std::string("rw.ConvNhwc: the wgmma tile ") + nhwc_conv_tiles()[static_cast<std::size_t>(tile)].name +
-                    " takes fp16 or bf16 storage only");
+                    " takes fp16, bf16, or fp32 storage at precision tf32 (not fp32's 3xTF32 products)");
 }
 
 template <typename T, typename Op = MmaOf<T>>

@@ -19,7 +19,7 @@ namespace redwood::cuda::kernels {
 struct NhwcTile {
   int bm, bn, bk, threads;
   const char* name;  // "128x64"; "k64" when bk is 64; "wg" first for wgmma
-  int wgmma = -1;    // ≥ 0: the Hopper wgmma kernel of that index (conv_nhwc_wgmma.hpp), 16-bit storage only
+  int wgmma = -1;    // ≥ 0: the Hopper wgmma kernel of that index (conv_nhwc_wgmma.hpp; fp16/bf16, fp32 at tf32)
   int narrow = 0;    // > 0: the narrow kernel's variant narrow − 1 (conv_nhwc_narrow.hpp; bm is then
                      // nominal: a warp's pixels a step depend on the variant and K-dim), 16-bit only
 };
@@ -54,8 +54,9 @@ bool nhwc_wgmma_usable();
 std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors,
                                     NhwcStorage storage = NhwcStorage::kF16);
 /// Every (tile, splits) pair the tuner may time, in a fixed order; the wgmma tiles only with
-/// `wgmma` (the caller's nhwc_wgmma_usable() and a 16-bit storage type); the narrow kernel's
-/// (split 1) only with `narrow` (a 16-bit storage type) and where conv_nhwc_narrow_fits(p).
+/// `wgmma` (the caller's nhwc_wgmma_usable(), and a 16-bit storage type or fp32 at tf32); the
+/// narrow kernel's (split 1) only with `narrow` (a 16-bit storage type) and where
+/// conv_nhwc_narrow_fits(p).
 std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma = false,
                                                  bool narrow = false, NhwcStorage storage = NhwcStorage::kF16);
 /// The pick without measurement: 128×128 when it fills the GPU, else 64×64 with splits for about

@@ -27,10 +27,12 @@
 // 2·ks+1, then rows n 8-15 (the next n8 fragment). Each fp32 register is rounded to tf32 where the
 // mma uses it (mma_step).
 //
-// Epilogue: the accumulators are staged through shared memory as fp32 [BM][BN + 4]; each thread
-// then takes 8 adjacent output channels of one pixel: + bias (fp32), + residual (8 values of S),
-// activation (kernels::activate, the Conv's codes), rounded to S once and stored (nhwc_vec.cuh:
-// 16 bytes of a 16-bit type, 32 of fp32).
+// The loader (ConvLoader), the block's tile and K-dim range (ConvBlock) and the epilogue
+// (conv_epilogue) are conv_nhwc_common.cuh's, shared with the wgmma kernel. Epilogue: the
+// accumulators are staged through shared memory as fp32 [BM][BN + 4]; each thread then takes 8
+// adjacent output channels of one pixel: + bias (fp32), + residual (8 values of S), activation
+// (kernels::activate, the Conv's codes), rounded to S once and stored (nhwc_vec.cuh: 16 bytes of
+// a 16-bit type, 32 of fp32).
 //
 // Split-K (small M, e.g. batch 1 on 7×7 outputs): blockIdx.y is the split; each split writes its
 // fp32 tile to the workspace, and the last block of a tile to arrive (a counter per tile, which
@@ -45,11 +47,8 @@
 // products of split operands, fp32-accurate). The geometry, pipeline (in bytes), split-K and
 // epilogue math are the same for all.
 
-#include "backends/cuda/kernels/cp_async.cuh"
-#include "backends/cuda/kernels/device_math.cuh"
+#include "backends/cuda/kernels/conv_nhwc_common.cuh"
 #include "backends/cuda/kernels/mma_ops.cuh"
-#include "backends/cuda/kernels/kernel_params.hpp"
-#include "backends/cuda/kernels/nhwc_vec.cuh"
 #include "backends/cuda/kernels/pdl.cuh"
 
 #include <cuda_bf16.h>
@@ -59,21 +58,6 @@
 #include <type_traits>
 
 namespace redwood::cuda::kernels::nhwc {
-
-/// Everything one launch needs (by value into the kernel).
-template <typename T> struct ConvArgs {
-  ConvShape p;          // c is the (padded) channel count of x and w; groups == 1
-  const T* x;           // [N, H, W, C]
-  const T* w;           // [K, R, S, C]
-  T* y;                 // [N, OH, OW, K]
-  const T* residual;    // [N, OH, OW, K] or null
-  const float* bias;    // [K] or null
-  int act;
-  float alpha, beta;
-  float* partial;       // split-K: [splits][M][K] fp32
-  int* counters;        // split-K: one per output tile, zero at launch
-  int m_total, kdim, n_tiles;
-};
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -158,21 +142,6 @@ template <int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB =
                 "every thread copies whole rows' chunks");
 };
 
-// Element offset of (row, 16-byte chunk) in a stage of rows of CHUNKS chunks of E elements each,
-// swizzled so that the 8 rows an ldmatrix phase reads (same logical chunk) fall in 8 different
-// 16-byte bank groups: rows of 128 bytes (8 chunks) XOR the chunk with row % 8; rows of 64 bytes
-// (4 chunks; two rows share a 128-byte bank line) with (row / 2) % 4.
-template <int CHUNKS, int E> __device__ __forceinline__ int swz_chunk(int row, int chunk) {
-  static_assert(CHUNKS == 4 || CHUNKS == 8);
-  if constexpr (CHUNKS == 8) {
-    return (row * 8 + (chunk ^ (row & 7))) * E;
-  } else {
-    return (row * 4 + (chunk ^ ((row >> 1) & 3))) * E;
-  }
-}
-// The same for 16-bit elements, BK = 32 or 64 of them a row.
-template <int BK> __device__ __forceinline__ int swz(int row, int chunk) { return swz_chunk<BK / 8, 8>(row, chunk); }
-
 // Op: the products (MmaOf<T>, or MmaTf32x3 for fp32 storage at precision fp32).
 template <typename T, int BM, int BN, int WM, int WN, int BK_, int STAGES, bool DB, typename Op = MmaOf<T>>
 __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThreads,
@@ -186,82 +155,15 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   T* const as_all = reinterpret_cast<T*>(smem_raw);
   T* const bs_all = as_all + kStages * BM * BK;
 
-  const ConvShape& p = a.p;
-  const int tile_id = blockIdx.x;
-  const int n_tile = tile_id % a.n_tiles, m_tile = tile_id / a.n_tiles;
-  const int m0 = m_tile * BM, n0 = n_tile * BN;
-  const int splits = gridDim.y, split = blockIdx.y;
+  const ConvBlock<BM, BN, BK> blk(a);  // this block's output tile and K-dim range (conv_nhwc_common.cuh)
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
-  // This split's K-dim range, whole BK tiles (an empty range still writes its zeros).
-  const int ktiles_all = (a.kdim + BK - 1) / BK;
-  const int per = (ktiles_all + splits - 1) / splits;
-  const int k_begin = min(split * per * BK, a.kdim);
-  const int k_end = min(k_begin + per * BK, a.kdim);
-  const int ktiles = (k_end - k_begin + BK - 1) / BK;
-
-  // ---- copies: thread t copies chunk kc of rows row0 + j·kRowStep, the same every k tile.
-  constexpr int kCpr = Tl::kChunks, kRowStep = kThreads / kCpr;
-  const int kc = t % kCpr, row0 = t / kCpr;
-
-  // B: weights, a plain [K][Kdim] matrix.
-  auto load_b = [&](int stage, int k0) {
-    T* bs = bs_all + stage * BN * BK;
-    const int k = k0 + kc * E;
-#pragma unroll
-    for (int j = 0; j < Tl::kBJ; ++j) {
-      const int row = row0 + j * kRowStep, n = n0 + row;
-      const bool ok = n < p.k && k < k_end;
-      cp_async16(bs + swz_chunk<kCpr, E>(row, kc), ok ? a.w + static_cast<long long>(n) * a.kdim + k : a.w, ok);
-    }
-  };
-
-  // A: per pixel row, its window's corner and the element offset of that corner in x (32 bits:
-  // plan() keeps x under 2^31 elements; negative where the window starts in the padding).
-  int pix_off[Tl::kAJ], iy0[Tl::kAJ], ix0[Tl::kAJ];
-  const int ohw = p.oh * p.ow;
-#pragma unroll
-  for (int j = 0; j < Tl::kAJ; ++j) {
-    const int m = m0 + row0 + j * kRowStep;
-    const bool ok = m < a.m_total;
-    const int image = ok ? m / ohw : 0;
-    const int pix = ok ? m - image * ohw : 0;
-    const int oy = pix / p.ow, ox = pix - oy * p.ow;
-    // A pixel past M gets a corner no window position reaches, so its copies fill zeros.
-    iy0[j] = ok ? oy * p.stride_h - p.pad_h : -(1 << 29);
-    ix0[j] = ox * p.stride_w - p.pad_w;
-    pix_off[j] = ((image * p.h + oy * p.stride_h - p.pad_h) * p.w + ix0[j]) * p.c;
-  }
-  // This thread's k = k0 + E·kc as (r, s, c), advanced by BK per loaded tile (tiles load in order).
-  int ka = k_begin + kc * E;
-  int fc, fr, fs;
-  {
-    const int rs = ka / p.c;
-    fc = ka - rs * p.c;
-    fr = rs / p.s;
-    fs = rs - fr * p.s;
-  }
-  auto load_a = [&](int stage) {
-    T* as = as_all + stage * BM * BK;
-    const bool k_ok = ka < k_end;
-    const int dy = fr * p.dil_h, dx = fs * p.dil_w;
-    const int delta = (dy * p.w + dx) * p.c + fc;  // (r, s, c)'s offset from the window's corner
-#pragma unroll
-    for (int j = 0; j < Tl::kAJ; ++j) {
-      const bool ok = k_ok && static_cast<unsigned>(iy0[j] + dy) < static_cast<unsigned>(p.h) &&
-                      static_cast<unsigned>(ix0[j] + dx) < static_cast<unsigned>(p.w);
-      cp_async16(as + swz_chunk<kCpr, E>(row0 + j * kRowStep, kc), a.x + (ok ? pix_off[j] + delta : 0), ok);
-    }
-    ka += BK;
-    fc += BK;
-    while (fc >= p.c) {  // C < BK (the stem's 8 or 4 channels) wraps several window positions
-      fc -= p.c;
-      if (++fs == p.s) {
-        fs = 0;
-        ++fr;
-      }
-    }
-  };
+  // ---- copies (conv_nhwc_common.cuh): thread t copies chunk t % kCpr of the same rows every k tile.
+  constexpr int kCpr = Tl::kChunks;
+  ConvLoader<T, kCpr, BM, BN, kThreads> ld(a, blk.m0, blk.n0, blk.k_begin, blk.k_end, t);
+  static_assert(decltype(ld)::E == E && decltype(ld)::BK == BK);
+  auto load_b = [&](int stage, int k0) { ld.load_b(bs_all + stage * BN * BK, k0); };
+  auto load_a = [&](int stage) { ld.load_a(as_all + stage * BM * BK); };
 
   float acc[Tl::kMI][Tl::kNI][4];
 #pragma unroll
@@ -276,12 +178,12 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   // groups complete in order, so "group s done" still means "stage s landed".
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < ktiles) load_b(s, k_begin + s * BK);
+    if (s < blk.ktiles) load_b(s, blk.k_begin + s * BK);
   }
   pdl_wait();
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < ktiles) load_a(s);
+    if (s < blk.ktiles) load_a(s);
     cp_async_commit();  // empty groups keep the count the waits rely on
   }
 
@@ -352,13 +254,13 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   if constexpr (DB) {
     cp_async_wait<kStages - 2>();  // tile 0 has landed (this thread's copies) ...
     __syncthreads();               // ... everyone's
-    if (ktiles > 0) load_frags(0, 0, 0);
-    for (int kt = 0; kt < ktiles; ++kt) {
+    if (blk.ktiles > 0) load_frags(0, 0, 0);
+    for (int kt = 0; kt < blk.ktiles; ++kt) {
       // Tile kt + kStages − 1 goes to the stage of tile kt − 1, which every warp finished reading
       // before the barrier that made tile kt visible.
       const int next = kt + kStages - 1;
-      if (next < ktiles) {
-        load_b(next % kStages, k_begin + next * BK);
+      if (next < blk.ktiles) {
+        load_b(next % kStages, blk.k_begin + next * BK);
         load_a(next % kStages);
       }
       cp_async_commit();
@@ -367,7 +269,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
         if (ks == KS - 1) {
           cp_async_wait<kStages - 2>();  // tile kt + 1 has landed ...
           __syncthreads();               // ... everyone's, and nobody reads tile kt's stage any more
-          if (kt + 1 < ktiles) load_frags((ks + 1) & 1, (kt + 1) % kStages, 0);
+          if (kt + 1 < blk.ktiles) load_frags((ks + 1) & 1, (kt + 1) % kStages, 0);
         } else {
           load_frags((ks + 1) & 1, kt % kStages, ks + 1);
         }
@@ -375,12 +277,12 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
       }
     }
   } else {
-    for (int kt = 0; kt < ktiles; ++kt) {
+    for (int kt = 0; kt < blk.ktiles; ++kt) {
       cp_async_wait<kStages - 2>();  // tile kt has landed (this thread's copies) ...
       __syncthreads();               // ... everyone's, and everyone is done with tile kt − 1's stage
       const int next = kt + kStages - 1;
-      if (next < ktiles) {
-        load_b(next % kStages, k_begin + next * BK);
+      if (next < blk.ktiles) {
+        load_b(next % kStages, blk.k_begin + next * BK);
         load_a(next % kStages);
       }
       cp_async_commit();
@@ -411,74 +313,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
   }
   __syncthreads();
 
-  // 8 channels of one pixel per step: + bias, + residual, activation, rounded to T once (16 bytes
-  // of a 16-bit type, 32 of fp32; load8/store8 of nhwc_vec.cuh).
-  auto store = [&](int m, int n, float (&v)[8]) {
-    const long long at = static_cast<long long>(m) * p.k + n;
-    if (a.bias != nullptr) {
-      const float4 b0 = __ldg(reinterpret_cast<const float4*>(a.bias + n));
-      const float4 b1 = __ldg(reinterpret_cast<const float4*>(a.bias + n + 4));
-      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w;
-      v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
-    }
-    if (a.residual != nullptr) {
-      float r[8];
-      load8(a.residual + at, r);
-#pragma unroll
-      for (int q = 0; q < 8; ++q) v[q] += r[q];
-    }
-#pragma unroll
-    for (int q = 0; q < 8; ++q) v[q] = activate(v[q], a.act, a.alpha, a.beta);
-    store8(a.y + at, v);
-  };
-  constexpr int kCols = BN / 8, kSteps = BM * kCols;
-  if (splits == 1) {
-    for (int idx = t; idx < kSteps; idx += kThreads) {
-      const int row = idx / kCols, col = (idx % kCols) * 8;
-      const int m = m0 + row, n = n0 + col;
-      if (m >= a.m_total || n >= p.k) continue;
-      const float4 lo = *reinterpret_cast<const float4*>(cs + row * LDC + col);
-      const float4 hi = *reinterpret_cast<const float4*>(cs + row * LDC + col + 4);
-      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      store(m, n, v);
-    }
-    return;
-  }
-  // Split-K: this split's partial tile, then the last block of the tile sums all in split order.
-  const long long plane = static_cast<long long>(a.m_total) * p.k;
-  for (int idx = t; idx < kSteps; idx += kThreads) {
-    const int row = idx / kCols, col = (idx % kCols) * 8;
-    const int m = m0 + row, n = n0 + col;
-    if (m >= a.m_total || n >= p.k) continue;
-    float* dst = a.partial + split * plane + static_cast<long long>(m) * p.k + n;
-    reinterpret_cast<float4*>(dst)[0] = *reinterpret_cast<const float4*>(cs + row * LDC + col);
-    reinterpret_cast<float4*>(dst)[1] = *reinterpret_cast<const float4*>(cs + row * LDC + col + 4);
-  }
-  __threadfence();  // this block's partial sums are visible device-wide before it counts itself
-  __syncthreads();
-  __shared__ int is_last;
-  if (t == 0) {
-    const int arrived = atomicAdd(a.counters + tile_id, 1);
-    is_last = arrived == splits - 1;
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();  // the other splits' sums, counted before this block's increment, are visible
-  for (int idx = t; idx < kSteps; idx += kThreads) {
-    const int row = idx / kCols, col = (idx % kCols) * 8;
-    const int m = m0 + row, n = n0 + col;
-    if (m >= a.m_total || n >= p.k) continue;
-    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    const float* src = a.partial + static_cast<long long>(m) * p.k + n;
-    for (int s = 0; s < splits; ++s) {  // fixed order: deterministic whichever block is last
-      const float4 lo = __ldcg(reinterpret_cast<const float4*>(src + s * plane));
-      const float4 hi = __ldcg(reinterpret_cast<const float4*>(src + s * plane + 4));
-      v[0] += lo.x, v[1] += lo.y, v[2] += lo.z, v[3] += lo.w;
-      v[4] += hi.x, v[5] += hi.y, v[6] += hi.z, v[7] += hi.w;
-    }
-    store(m, n, v);
-  }
-  if (t == 0) a.counters[tile_id] = 0;  // ready for the next launch (which zeroes it anyway)
+  conv_epilogue<T, BM, BN, LDC, kThreads>(a, cs, blk.m0, blk.n0, blk.tile_id, blk.split, blk.splits, t);
 }
 
 }  // namespace redwood::cuda::kernels::nhwc

@@ -1,5 +1,6 @@
-// The wgmma kernels of rw.ConvNhwc (conv_nhwc_wgmma.cuh), instantiated for fp16 and bf16. This
-// file alone is compiled for sm_90a (backends/cuda/CMakeLists.txt): wgmma exists only there.
+// The wgmma kernels of rw.ConvNhwc (conv_nhwc_wgmma.cuh), instantiated for fp16, bf16 and fp32
+// storage (tf32 products). This file alone is compiled for sm_90a (backends/cuda/CMakeLists.txt):
+// wgmma exists only there.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/conv_nhwc_wgmma.cuh"
@@ -38,5 +39,6 @@ template <typename T> const WgmmaLaunch<T>& wgmma_launch_of(int index) {
 
 template const WgmmaLaunch<half>& wgmma_launch_of<half>(int);
 template const WgmmaLaunch<__nv_bfloat16>& wgmma_launch_of<__nv_bfloat16>(int);
+template const WgmmaLaunch<float>& wgmma_launch_of<float>(int);
 
 }  // namespace redwood::cuda::kernels::nhwc

@@ -4,7 +4,7 @@
 // among the build's architectures (backends/cuda/CMakeLists.txt defines REDWOOD_HAVE_CONV_WGMMA
 // then); elsewhere nothing here is defined and no wgmma tile is offered.
 
-#include "backends/cuda/kernels/conv_nhwc_mma.cuh"
+#include "backends/cuda/kernels/conv_nhwc_common.cuh"
 
 namespace redwood::cuda::kernels::nhwc {
 
@@ -18,6 +18,7 @@ template <typename T> struct WgmmaLaunch {
 inline constexpr int kWgmmaKernels = 7;
 
 /// Kernel `index` (0 ≤ index < kWgmmaKernels), its shared-memory opt-in done (once per process).
+/// T: half, __nv_bfloat16, or float (fp32 storage, tf32 products).
 template <typename T> const WgmmaLaunch<T>& wgmma_launch_of(int index);
 
 }  // namespace redwood::cuda::kernels::nhwc

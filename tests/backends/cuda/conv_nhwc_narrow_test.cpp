@@ -15,6 +15,7 @@
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #include "core/layout.hpp"
+#include "conv_nhwc_test_support.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
@@ -31,19 +32,9 @@ namespace {
 using kernels::ConvShape;
 using kernels::NhwcConvConfig;
 using kernels::NhwcStorage;
-using redwood::testing::random_tensor;
+using namespace conv_test;  // NhwcCase, shape_of, make_operands, tile_index, … (conv_nhwc_test_support.hpp)
 
-struct NarrowCase {
-  std::string name;
-  int n, c, h, w, k, r, s;
-  int stride = 1;
-  std::array<int, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
-  int dil = 1;
-  bool bias = true, residual = false;
-  std::string act = "Relu";
-};
-
-std::vector<NarrowCase> narrow_cases() {
+std::vector<NhwcCase> narrow_cases() {
   return {
       {"stem_3x3_s2_c3_k16", 2, 3, 23, 21, 16, 3, 3, 2, {1, 1, 1, 1}, 1, true, false, "HardSwish"},
       {"1x1_c16_k16_residual", 3, 16, 9, 7, 16, 1, 1, 1, {0, 0, 0, 0}, 1, true, true},
@@ -59,42 +50,8 @@ std::vector<NarrowCase> narrow_cases() {
   };
 }
 
-int padded(int c) { return (c + 7) / 8 * 8; }
-
-ConvShape shape_of(const NarrowCase& c) {
-  const int oh = (c.h + c.pads[0] + c.pads[2] - (c.r - 1) * c.dil - 1) / c.stride + 1;
-  const int ow = (c.w + c.pads[1] + c.pads[3] - (c.s - 1) * c.dil - 1) / c.stride + 1;
-  return ConvShape{c.n, padded(c.c), c.h, c.w, c.k, c.r, c.s, oh, ow, c.stride, c.stride, c.pads[0], c.pads[1],
-                   c.dil, c.dil, 1};
-}
-
-std::map<std::string, AttributeValue> conv_attrs(const NarrowCase& c) {
-  std::map<std::string, AttributeValue> attrs;
-  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
-  attrs["pads"] = std::vector<std::int64_t>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
-  attrs["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
-  if (!c.act.empty()) attrs["rw.activation"] = c.act;
-  return attrs;
-}
-
-int act_code(const std::string& act) {
-  if (act == "Relu") return kernels::kActRelu;
-  if (act == "HardSwish") return kernels::kActHardSwish;
-  return kernels::kActNone;
-}
-
-Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
-
-int tile_index(const char* name) {
-  const auto& tiles = kernels::nhwc_conv_tiles();
-  for (std::size_t i = 0; i < tiles.size(); ++i) {
-    if (std::string(tiles[i].name) == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
 struct NarrowParam {
-  NarrowCase conv;
+  NhwcCase conv;
   DType storage;
 };
 void PrintTo(const NarrowParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
@@ -108,26 +65,18 @@ const std::vector<const char*>& narrow_tiles() {
 
 TEST_P(ConvNhwcNarrowVsReference, EveryVariantAgrees) {
   RW_SKIP_WITHOUT_GPU();
-  const NarrowCase& c = GetParam().conv;
+  const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
-  const ConvShape p = shape_of(c);
-  ASSERT_TRUE(kernels::conv_nhwc_narrow_fits(p, s == DType::kF16 ? NhwcStorage::kF16 : NhwcStorage::kBF16));
-  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, 41), s);
-  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, 42), s);
-  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, 43) : Tensor();
-  const Tensor residual =
-      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, 44), s) : Tensor();
-  std::vector<Tensor> ref_inputs = {x, w, bias};
-  if (c.residual) ref_inputs.push_back(residual);
-  const Tensor expected = testing::run_with_provider("Conv", ref_inputs, conv_attrs(c), Device::kCpu,
-                                                     kReferenceProvider, Precision::kFp32)
-                              .at(0);
-  const Tensor dx = to_device(to_channels_last(x, p.c, s)), dw = to_device(to_channels_last(w, p.c, s));
-  const Tensor dbias = c.bias ? to_device(bias) : Tensor();
-  const Tensor dres = c.residual ? to_device(to_channels_last(residual, p.k, s)) : Tensor();
+  const ConvShape p = shape_of(c, s);
+  ASSERT_TRUE(kernels::conv_nhwc_narrow_fits(p, storage_of(s)));
+  const Operands o = make_operands(c, s, 41);
+  const Tensor& expected = o.expected;
+  const Tensor dx = to_device(o.x), dw = to_device(o.w);
+  const Tensor dbias = c.bias ? to_device(o.bias) : Tensor();
+  const Tensor dres = c.residual ? to_device(o.residual) : Tensor();
   kernels::Epilogue e;
   e.act = act_code(c.act);
-  const NhwcStorage storage = s == DType::kF16 ? NhwcStorage::kF16 : NhwcStorage::kBF16;
+  const NhwcStorage storage = storage_of(s);
   const std::int64_t out_elems = static_cast<std::int64_t>(p.n) * p.oh * p.ow * p.k;
   constexpr std::int64_t kGuard = 256;  // elements after the output that must stay as they were
   cudaGetLastError();                   // an earlier test's deliberate failure stays here: clear it
@@ -153,7 +102,7 @@ TEST_P(ConvNhwcNarrowVsReference, EveryVariantAgrees) {
 
 std::vector<NarrowParam> narrow_params() {
   std::vector<NarrowParam> out;
-  for (const NarrowCase& c : narrow_cases()) {
+  for (const NhwcCase& c : narrow_cases()) {
     for (DType s : {DType::kF16, DType::kBF16}) out.push_back({c, s});
   }
   return out;

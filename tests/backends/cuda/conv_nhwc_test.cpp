@@ -19,6 +19,7 @@
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "conv_nhwc_test_support.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
@@ -33,17 +34,7 @@ namespace {
 
 using kernels::ConvShape;
 using kernels::NhwcConvConfig;
-using redwood::testing::random_tensor;
-
-struct NhwcCase {
-  std::string name;
-  int n, c, h, w, k, r, s;
-  int stride = 1;
-  std::array<int, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
-  int dil = 1;
-  bool bias = true, residual = false;
-  std::string act = "Relu";
-};
+using namespace conv_test;  // NhwcCase, shape_of, make_operands, … (conv_nhwc_test_support.hpp)
 
 std::vector<NhwcCase> nhwc_cases() {
   return {
@@ -57,18 +48,6 @@ std::vector<NhwcCase> nhwc_cases() {
   };
 }
 
-// Channels of a 16-byte chunk: 8 of a 16-bit type, 4 of fp32.
-int padded(int c, DType s) {
-  const int chunk = s == DType::kF32 ? 4 : 8;
-  return (c + chunk - 1) / chunk * chunk;
-}
-
-kernels::NhwcStorage storage_of(DType s) {
-  return s == DType::kF16 ? kernels::NhwcStorage::kF16
-         : s == DType::kBF16 ? kernels::NhwcStorage::kBF16
-                             : kernels::NhwcStorage::kF32;
-}
-
 // The bound on relative L2 against the reference: the contract's 1e-2 at 16-bit storage, tf32's
 // 1e-3 at fp32 storage, and with 3xTF32 products (precision fp32) 5e-5, which one tf32 product a
 // term (2.3e-4 to 2.9e-4 on these cases) does not meet. Measured on the H200 (2026-11-29): 4e-7
@@ -76,59 +55,6 @@ kernels::NhwcStorage storage_of(DType s) {
 // tensor cores' fp32 accumulation over 864 mma steps into one accumulator; split-K 2-8 stay
 // under 1e-5). The models' end-to-end bound at fp32 stays the exact path's 1e-4.
 double bound(DType s, bool split_tf32 = false) { return split_tf32 ? 5e-5 : s == DType::kF32 ? 1e-3 : 1e-2; }
-
-ConvShape shape_of(const NhwcCase& c, DType s) {
-  const int oh = (c.h + c.pads[0] + c.pads[2] - (c.r - 1) * c.dil - 1) / c.stride + 1;
-  const int ow = (c.w + c.pads[1] + c.pads[3] - (c.s - 1) * c.dil - 1) / c.stride + 1;
-  return ConvShape{c.n, padded(c.c, s), c.h, c.w, c.k, c.r, c.s, oh, ow, c.stride, c.stride, c.pads[0], c.pads[1],
-                   c.dil, c.dil, 1};
-}
-
-std::map<std::string, AttributeValue> conv_attrs(const NhwcCase& c) {
-  std::map<std::string, AttributeValue> attrs;
-  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
-  attrs["pads"] = std::vector<std::int64_t>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
-  attrs["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
-  if (!c.act.empty()) attrs["rw.activation"] = c.act;
-  return attrs;
-}
-
-Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
-
-// NCHW → NHWC and back: core/layout.hpp (weights [K, C, R, S] → [K, R, S, Cp] the same way).
-Tensor to_channels_first(const Tensor& t) { return redwood::to_channels_first(t, t.shape()[3]); }
-
-// One case's operands: the NHWC ones the kernel takes and the reference's expected output.
-struct Operands {
-  Tensor x, w, bias, residual;  // host: S NHWC, S [K,R,S,Cp], fp32 [K], S NHWC
-  Tensor expected;              // fp32 NCHW
-};
-
-Operands make_operands(const NhwcCase& c, DType s) {
-  const ConvShape p = shape_of(c, s);
-  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, 31), s);
-  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, 32), s);
-  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, 33) : Tensor();
-  const Tensor residual =
-      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, 34), s) : Tensor();
-  std::vector<Tensor> ref_inputs = {x, w, bias};
-  if (c.residual) ref_inputs.push_back(residual);
-  Operands o;
-  o.expected = testing::run_with_provider("Conv", ref_inputs, conv_attrs(c), Device::kCpu, kReferenceProvider,
-                                          Precision::kFp32)
-                   .at(0);
-  o.x = to_channels_last(x, p.c, s);
-  o.w = to_channels_last(w, p.c, s);
-  o.bias = bias;
-  if (c.residual) o.residual = to_channels_last(residual, p.k, s);
-  return o;
-}
-
-int act_code(const std::string& act) {
-  if (act == "Relu") return kernels::kActRelu;
-  if (act == "HardSwish") return kernels::kActHardSwish;
-  return kernels::kActNone;
-}
 
 struct NhwcParam {
   NhwcCase conv;
@@ -148,7 +74,7 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
   const DType s = GetParam().storage;
   const bool x3 = GetParam().split_tf32;
   const ConvShape p = shape_of(c, s);
-  const Operands o = make_operands(c, s);
+  const Operands o = make_operands(c, s, 31);
   const Tensor x = to_device(o.x), w = to_device(o.w);
   const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
   const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
@@ -169,8 +95,9 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
   for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
     // The narrow kernel's tiles where they fit (few channels, 16-bit storage; conv_nhwc_narrow_test.cpp).
     if (tiles[static_cast<std::size_t>(t)].narrow > 0 && !kernels::conv_nhwc_narrow_fits(p, storage)) continue;
-    // The wgmma tiles where they run (16-bit storage, compute capability 9.0; conv_nhwc_wgmma_test.cpp).
-    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0 && (s == DType::kF32 || !kernels::nhwc_wgmma_usable())) continue;
+    // The wgmma tiles where they run (compute capability 9.0; 16-bit storage, or fp32 at tf32, not
+    // 3xTF32; conv_nhwc_wgmma_test.cpp).
+    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0 && (x3 || !kernels::nhwc_wgmma_usable())) continue;
     for (int sp : splits) {
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
@@ -180,8 +107,9 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const Tensor got = to_channels_first(to_host(y));
       const double err = testing::relative_l2(got, o.expected);
-      if (s == DType::kF32 && t == 0 && sp == 1) {
-        std::printf("[ measured ] %s fp32/%s: relative L2 %.3g\n", c.name.c_str(), x3 ? "3xtf32" : "tf32", err);
+      if (s == DType::kF32 && sp == 1 && (t == 0 || tiles[static_cast<std::size_t>(t)].wgmma == 0)) {
+        std::printf("[ measured ] %s fp32/%s %s: relative L2 %.3g\n", c.name.c_str(), x3 ? "3xtf32" : "tf32",
+                    tiles[static_cast<std::size_t>(t)].name, err);
       }
       EXPECT_LE(err, bound(s, x3)) << param_name(GetParam()) << " tile " << tiles[static_cast<std::size_t>(t)].name
                                    << " split-K " << sp;
@@ -205,7 +133,7 @@ TEST(ConvNhwc, SplitKIsDeterministic) {
   RW_SKIP_WITHOUT_GPU();
   const NhwcCase c = nhwc_cases()[5];  // batch 1, 7×7, deep K
   const ConvShape p = shape_of(c, DType::kF16);
-  const Operands o = make_operands(c, DType::kF16);
+  const Operands o = make_operands(c, DType::kF16, 31);
   const Tensor x = to_device(o.x), w = to_device(o.w), bias = to_device(o.bias), res = to_device(o.residual);
   const NhwcConvConfig cfg{6, 8};  // 32×64, 8 splits: 16 tiles, each summed by its last split
   const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(kernels::nhwc_conv_workspace_bytes(p, cfg))});
@@ -231,7 +159,7 @@ TEST(ConvNhwc, SplitKInACapturedGraph) {
   // attribute) captured into a CUDA graph and replayed twice gives the eager launch's bits.
   const NhwcCase c = nhwc_cases()[5];
   const ConvShape p = shape_of(c, DType::kBF16);
-  const Operands o = make_operands(c, DType::kBF16);
+  const Operands o = make_operands(c, DType::kBF16, 31);
   const Tensor x = to_device(o.x), w = to_device(o.w), bias = to_device(o.bias), res = to_device(o.residual);
   const NhwcConvConfig cfg{4, 8};  // 64×64, 8 splits
   const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(kernels::nhwc_conv_workspace_bytes(p, cfg))});
@@ -271,7 +199,7 @@ TEST(ConvNhwc, ThroughTheOpRegistry) {
   // CudaKernel::run: plan (dtype and shape checks, the default pick), then launch.
   for (const NhwcCase& c : {nhwc_cases()[1], nhwc_cases()[3], nhwc_cases()[5]}) {
     for (DType s : {DType::kF16, DType::kBF16, DType::kF32}) {
-      const Operands o = make_operands(c, s);
+      const Operands o = make_operands(c, s, 31);
       std::vector<Tensor> inputs = {o.x, o.w, o.bias};
       if (c.residual) inputs.push_back(o.residual);
       const Tensor y = testing::run_with_provider("rw.ConvNhwc", inputs, conv_attrs(c), Device::kCuda, kCudaProvider,

@@ -1,5 +1,6 @@
-// rw.ConvNhwc's Hopper wgmma tiles (conv_nhwc_wgmma.cuh): each forced tile at fp16 and bf16, with
-// split-K 1, 2 and 3, against the reference NCHW Conv (CPU) on shapes that exercise what the
+// rw.ConvNhwc's Hopper wgmma tiles (conv_nhwc_wgmma.cuh): each forced tile at fp16, bf16 and fp32
+// storage (tf32 products; bound tf32's 1e-3, the 16-bit types' 1e-2), with split-K 1, 2 and 3,
+// against the reference NCHW Conv (CPU) on shapes that exercise what the
 // wgmma kernel adds: many K tiles through the 4-stage pipeline (deep K-dim), K-dim tails (a
 // 64-wide K tile half empty), M tails (odd pixel counts), N tails (K not a multiple of 64, 128 or
 // 256), stride, padding, bias/residual/activation, and an 8-channel stem whose K tiles straddle
@@ -12,12 +13,14 @@
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
+#include "conv_nhwc_test_support.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -26,81 +29,20 @@ namespace {
 
 using kernels::ConvShape;
 using kernels::NhwcConvConfig;
-using redwood::testing::random_tensor;
+using namespace conv_test;  // NhwcCase, shape_of, make_operands, wgmma_tiles, … (conv_nhwc_test_support.hpp)
 
-struct WgCase {
-  std::string name;
-  int n, c, h, w, k, r, s, stride, pad;
-  bool bias, residual;
-  std::string act;
-};
-
-std::vector<WgCase> wg_cases() {
+std::vector<NhwcCase> wg_cases() {
   return {
       // K-dim 576 = 9 K tiles; M 720 (a 128-row tail of 80; 256: of 208); K 256.
-      {"3x3_c64_k256_residual", 2, 64, 20, 18, 256, 3, 3, 1, 1, true, true, "Relu"},
+      {"3x3_c64_k256_residual", 2, 64, 20, 18, 256, 3, 3, 1, {1, 1, 1, 1}, 1, true, true, "Relu"},
       // K-dim 360 (a tail of 40), M 3·12·10 = 360, K 200 (tails of every BN), stride 2.
-      {"3x3_c40_k200_stride2", 3, 40, 23, 19, 200, 3, 3, 2, 1, true, false, "HardSwish"},
+      {"3x3_c40_k200_stride2", 3, 40, 23, 19, 200, 3, 3, 2, {1, 1, 1, 1}, 1, true, false, "HardSwish"},
       // 1×1, K-dim 512 (8 K tiles: split 3 leaves a split of 2), K 72, no bias, no activation.
-      {"1x1_c512_k72_plain", 1, 512, 9, 11, 72, 1, 1, 1, 0, false, true, ""},
-      // The stem: 3 channels padded to 8, so a K tile of 64 spans 8 window positions.
-      {"7x7_stem_c3_stride2", 2, 3, 37, 33, 64, 7, 7, 2, 3, true, false, "Relu"},
+      {"1x1_c512_k72_plain", 1, 512, 9, 11, 72, 1, 1, 1, {0, 0, 0, 0}, 1, false, true, ""},
+      // The stem: 3 channels padded to 8 (fp32: 4), so a K tile of 64 (32 floats) spans 8 window
+      // positions.
+      {"7x7_stem_c3_stride2", 2, 3, 37, 33, 64, 7, 7, 2, {3, 3, 3, 3}, 1, true, false, "Relu"},
   };
-}
-
-ConvShape shape_of(const WgCase& c) {
-  const int oh = (c.h + 2 * c.pad - c.r) / c.stride + 1;
-  const int ow = (c.w + 2 * c.pad - c.s) / c.stride + 1;
-  return ConvShape{c.n, (c.c + 7) / 8 * 8, c.h, c.w, c.k, c.r, c.s, oh, ow, c.stride, c.stride, c.pad, c.pad, 1, 1,
-                   1};
-}
-
-Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
-
-struct Operands {
-  Tensor x, w, bias, residual;  // host: S NHWC, S [K,R,S,Cp], fp32 [K], S NHWC
-  Tensor expected;              // fp32 NCHW
-};
-
-// The reference convolution on the operands already rounded to S (the bound then measures the
-// kernel: fp32 accumulation and one rounding of the output).
-Operands make_operands(const WgCase& c, DType s) {
-  const ConvShape p = shape_of(c);
-  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, 41), s);
-  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, 42), s);
-  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, 43) : Tensor();
-  const Tensor residual =
-      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, 44), s) : Tensor();
-  std::map<std::string, AttributeValue> attrs;
-  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
-  attrs["pads"] = std::vector<std::int64_t>{c.pad, c.pad, c.pad, c.pad};
-  attrs["dilations"] = std::vector<std::int64_t>{1, 1};
-  if (!c.act.empty()) attrs["rw.activation"] = c.act;
-  std::vector<Tensor> ref_inputs = {x, w, bias};
-  if (c.residual) ref_inputs.push_back(residual);
-  Operands o;
-  o.expected =
-      testing::run_with_provider("Conv", ref_inputs, attrs, Device::kCpu, kReferenceProvider, Precision::kFp32).at(0);
-  o.x = to_channels_last(x, p.c, s);
-  o.w = to_channels_last(w, p.c, s);
-  o.bias = bias;
-  if (c.residual) o.residual = to_channels_last(residual, p.k, s);
-  return o;
-}
-
-int act_code(const std::string& act) {
-  if (act == "Relu") return kernels::kActRelu;
-  if (act == "HardSwish") return kernels::kActHardSwish;
-  return kernels::kActNone;
-}
-
-std::vector<int> wgmma_tiles() {
-  std::vector<int> out;
-  const auto& tiles = kernels::nhwc_conv_tiles();
-  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
-    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0) out.push_back(t);
-  }
-  return out;
 }
 
 // Empty when the wgmma tiles can run here, else why not.
@@ -118,7 +60,7 @@ std::string wgmma_unavailable() {
   } while (0)
 
 struct WgParam {
-  WgCase conv;
+  NhwcCase conv;
   DType storage;
 };
 void PrintTo(const WgParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
@@ -127,10 +69,10 @@ class ConvNhwcWgmma : public ::testing::TestWithParam<WgParam> {};
 
 TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   RW_SKIP_WITHOUT_WGMMA();
-  const WgCase& c = GetParam().conv;
+  const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
-  const ConvShape p = shape_of(c);
-  const Operands o = make_operands(c, s);
+  const ConvShape p = shape_of(c, s);
+  const Operands o = make_operands(c, s, 41);
   const Tensor x = to_device(o.x), w = to_device(o.w);
   const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
   const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
@@ -145,7 +87,10 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)});
   cudaGetLastError();
   ASSERT_EQ(cudaMemset(ws.raw_data(), 0x5a, ws_bytes), cudaSuccess);  // garbage counters must not matter
-  const kernels::NhwcStorage storage = s == DType::kF16 ? kernels::NhwcStorage::kF16 : kernels::NhwcStorage::kBF16;
+  const kernels::NhwcStorage storage = storage_of(s);
+  // fp32 storage: the tensor cores take tf32 from the fp32 bits (truncated, not rounded: the
+  // mma.sync kernel rounds), so the bound is tf32's.
+  const double bound = s == DType::kF32 ? 1e-3 : 1e-2;
   for (int t : wgmma_tiles()) {
     for (int sp : splits) {
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
@@ -155,7 +100,12 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
                                 NhwcConvConfig{t, sp}, ws.raw_data(), nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << tiles[static_cast<std::size_t>(t)].name;
       const Tensor got = redwood::to_channels_first(to_host(y), p.k);
-      EXPECT_LE(testing::relative_l2(got, o.expected), 1e-2)
+      const double err = testing::relative_l2(got, o.expected);
+      if (s == DType::kF32 && sp == 1) {
+        std::printf("[ measured ] %s fp32/tf32 %s: relative L2 %.3g\n", c.name.c_str(),
+                    tiles[static_cast<std::size_t>(t)].name, err);
+      }
+      EXPECT_LE(err, bound)
           << c.name << " tile " << tiles[static_cast<std::size_t>(t)].name << " split-K " << sp << " at "
           << dtype_name(s);
     }
@@ -164,8 +114,8 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
 
 std::vector<WgParam> wg_params() {
   std::vector<WgParam> out;
-  for (const WgCase& c : wg_cases()) {
-    for (DType s : {DType::kF16, DType::kBF16}) out.push_back({c, s});
+  for (const NhwcCase& c : wg_cases()) {
+    for (DType s : {DType::kF16, DType::kBF16, DType::kF32}) out.push_back({c, s});
   }
   return out;
 }
@@ -177,9 +127,9 @@ INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmma, ::testing::ValuesIn(wg_params()),
 
 TEST(ConvNhwcWgmmaRun, SplitKIsDeterministic) {
   RW_SKIP_WITHOUT_WGMMA();
-  const WgCase c = wg_cases()[0];
-  const ConvShape p = shape_of(c);
-  const Operands o = make_operands(c, DType::kBF16);
+  const NhwcCase c = wg_cases()[0];
+  const ConvShape p = shape_of(c, DType::kBF16);
+  const Operands o = make_operands(c, DType::kBF16, 41);
   const Tensor x = to_device(o.x), w = to_device(o.w), bias = to_device(o.bias), res = to_device(o.residual);
   const NhwcConvConfig cfg{wgmma_tiles().front(), 3};
   const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(kernels::nhwc_conv_workspace_bytes(p, cfg))});
@@ -202,7 +152,7 @@ TEST(ConvNhwcWgmmaRun, SplitKIsDeterministic) {
 TEST(ConvNhwcWgmmaRun, TheTunerOffersThemOnHopper) {
   RW_SKIP_WITHOUT_WGMMA();
   // What rw.ConvNhwc's plan asks for on this device: every wgmma tile is a candidate.
-  const ConvShape p = shape_of(wg_cases()[0]);
+  const ConvShape p = shape_of(wg_cases()[0], DType::kF16);
   const auto cands = kernels::nhwc_conv_candidates(p, 132, kernels::nhwc_wgmma_usable());
   for (int t : wgmma_tiles()) {
     EXPECT_NE(std::find(cands.begin(), cands.end(), NhwcConvConfig{t, 1}), cands.end())
@@ -219,7 +169,7 @@ TEST(ConvNhwcWgmmaTiles, AreBk64TilesOfWholeWarpgroups) {
   for (int t : wgmma_tiles()) {
     const kernels::NhwcTile& tile = tiles[static_cast<std::size_t>(t)];
     EXPECT_EQ(tile.wgmma, index++) << tile.name << ": in the order of the wgmma kernels";
-    EXPECT_EQ(tile.bk, 64) << tile.name << ": the 128-byte swizzle needs rows of 64 16-bit elements";
+    EXPECT_EQ(tile.bk, 64) << tile.name << ": the 128-byte swizzle needs rows of 64 16-bit elements (32 floats)";
     EXPECT_EQ(tile.threads % 128, 0) << tile.name;
     EXPECT_EQ(tile.bm % (64 * (tile.threads / 128)), 0) << tile.name << ": m64 per warpgroup instruction";
     EXPECT_EQ(std::string(tile.name).rfind("wg", 0), 0u) << tile.name;
@@ -254,19 +204,45 @@ TEST(ConvNhwcWgmmaTiles, CandidatesOnlyWhenAsked) {
   EXPECT_GT(kernels::nhwc_split_choices(small, wgmma_tiles().front(), 132).size(), 1u);
 }
 
-TEST(ConvNhwcWgmmaTiles, Fp32StorageIsRefusedClearly) {
+TEST(ConvNhwcWgmmaTiles, CandidatesAtFp32StorageCountK32Floats) {
   if (wgmma_tiles().empty()) GTEST_SKIP() << "this build has no wgmma tiles (sm_90 is not among its architectures)";
-  // wgmma here multiplies 16-bit operands: a wgmma tile with fp32 storage is an error naming it,
-  // raised before anything reaches the GPU.
+  // fp32 storage at tf32: every wgmma tile with the split counts of its 32-float K tiles (twice
+  // as many K tiles as at 16-bit storage, so batch 1 at 7×7 splits further); the mma.sync
+  // candidates are the same with and without them.
+  const ConvShape small{1, 512, 7, 7, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
+  const auto f32 = kernels::NhwcStorage::kF32;
+  const auto without = kernels::nhwc_conv_candidates(small, 132, false, false, f32);
+  const auto with = kernels::nhwc_conv_candidates(small, 132, true, false, f32);
+  for (int t : wgmma_tiles()) {
+    const std::vector<int> splits = kernels::nhwc_split_choices(small, t, 132, f32);
+    EXPECT_GE(splits.size(), kernels::nhwc_split_choices(small, t, 132).size());
+    for (int sp : splits) {
+      EXPECT_NE(std::find(with.begin(), with.end(), NhwcConvConfig{t, sp}), with.end())
+          << kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name << " split " << sp;
+    }
+  }
+  std::vector<NhwcConvConfig> rest;
+  std::copy_if(with.begin(), with.end(), std::back_inserter(rest), [](const NhwcConvConfig& c) {
+    return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].wgmma < 0;
+  });
+  EXPECT_EQ(rest, without);
+  EXPECT_GT(with.size(), without.size());
+}
+
+TEST(ConvNhwcWgmmaTiles, ThreeTf32ProductsAreRefusedClearly) {
+  if (wgmma_tiles().empty()) GTEST_SKIP() << "this build has no wgmma tiles (sm_90 is not among its architectures)";
+  // The wgmma tiles multiply fp16, bf16 or tf32 once; fp32 storage at precision fp32 (3xTF32:
+  // three products of split operands) is an error naming the tile, raised before anything reaches
+  // the GPU.
   const ConvShape p{1, 8, 4, 4, 8, 1, 1, 4, 4, 1, 1, 0, 0, 1, 1, 1};
   const int t = wgmma_tiles().front();
   try {
     kernels::launch_conv_nhwc(p, kernels::NhwcStorage::kF32, nullptr, nullptr, nullptr, nullptr, nullptr,
-                              kernels::Epilogue{}, NhwcConvConfig{t, 1}, nullptr, nullptr);
+                              kernels::Epilogue{}, NhwcConvConfig{t, 1}, nullptr, nullptr, nullptr, true);
     ADD_FAILURE() << "no error";
   } catch (const Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("wg"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("fp16 or bf16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("3xTF32"), std::string::npos) << e.what();
   }
 }
 

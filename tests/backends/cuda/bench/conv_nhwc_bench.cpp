@@ -5,6 +5,11 @@
 // (CUDA events, one launch each). Both fuse bias + Relu as ResNet's layers do.
 //
 //   redwood_conv_bench [--layer N,C,H,W,K,R,S,STRIDE,PAD]... [--runs 50] [--warmup-ms 200] [--families]
+//                      [--tf32]
+//
+// --tf32: the same at precision tf32 instead: rw.ConvNhwc on fp32 NHWC tensors (tf32 products,
+// channels padded to 4) against the Conv kernel at tf32 on fp32 NCHW tensors, and with
+// --families the fp32-storage candidates (mma.sync tf32 and, where they run, wgmma tf32).
 //
 // Before each kernel's tuning it runs untimed launches for --warmup-ms of GPU time (and a quarter
 // of that again before the timed ones): an idle H200 clocks down, and the host work between
@@ -145,6 +150,7 @@ struct FamilyBest {
 };
 void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, const Tensor& bias, float warmup_ms,
                    int runs, cudaStream_t stream) {
+  // The storage type of the operands: fp16, or fp32 (--tf32: tf32 products).
   namespace k = cuda::kernels;
   const int cp = static_cast<int>(x_nhwc.shape()[3]);
   const k::ConvShape p{static_cast<int>(l.n), cp, static_cast<int>(l.h), static_cast<int>(l.w),
@@ -153,7 +159,9 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
                        static_cast<int>(l.stride), static_cast<int>(l.pad), static_cast<int>(l.pad), 1, 1, 1};
   const int sms = cuda::multiprocessor_count();
   const bool wgmma = k::nhwc_wgmma_usable();
-  const auto cands = k::nhwc_conv_candidates(p, sms, wgmma);
+  const DType s = x_nhwc.dtype();
+  const k::NhwcStorage storage = s == DType::kF32 ? k::NhwcStorage::kF32 : k::NhwcStorage::kF16;
+  const auto cands = k::nhwc_conv_candidates(p, sms, wgmma, false, storage);
   std::size_t ws_bytes = 0;
   long long tiles = 0;
   for (const auto& c : cands) {
@@ -163,7 +171,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   const Tensor ws = cuda::device_empty(DType::kU8, {static_cast<std::int64_t>(std::max<std::size_t>(ws_bytes, 256))});
   const k::SplitKCounters counters(static_cast<int>(tiles));
   int* counter_ptr = k::split_k_counter_address(counters);
-  const Tensor y = cuda::device_empty(DType::kF16, {l.n, l.oh(), l.ow(), l.k});
+  const Tensor y = cuda::device_empty(s, {l.n, l.oh(), l.ow(), l.k});
   k::Epilogue e;
   e.act = k::kActRelu;
   FamilyBest best[2];
@@ -171,7 +179,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   bool first = true;
   for (const auto& c : cands) {
     auto launch = [&] {
-      k::launch_conv_nhwc(p, k::NhwcStorage::kF16, x_nhwc.raw_data(), w_nhwc.raw_data(), y.raw_data(),
+      k::launch_conv_nhwc(p, storage, x_nhwc.raw_data(), w_nhwc.raw_data(), y.raw_data(),
                           bias.data<float>(), nullptr, e, c, ws.raw_data(), stream, counter_ptr);
     };
     // Full clocks before the first, then a few untimed launches of each.
@@ -189,14 +197,19 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s)%s\n", "families",
               best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]), best[1].pick.c_str(),
               wgmma ? "" : " [wgmma not available here]");
-  std::printf("{\"mode\": \"conv_nhwc_families\", \"layer\": \"%s\", \"mma_ms\": %.5f, \"mma_tflops\": %.1f, "
-              "\"mma_pick\": \"%s\", \"wgmma_ms\": %.5f, \"wgmma_tflops\": %.1f, \"wgmma_pick\": \"%s\"}\n",
-              l.name().c_str(), best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]),
-              best[1].pick.c_str());
+  std::printf("{\"mode\": \"conv_nhwc_families\", \"storage\": \"%s\", \"layer\": \"%s\", \"mma_ms\": %.5f, "
+              "\"mma_tflops\": %.1f, \"mma_pick\": \"%s\", \"wgmma_ms\": %.5f, \"wgmma_tflops\": %.1f, "
+              "\"wgmma_pick\": \"%s\"}\n",
+              std::string(dtype_name(s)).c_str(), l.name().c_str(), best[0].ms, tf(best[0]), best[0].pick.c_str(),
+              best[1].ms, tf(best[1]), best[1].pick.c_str());
   std::fflush(stdout);
 }
 
-int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool families) {
+int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool families, bool tf32) {
+  // fp16 NHWC against NCHW at fp16, or (--tf32) fp32 NHWC against NCHW at tf32.
+  const DType s = tf32 ? DType::kF32 : DType::kF16;
+  const cuda::Precision precision = tf32 ? cuda::Precision::kTf32 : cuda::Precision::kFp16;
+  const std::int64_t chunk = tf32 ? 4 : 8;  // channels of a 16-byte chunk
   cudaStream_t stream = nullptr;
   RW_CUDA_CHECK(cudaStreamCreate(&stream));
   std::printf("%-28s %10s %9s %10s %9s %7s  %s\n", "layer", "nhwc_ms", "TFLOP/s", "nchw_ms", "TFLOP/s", "ratio",
@@ -206,28 +219,29 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool famili
     Tensor w = random_input({l.k, l.c, l.r, l.s}, 2);
     for (float& v : w.values<float>()) v *= 0.1f;
     const Tensor bias = random_input({l.k}, 3);
-    const std::int64_t cp = (l.c + 7) / 8 * 8;
-    // NCHW peer: fp32 tensors, fp16 precision (operands rounded as fragments are read).
+    const std::int64_t cp = (l.c + chunk - 1) / chunk * chunk;
+    // NCHW peer: fp32 tensors, fp16 (or tf32) precision (operands rounded as fragments are read).
     Op nchw = make_op("Conv", l, {DType::kF32, DType::kF32, DType::kF32});
     Tensor y_nchw;
     std::string v_nchw, v_nhwc;
     const double ms_nchw = time_op(nchw, {cuda::to_device(x), cuda::to_device(w), cuda::to_device(bias)},
-                                   cuda::Precision::kFp16, stream, warmup_ms, runs, &y_nchw, &v_nchw);
-    Op nhwc = make_op("rw.ConvNhwc", l, {DType::kF16, DType::kF16, DType::kF32});
+                                   precision, stream, warmup_ms, runs, &y_nchw, &v_nchw);
+    Op nhwc = make_op("rw.ConvNhwc", l, {s, s, DType::kF32});
     Tensor y_nhwc;
-    const Tensor x_nhwc = cuda::to_device(to_channels_last(x, cp, DType::kF16));
-    const Tensor w_nhwc = cuda::to_device(to_channels_last(w, cp, DType::kF16));
+    const Tensor x_nhwc = cuda::to_device(to_channels_last(x, cp, s));
+    const Tensor w_nhwc = cuda::to_device(to_channels_last(w, cp, s));
     const Tensor bias_d = cuda::to_device(bias);
-    const double ms_nhwc = time_op(nhwc, {x_nhwc, w_nhwc, bias_d}, cuda::Precision::kFp16, stream, warmup_ms, runs,
+    const double ms_nhwc = time_op(nhwc, {x_nhwc, w_nhwc, bias_d}, precision, stream, warmup_ms, runs,
                                    &y_nhwc, &v_nhwc);
     const double err = relative_l2(to_channels_first(y_nhwc, y_nhwc.shape()[3]), y_nchw.contiguous());
     const double tf_nhwc = l.flops() / ms_nhwc * 1e-9, tf_nchw = l.flops() / ms_nchw * 1e-9;
     auto pick = [](const std::string& v) { return v.substr(v.find(": ") + 2); };
     std::printf("%-28s %10.4f %9.1f %10.4f %9.1f %7.2f  %s | %s\n", l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw,
                 tf_nchw, ms_nchw / ms_nhwc, pick(v_nhwc).c_str(), pick(v_nchw).c_str());
-    std::printf("{\"mode\": \"conv_nhwc\", \"layer\": \"%s\", \"nhwc_ms\": %.5f, \"nhwc_tflops\": %.1f, "
-                "\"nchw_fp16_ms\": %.5f, \"nchw_tflops\": %.1f, \"speedup\": %.3f, \"rel_l2\": %.3g}\n",
-                l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw, tf_nchw, ms_nchw / ms_nhwc, err);
+    std::printf("{\"mode\": \"conv_nhwc\", \"precision\": \"%s\", \"layer\": \"%s\", \"nhwc_ms\": %.5f, "
+                "\"nhwc_tflops\": %.1f, \"nchw_ms\": %.5f, \"nchw_tflops\": %.1f, \"speedup\": %.3f, "
+                "\"rel_l2\": %.3g}\n",
+                tf32 ? "tf32" : "fp16", l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw, tf_nchw, ms_nchw / ms_nhwc, err);
     std::fflush(stdout);
     if (families) time_families(l, x_nhwc, w_nhwc, bias_d, warmup_ms, runs, stream);
   }
@@ -242,7 +256,7 @@ int main(int argc, char** argv) {
     std::vector<Layer> layers;
     int runs = 50;
     float warmup_ms = 200;
-    bool families = false;
+    bool families = false, tf32 = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto next = [&]() -> std::string {
@@ -259,12 +273,14 @@ int main(int argc, char** argv) {
         warmup_ms = std::stof(next());
       } else if (a == "--families") {
         families = true;
+      } else if (a == "--tf32") {
+        tf32 = true;
       } else {
         throw InvalidArgument(fmt::format(
-            "unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms, --families)", a));
+            "unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms, --families, --tf32)", a));
       }
     }
     RW_EXPECTS(runs > 0 && warmup_ms >= 0, InvalidArgument, "--runs must be positive, --warmup-ms non-negative");
-    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs, families);
+    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs, families, tf32);
   });
 }

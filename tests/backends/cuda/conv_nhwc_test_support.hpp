@@ -1,0 +1,118 @@
+#pragma once
+// What the tests of rw.ConvNhwc's kernels share (conv_nhwc_test.cpp, conv_nhwc_wgmma_test.cpp,
+// conv_nhwc_narrow_test.cpp): a convolution case, its ConvShape at a storage type, its attributes,
+// and its operands with the reference's expected output, computed on the CPU (the reference NCHW
+// Conv) from the inputs, weights and residual already rounded to the storage type (bias fp32),
+// so the bounds measure the kernel: fp32 accumulation and one rounding of the output.
+
+#include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "core/layout.hpp"
+#include "provider_run.hpp"
+#include "support/test_support.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace redwood::cuda::conv_test {
+
+struct NhwcCase {
+  std::string name;
+  int n, c, h, w, k, r, s;
+  int stride = 1;
+  std::array<int, 4> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  int dil = 1;
+  bool bias = true, residual = false;
+  std::string act = "Relu";
+};
+
+// Channels of a 16-byte chunk: 8 of a 16-bit type, 4 of fp32 (the kernels' channel padding).
+inline int padded(int c, DType s) {
+  const int chunk = s == DType::kF32 ? 4 : 8;
+  return (c + chunk - 1) / chunk * chunk;
+}
+
+inline kernels::NhwcStorage storage_of(DType s) {
+  return s == DType::kF16    ? kernels::NhwcStorage::kF16
+         : s == DType::kBF16 ? kernels::NhwcStorage::kBF16
+                             : kernels::NhwcStorage::kF32;
+}
+
+inline kernels::ConvShape shape_of(const NhwcCase& c, DType s) {
+  const int oh = (c.h + c.pads[0] + c.pads[2] - (c.r - 1) * c.dil - 1) / c.stride + 1;
+  const int ow = (c.w + c.pads[1] + c.pads[3] - (c.s - 1) * c.dil - 1) / c.stride + 1;
+  return kernels::ConvShape{c.n,      padded(c.c, s), c.h,       c.w,   c.k,   c.r, c.s, oh, ow, c.stride,
+                            c.stride, c.pads[0],      c.pads[1], c.dil, c.dil, 1};
+}
+
+inline std::map<std::string, AttributeValue> conv_attrs(const NhwcCase& c) {
+  std::map<std::string, AttributeValue> attrs;
+  attrs["strides"] = std::vector<std::int64_t>{c.stride, c.stride};
+  attrs["pads"] = std::vector<std::int64_t>{c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
+  attrs["dilations"] = std::vector<std::int64_t>{c.dil, c.dil};
+  if (!c.act.empty()) attrs["rw.activation"] = c.act;
+  return attrs;
+}
+
+inline int act_code(const std::string& act) {
+  if (act == "Relu") return kernels::kActRelu;
+  if (act == "HardSwish") return kernels::kActHardSwish;
+  return kernels::kActNone;
+}
+
+inline Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
+
+// NHWC → NCHW (core/layout.hpp), the channels from the last dimension.
+inline Tensor to_channels_first(const Tensor& t) { return redwood::to_channels_first(t, t.shape()[3]); }
+
+/// One case's operands: the NHWC ones the kernels take and the reference's expected output.
+struct Operands {
+  Tensor x, w, bias, residual;  // host: S NHWC, S [K,R,S,Cp], fp32 [K], S NHWC
+  Tensor expected;              // fp32 NCHW
+};
+
+/// Random operands (seeds seed … seed + 3 for x, w, bias, residual) rounded to S, and the
+/// reference output on them.
+inline Operands make_operands(const NhwcCase& c, DType s, std::uint32_t seed) {
+  using redwood::testing::random_tensor;
+  const kernels::ConvShape p = shape_of(c, s);
+  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, seed), s);
+  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, seed + 1), s);
+  const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, seed + 2) : Tensor();
+  const Tensor residual =
+      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, seed + 3), s) : Tensor();
+  std::vector<Tensor> ref_inputs = {x, w, bias};
+  if (c.residual) ref_inputs.push_back(residual);
+  Operands o;
+  o.expected = testing::run_with_provider("Conv", ref_inputs, conv_attrs(c), Device::kCpu, kReferenceProvider,
+                                          Precision::kFp32)
+                   .at(0);
+  o.x = to_channels_last(x, p.c, s);
+  o.w = to_channels_last(w, p.c, s);
+  o.bias = bias;
+  if (c.residual) o.residual = to_channels_last(residual, p.k, s);
+  return o;
+}
+
+/// The index of the tile named `name` in nhwc_conv_tiles(), or −1.
+inline int tile_index(const char* name) {
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  for (std::size_t i = 0; i < tiles.size(); ++i) {
+    if (std::string(tiles[i].name) == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+/// The wgmma tiles of nhwc_conv_tiles() (none in a build without sm_90).
+inline std::vector<int> wgmma_tiles() {
+  std::vector<int> out;
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
+    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0) out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace redwood::cuda::conv_test
