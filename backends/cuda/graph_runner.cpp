@@ -365,7 +365,10 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     auto copy = std::make_shared<Graph>(*graph);
     // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
     // and at fp16/bf16/tf32 with NHWC activations between convolutions (choose_gpu_layout).
-    pass_records_ = passes::optimize(*copy, passes::gpu_pipeline(nhwc_storage(options_)));
+    // At tf32 the NHWC groups hold tf32-rounded operands (exact for wgmma's truncating tf32).
+    const std::optional<DType> storage = nhwc_storage(options_);
+    pass_records_ = passes::optimize(
+        *copy, passes::gpu_pipeline(storage, storage.has_value() && options_.precision == Precision::kTf32));
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);

@@ -41,11 +41,21 @@
 // between kernels, as at these precisions the operands of every convolution already were); its
 // test runs both through the reference kernels within S's tolerance. At fp32 S only the layout
 // changes (the reference kernels then agree to fp32 summation order).
+//
+// tf32 operands (round_tf32, precision tf32 only, fp32 S): every convolution operand is rounded
+// to tf32 once, by whoever writes it, so that the tensor cores see exactly-representable values
+// (Hopper's wgmma tf32 reads fp32 from shared memory and truncates the 13 low mantissa bits, a
+// bias that compounds through a network; mma.sync's cvt.rna on a rounded value is the identity).
+// rw.ConvNhwc's weights are rounded here (round_to_tf32: nearest, ties away, as cvt.rna), and
+// every NHWC node written (rw.ToNhwc, rw.ConvNhwc, rw.DepthwiseConvNhwc, rw.MaxPoolNhwc,
+// rw.ScaleChannelsNhwc) gets `rw.round_tf32` = 1: its kernel rounds its stored fp32 outputs to
+// tf32. rw.GlobalAveragePoolNhwc's fp32 NCHW output (squeeze-excite) is left as it is.
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "core/tf32.hpp"
 
 #include <fmt/format.h>
 
@@ -154,7 +164,7 @@ class Rewriter {
   using Uses = detail::Uses;
 
  public:
-  Rewriter(Graph& g, DType storage) : g_(g), storage_(storage) {}
+  Rewriter(Graph& g, DType storage, bool round_tf32) : g_(g), storage_(storage), round_tf32_(round_tf32) {}
 
   void run(std::vector<std::string>& log) {
     for (const Node& n : g_.nodes) node_names_.insert(n.name);
@@ -297,6 +307,7 @@ class Rewriter {
     conv.outputs = {name};
     conv.attributes["to"] = static_cast<std::int64_t>(dtype_to_onnx(storage_));
     conv.attributes["rw.channels"] = cp;
+    if (round_tf32_) conv.attributes["rw.round_tf32"] = std::int64_t{1};
     g_.value_info[name] = permuted_info(value, name, cp);
     out.push_back(std::move(conv));
     nhwc_name_[value] = name;
@@ -337,7 +348,12 @@ class Rewriter {
           r.op_type = "rw.ConvNhwc";
           r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_nhwc");
           // [K, R, S, Cp]
-          g_.initializers[r.inputs[1]] = to_channels_last(w, align_channels(w.shape()[1], storage_), storage_);
+          Tensor wt = to_channels_last(w, align_channels(w.shape()[1], storage_), storage_);
+          if (round_tf32_) {
+            float* v = wt.data<float>();
+            for (std::int64_t j = 0; j < wt.numel(); ++j) v[j] = round_to_tf32(v[j]);
+          }
+          g_.initializers[r.inputs[1]] = std::move(wt);
           copy_window(node, r, false);
           break;
         }
@@ -367,6 +383,7 @@ class Rewriter {
         out.push_back(std::move(r));
         continue;
       }
+      if (round_tf32_) r.attributes["rw.round_tf32"] = std::int64_t{1};  // an NHWC fp32 output: rounded
       const std::int64_t c = channels_.at(original_out);
       const std::string name = detail::fresh_name(g_, original_out + "_nhwc");
       g_.value_info[name] = permuted_info(original_out, name, c);
@@ -425,6 +442,7 @@ class Rewriter {
 
   Graph& g_;
   DType storage_;
+  bool round_tf32_;  // precision tf32: operands rounded to tf32 by whoever writes them (header comment)
   std::vector<Kind> kind_;
   std::vector<std::size_t> scale_data_;
   std::vector<bool> nhwc_;
@@ -438,10 +456,12 @@ class Rewriter {
 
 }  // namespace
 
-void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage) {
+void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32) {
   RW_EXPECTS(storage == DType::kF16 || storage == DType::kBF16 || storage == DType::kF32, InvalidArgument,
              "choose_gpu_layout keeps activations in float16, bfloat16 or float, not {}", dtype_name(storage));
-  Rewriter(graph, storage).run(log);
+  RW_EXPECTS(!round_tf32 || storage == DType::kF32, InvalidArgument,
+             "choose_gpu_layout rounds tf32 operands only in float storage, not {}", dtype_name(storage));
+  Rewriter(graph, storage, round_tf32).run(log);
 }
 
 }  // namespace redwood::passes

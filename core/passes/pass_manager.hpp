@@ -46,8 +46,9 @@ std::vector<NamedPass> default_pipeline(bool regions = true);
 /// The pipeline of a runner that has a kernel for rw.ElementwiseChain but none for the CPU
 /// regions (the CUDA graph runner): default_pipeline(false), then fuse_elementwise; with an
 /// `nhwc_storage` (float16, bfloat16, or float for tf32 and fp32), then choose_gpu_layout for it.
-/// Without one (std::nullopt) activations stay fp32 NCHW.
-std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage = std::nullopt);
+/// Without one (std::nullopt) activations stay fp32 NCHW. `round_tf32` (precision tf32): the NHWC
+/// groups round their operands to tf32 (choose_gpu_layout's round_tf32).
+std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage = std::nullopt, bool round_tf32 = false);
 
 /// A provider that runs groups of nodes as one composite node.
 struct RegionProvider {
@@ -84,7 +85,9 @@ void form_regions(Graph& graph, std::vector<std::string>& log);
 /// On the GPU: groups of convolutions (with the max pools, global average pools and squeeze-excite
 /// scales between them) keep their activations NHWC in `storage` (kF16, kBF16, or kF32 at tf32 and
 /// fp32), as internal rw.*Nhwc ops, with one conversion at each end (choose_gpu_layout.cpp).
-void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage);
+/// `round_tf32` (precision tf32, kF32 storage only): the convolutions' weights and every NHWC
+/// activation are rounded to tf32 once, where they are written (rw.round_tf32 on the nodes).
+void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32 = false);
 /// Maximal chains of fp32 elementwise nodes (unary activations, and Add/Sub/Mul/Div/Pow with a
 /// constant scalar or per-channel operand) whose intermediates nothing else reads become one
 /// rw.ElementwiseChain node (backends/cpu/reference/elementwise_chain.cpp).

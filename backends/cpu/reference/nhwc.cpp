@@ -8,9 +8,12 @@
 // right rather than fast: operands are widened to fp32 NCHW, the ordinary reference kernel (Conv,
 // MaxPool, GlobalAveragePool) runs on them, and the result is rounded once to the storage type
 // and laid out NHWC again, which is what the CUDA kernels promise (fp32 math, one rounding).
+// With `rw.round_tf32` = 1 (precision tf32; fp32 storage) that one rounding of an fp32 output is
+// to tf32 (round_to_tf32, as the CUDA kernels' cvt.rna.tf32.f32).
 
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "core/layout.hpp"
+#include "core/tf32.hpp"
 
 #include <map>
 #include <string>
@@ -56,6 +59,15 @@ Tensor run_reference(const std::string& op, const Node& like, const std::vector<
   return outs[0];
 }
 
+// y, rounded to tf32 in place when the node asks for it (rw.round_tf32) and y is fp32.
+Tensor round_output(const Node& node, Tensor y) {
+  if (node.attr_int("rw.round_tf32", 0) == 0 || y.dtype() != DType::kF32) return y;
+  y = y.contiguous();
+  float* v = y.data<float>();
+  for (std::int64_t i = 0; i < y.numel(); ++i) v[i] = round_to_tf32(v[i]);
+  return y;
+}
+
 DType onnx_storage(const Node& node) {
   const DType t = dtype_from_onnx(static_cast<int>(node.attr_int("to", 0)));
   RW_EXPECTS(t == DType::kF16 || t == DType::kBF16 || t == DType::kF32, InvalidArgument,
@@ -73,7 +85,7 @@ class ToNhwcKernel final : public Kernel {
                "{}: input must be float NCHW, not {}", node_.where(), x.description());
     RW_EXPECTS(channels_ >= x.shape()[1], InvalidArgument, "{}: rw.channels {} is fewer than the input's {}",
                node_.where(), channels_, x.shape()[1]);
-    ctx.outputs[0] = to_channels_last(x, channels_, to_);
+    ctx.outputs[0] = round_output(node_, to_channels_last(x, channels_, to_));
   }
 
  private:
@@ -123,7 +135,7 @@ class ConvNhwcKernel final : public Kernel {
       ins[3] = to_channels_first(ctx.input(3), k);
     }
     const Tensor y = run_reference("Conv", node_, ins, {{"group", depthwise_ ? c : std::int64_t{1}}});
-    ctx.outputs[0] = to_channels_last(y, k, x.dtype());
+    ctx.outputs[0] = round_output(node_, to_channels_last(y, k, x.dtype()));
   }
 
  private:
@@ -138,7 +150,7 @@ class MaxPoolNhwcKernel final : public Kernel {
     const Tensor& x = ctx.input(0);
     expect_nhwc(node_, x, "input");
     const Tensor y = run_reference("MaxPool", node_, {to_channels_first(x, x.shape()[3])});
-    ctx.outputs[0] = to_channels_last(y, x.shape()[3], x.dtype());
+    ctx.outputs[0] = round_output(node_, to_channels_last(y, x.shape()[3], x.dtype()));
   }
 
  private:
@@ -178,7 +190,7 @@ class ScaleChannelsNhwcKernel final : public Kernel {
           const std::int64_t i = (b * hw + p) * c + ch;
           y.data<float>()[i] = xf.data<float>()[i] * s[b * c + ch];
         }
-    ctx.outputs[0] = x.dtype() == DType::kF32 ? y : y.cast(x.dtype());
+    ctx.outputs[0] = x.dtype() == DType::kF32 ? round_output(node_, y) : y.cast(x.dtype());
   }
 
  private:

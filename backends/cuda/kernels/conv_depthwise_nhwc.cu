@@ -37,7 +37,7 @@ __device__ __forceinline__ void load_bias(const float* bias, int c0, float (&b)[
 // y = act(acc + bias + residual), rounded to S once.
 template <typename T>
 __device__ __forceinline__ void store_output(T* y, const T* residual, long long at, float (&acc)[kNhwcVec],
-                                             const float (&b)[kNhwcVec], const Epilogue& e) {
+                                             const float (&b)[kNhwcVec], const Epilogue& e, bool round) {
   float r[kNhwcVec];
   if (residual != nullptr) {
     load8(residual + at, r);
@@ -47,6 +47,7 @@ __device__ __forceinline__ void store_output(T* y, const T* residual, long long 
   }
 #pragma unroll
   for (int j = 0; j < kNhwcVec; ++j) acc[j] = activate(acc[j] + b[j] + r[j], e.act, e.alpha, e.beta);
+  if constexpr (std::is_same_v<T, float>) round_tf32_if(round, acc);
   store8(y + at, acc);
 }
 
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, R <= (sizeof(T) == 2 ? 5 : 3) ? 2 : 
 #pragma unroll
   for (int o = 0; o < kOut; ++o) {
     if (ox0 + o >= p.ow) break;
-    store_output(y, residual, (out_row + ox0 + o) * p.c + c0, acc[o], b, e);
+    store_output(y, residual, (out_row + ox0 + o) * p.c + c0, acc[o], b, e, p.round_tf32);
   }
 }
 
@@ -151,7 +152,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < kNhwcVec; ++j) acc[j] = fmaf(v[j], wv[j], acc[j]);
       }
     }
-    store_output(y, residual, i * kNhwcVec, acc, b, e);
+    store_output(y, residual, i * kNhwcVec, acc, b, e, p.round_tf32);
   }
 }
 

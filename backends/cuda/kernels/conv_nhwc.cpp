@@ -185,7 +185,8 @@ class ConvNhwcKernel final : public CudaKernel {
       counters = kernels::split_k_counter_address(counters_);
     }
     kernels::launch_conv_nhwc(shape_, storage_, a.inputs[0].data, a.inputs[1].data, a.outputs[0].data, bias,
-                              residual, epilogue_, config_, a.workspace, a.stream, counters, split_tf32_);
+                              residual, epilogue_, config_, a.workspace, a.stream, counters, split_tf32_,
+                              node_.attr_int("rw.round_tf32", 0) != 0);
   }
 
  private:

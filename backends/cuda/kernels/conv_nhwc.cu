@@ -92,7 +92,8 @@ template <typename T, typename Op = MmaOf<T>> Launch<T> kernel_of(int tile) {
 
 template <typename T, typename Op = MmaOf<T>>
 void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, const float* bias, const void* residual,
-                  const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters) {
+                  const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters,
+                  bool round_tf32) {
   const Launch<T> l = kernel_of<T, Op>(tile);
   ConvArgs<T> a{};
   a.p = p;
@@ -104,6 +105,7 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
   a.act = e.act;
   a.alpha = e.alpha;
   a.beta = e.beta;
+  a.round_tf32 = round_tf32;
   a.m_total = static_cast<int>(m_total_of(p));
   a.kdim = kdim_of(p);
   a.n_tiles = (p.k + l.bn - 1) / l.bn;
@@ -223,7 +225,7 @@ std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg) {
 
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters, bool split_tf32) {
+                      cudaStream_t stream, int* counters, bool split_tf32, bool round_tf32) {
   if (m_total_of(p) == 0 || p.k == 0) return;
   const int tile = cfg.tile >= 0 && cfg.tile < static_cast<int>(nhwc_conv_tiles().size()) ? cfg.tile : 0;
   const int splits = cfg.splits > 1 && workspace != nullptr ? std::min(cfg.splits, 65535) : 1;
@@ -232,15 +234,15 @@ void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, co
     return;
   }
   if (storage == NhwcStorage::kF16) {
-    launch_typed<half>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+    launch_typed<half>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
   } else if (storage == NhwcStorage::kBF16) {
-    launch_typed<__nv_bfloat16>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+    launch_typed<__nv_bfloat16>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
   } else if (!split_tf32) {
     // fp32 storage, tf32 products: the same tiles, each stage row holding half as many elements.
-    launch_typed<float>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+    launch_typed<float>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, round_tf32);
   } else {
     // fp32 storage, fp32-accurate products from three tf32 ones (MmaTf32x3).
-    launch_typed<float, MmaTf32x3>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters);
+    launch_typed<float, MmaTf32x3>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
   }
 }
 

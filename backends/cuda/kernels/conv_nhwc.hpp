@@ -75,9 +75,11 @@ std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg);
 /// `split_tf32` (fp32 storage only; precision fp32): each product is three tf32 products of the
 /// operands split into big and small parts ("3xTF32", conv_nhwc_mma.cuh's MmaTf32x3), as accurate
 /// as fp32 FMAs; without it fp32 storage multiplies the operands rounded to tf32 (precision tf32).
+/// `round_tf32` (fp32 storage at precision tf32, the node's rw.round_tf32): y is stored rounded to
+/// tf32 (cvt.rna.tf32.f32), so the next convolution's tensor cores take it exactly.
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters = nullptr, bool split_tf32 = false);
+                      cudaStream_t stream, int* counters = nullptr, bool split_tf32 = false, bool round_tf32 = false);
 /// Output tiles of a configuration (a split-K launch needs a counter each).
 long long nhwc_conv_tile_count(const ConvShape& p, NhwcConvConfig cfg);
 

@@ -26,6 +26,7 @@ template <typename T> struct ConvArgs {
   float* partial;       // split-K: [splits][M][K] fp32
   int* counters;        // split-K: one per output tile, zero at launch
   int m_total, kdim, n_tiles;
+  bool round_tf32;      // fp32 storage at precision tf32: stored outputs rounded to tf32 (cvt.rna)
 };
 
 // Element offset of (row, 16-byte chunk) in a stage of rows of CHUNKS chunks of E elements each,
@@ -172,6 +173,7 @@ __device__ __forceinline__ void conv_epilogue(const ConvArgs<T>& a, const float*
     }
 #pragma unroll
     for (int q = 0; q < 8; ++q) v[q] = activate(v[q], a.act, a.alpha, a.beta);
+    if constexpr (std::is_same_v<T, float>) round_tf32_if(a.round_tf32, v);
     store8(a.y + at, v);
   };
   constexpr int kCols = BN / 8, kSteps = BM * kCols;

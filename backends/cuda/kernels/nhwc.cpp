@@ -53,6 +53,9 @@ std::vector<std::int64_t> required_ints(const Node& node, const char* key, std::
   return v;
 }
 
+/// rw.round_tf32 (the pass at precision tf32): the node stores its fp32 outputs rounded to tf32.
+bool round_tf32(const Node& node) { return node.attr_int("rw.round_tf32", 0) != 0; }
+
 std::int64_t required_int(const Node& node, const char* key) {
   RW_EXPECTS(node.has_attr(key), InvalidArgument, "{}: attribute {} is required", node.where(), key);
   return node.attr_int(key, 0);
@@ -100,7 +103,7 @@ class ToNhwcKernel final : public CudaKernel {
 
   void launch(const LaunchArgs& a) override {
     kernels::launch_to_nhwc(storage_, static_cast<const float*>(a.inputs[0].data), a.outputs[0].data, to_int(x_[0]),
-                            to_int(x_[1]), to_int(x_[2]), to_int(x_[3]), to_int(cp_), a.stream);
+                            to_int(x_[1]), to_int(x_[2]), to_int(x_[3]), to_int(cp_), a.stream, round_tf32(node_));
   }
 
  private:
@@ -160,7 +163,7 @@ class MaxPoolNhwcKernel final : public CudaKernel {
                                  to_int(x[3]),          to_int(out[0]),        to_int(out[1]),
                                  to_int(k[0]),          to_int(k[1]),          to_int(win.strides[0]),
                                  to_int(win.strides[1]), to_int(win.pads[0]),   to_int(win.pads[1]),
-                                 to_int(win.dilations[0]), to_int(win.dilations[1])};
+                                 to_int(win.dilations[0]), to_int(win.dilations[1]), round_tf32(node_)};
     return {{dtype_of(storage_), {x[0], out[0], out[1], x[3]}}};
   }
 
@@ -212,7 +215,8 @@ class ScaleChannelsNhwcKernel final : public CudaKernel {
 
   void launch(const LaunchArgs& a) override {
     kernels::launch_scale_channels_nhwc(storage_, a.inputs[0].data, static_cast<const float*>(a.inputs[1].data),
-                                        a.outputs[0].data, to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream);
+                                        a.outputs[0].data, to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream,
+                                        round_tf32(node_));
   }
 
  private:
@@ -261,7 +265,7 @@ class DepthwiseConvNhwcKernel final : public CudaKernel {
                                       to_int(x[3]),           to_int(out[0]),         to_int(out[1]),
                                       to_int(w.shape[0]),     to_int(w.shape[1]),     to_int(win.strides[0]),
                                       to_int(win.strides[1]), to_int(win.pads[0]),    to_int(win.pads[1]),
-                                      to_int(win.dilations[0]), to_int(win.dilations[1])};
+                                      to_int(win.dilations[0]), to_int(win.dilations[1]), round_tf32(node_)};
     return {{dtype_of(storage_), y}};
   }
 

@@ -19,7 +19,8 @@ constexpr int kThreads = 256;
 // an image of 3 channels (the network's input) moves 48 bytes in and 64 out per thread, all coalesced.
 template <typename T, int PIX, int V>
 __global__ void __launch_bounds__(kThreads)
-    to_nhwc_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, int groups, long long total) {
+    to_nhwc_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, int groups, long long total,
+                   bool round) {
   pdl_wait();
   RW_GRID_STRIDE(i, total) {
     const int g = static_cast<int>(i % groups);
@@ -38,7 +39,10 @@ __global__ void __launch_bounds__(kThreads)
       }
     }
 #pragma unroll
-    for (int q = 0; q < PIX; ++q) store_vec<V>(y + ((pix + q) * groups + g) * V, f[q]);
+    for (int q = 0; q < PIX; ++q) {
+      round_tf32_if(round, f[q]);
+      store_vec<V>(y + ((pix + q) * groups + g) * V, f[q]);
+    }
   }
 }
 
@@ -50,7 +54,8 @@ __global__ void __launch_bounds__(kThreads)
 // 3.4 TB/s here on 32×3×224×224, redwood_nhwc_bench on the H200).
 template <typename T, int Q, int V>
 __global__ void __launch_bounds__(kThreads)
-    to_nhwc_lanes_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, long long pixels) {
+    to_nhwc_lanes_kernel(const float* __restrict__ x, T* __restrict__ y, int c, long long hw, long long pixels,
+                         bool round) {
   const long long first =
       (static_cast<long long>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32) * (32 * Q) + threadIdx.x % 32;
   pdl_wait();
@@ -71,6 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   }
 #pragma unroll
   for (int q = 0; q < Q; ++q) {
+    round_tf32_if(round, f[q]);
     if (first + 32 * q < pixels) store_vec<V>(y + (first + 32 * q) * V, f[q]);
   }
 }
@@ -130,6 +136,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int j = 0; j < kNhwcVec; ++j) m[j] = fmaxf(m[j], v[j]);
       }
     }
+    if constexpr (std::is_same_v<T, float>) round_tf32_if(p.round_tf32, m);  // 16-bit storage: ignored
     store8(y + i * kNhwcVec, m);
   }
 }
@@ -176,7 +183,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     scale_channels_nhwc_kernel(const T* __restrict__ x, const float* __restrict__ scale, T* __restrict__ y,
-                               long long hw, int c, long long total) {
+                               long long hw, int c, long long total, bool round) {
   const int groups = c / kNhwcVec;
   pdl_wait();
   RW_GRID_STRIDE(i, total) {
@@ -186,6 +193,7 @@ __global__ void __launch_bounds__(kThreads)
     load8_f32(scale + n * c + g * kNhwcVec, s);
 #pragma unroll
     for (int j = 0; j < kNhwcVec; ++j) v[j] *= s[j];
+    round_tf32_if(round, v);
     store8(y + i * kNhwcVec, v);
   }
 }
@@ -203,9 +211,11 @@ void with_conversion(NhwcStorage s, long long cp, F&& f) {
   }
 }
 
-void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream) {
+void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream,
+                    bool round_tf32) {
   const long long hw = static_cast<long long>(h) * w;
   if (n == 0 || hw == 0) return;
+  const bool round = round_tf32 && s == NhwcStorage::kF32;
   with_conversion(s, cp, [&](auto tag, auto vec) {
     using T = decltype(tag);
     constexpr int V = decltype(vec)::value;
@@ -215,14 +225,14 @@ void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h,
       const long long pixels = n * hw;
       const auto blocks = static_cast<unsigned>((pixels + kThreads * kQ - 1) / (kThreads * kQ));
       (void)launch_kernel(to_nhwc_lanes_kernel<T, kQ, V>, blocks, kThreads, 0, stream, x, static_cast<T*>(y), c, hw,
-                          pixels);
+                          pixels, round);
       return;
     }
     // Four pixels a thread where the float4 reads stay aligned (x itself is 16-byte aligned).
     const bool quad = hw % 4 == 0;
     const long long total = n * hw * groups / (quad ? 4 : 1);
     (void)launch_kernel(quad ? to_nhwc_kernel<T, 4, V> : to_nhwc_kernel<T, 1, V>, grid_for(total, kThreads), kThreads,
-                        0, stream, x, static_cast<T*>(y), c, hw, static_cast<int>(groups), total);
+                        0, stream, x, static_cast<T*>(y), c, hw, static_cast<int>(groups), total, round);
   });
   RW_CUDA_CHECK_LAUNCH("to_nhwc");
 }
@@ -265,13 +275,14 @@ void launch_global_avg_pool_nhwc(NhwcStorage s, const void* x, float* y, int n, 
 }
 
 void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale, void* y, int n, long long hw, int c,
-                                cudaStream_t stream) {
+                                cudaStream_t stream, bool round_tf32) {
   const long long total = n * hw * (c / kNhwcVec);
   if (total == 0) return;
   with_storage(s, [&](auto tag) {
     using T = decltype(tag);
     (void)launch_kernel(scale_channels_nhwc_kernel<T>, grid_for(total, kThreads), kThreads, 0, stream,
-                        static_cast<const T*>(x), scale, static_cast<T*>(y), hw, c, total);
+                        static_cast<const T*>(x), scale, static_cast<T*>(y), hw, c, total,
+                        round_tf32 && s == NhwcStorage::kF32);
   });
   RW_CUDA_CHECK_LAUNCH("scale_channels_nhwc");
 }

@@ -19,7 +19,11 @@ inline constexpr int kNhwcVec = 8;
 
 /// fp32 [N, C, H, W] → S [N, H, W, cp]; channels c..cp-1 are written as 0. cp ≥ c, and cp % 8 == 0
 /// (S fp32: cp % 4 == 0).
-void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
+/// `round_tf32` (fp32 storage at precision tf32, the node's rw.round_tf32; also the max pool's,
+/// the scale's and the depthwise convolution's): the stored values are rounded to tf32
+/// (cvt.rna.tf32.f32) and kept as fp32; ignored for 16-bit storage.
+void launch_to_nhwc(NhwcStorage s, const float* x, void* y, int n, int c, int h, int w, int cp, cudaStream_t stream,
+                    bool round_tf32 = false);
 
 /// S [N, H, W, cp] → fp32 [N, c, H, W] (channels ≥ c dropped). c ≤ cp, cp as launch_to_nhwc's.
 void launch_to_nchw(NhwcStorage s, const void* x, float* y, int n, int c, int h, int w, int cp, cudaStream_t stream);
@@ -29,6 +33,7 @@ void launch_to_nchw(NhwcStorage s, const void* x, float* y, int n, int c, int h,
 struct NhwcPoolParams {
   int n, h, w, c, oh, ow;
   int kh, kw, sh, sw, ph, pw, dh, dw;  // ph/pw: top/left padding
+  bool round_tf32 = false;            // fp32 storage: outputs rounded to tf32 (launch_to_nhwc)
 };
 void launch_max_pool_nhwc(NhwcStorage s, const NhwcPoolParams& p, const void* x, void* y, cudaStream_t stream);
 
@@ -38,7 +43,7 @@ void launch_global_avg_pool_nhwc(NhwcStorage s, const void* x, float* y, int n, 
 
 /// y[n, p, c] = x[n, p, c] · scale[n·C + c] over S [N, HW, C], scale fp32.
 void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale, void* y, int n, long long hw, int c,
-                                cudaStream_t stream);
+                                cudaStream_t stream, bool round_tf32 = false);
 
 /// Depthwise convolution (group == C == K, multiplier 1) on S [N, H, W, C] with fp32 weights
 /// [R, S, C], fp32 bias [C] (may be null), S residual [N, OH, OW, C] (may be null) and the fused
@@ -46,6 +51,7 @@ void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale
 struct NhwcDepthwiseParams {
   int n, h, w, c, oh, ow;
   int r, s, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;  // pad_h/pad_w: top/left
+  bool round_tf32 = false;  // fp32 storage: outputs rounded to tf32 (launch_to_nhwc)
 };
 /// Which kernel a shape takes: "tiled RxS/stride" (3×3, 5×5, 7×7 windows, equal strides 1 or 2,
 /// dilation 1: a register window along W) or "direct" (anything else).

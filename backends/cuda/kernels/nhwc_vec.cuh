@@ -5,6 +5,7 @@
 // aligned). load_vec/store_vec<V> also take V = 4 for fp32 (one 16-byte access: the conversions
 // of fp32 tensors with C % 4 == 0).
 
+#include "backends/cuda/kernels/mma_ops.cuh"
 #include "backends/cuda/kernels/nhwc.hpp"
 
 #include <cuda_bf16.h>
@@ -92,6 +93,16 @@ __device__ __forceinline__ void store8(__nv_bfloat16* p, const float (&f)[8]) {
 __device__ __forceinline__ void store8(float* p, const float (&f)[8]) {
   reinterpret_cast<float4*>(p)[0] = make_float4(f[0], f[1], f[2], f[3]);
   reinterpret_cast<float4*>(p)[1] = make_float4(f[4], f[5], f[6], f[7]);
+}
+
+/// fp32 storage at precision tf32 (the pass's rw.round_tf32): when `on`, each value rounded to
+/// tf32 (to nearest, ties away: cvt.rna.tf32.f32) and kept as fp32, so that a tensor core's tf32
+/// operand (wgmma's truncation, mma.sync's cvt.rna) takes it unchanged.
+template <int V>
+__device__ __forceinline__ void round_tf32_if(bool on, float (&f)[V]) {
+  if (!on) return;
+#pragma unroll
+  for (int i = 0; i < V; ++i) f[i] = __uint_as_float(to_tf32(f[i]));
 }
 
 /// 8 fp32 values (weights, bias, scale) as two 16-byte loads; p 16-byte aligned.

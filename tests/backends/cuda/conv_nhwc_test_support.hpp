@@ -7,6 +7,7 @@
 
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "core/layout.hpp"
+#include "core/tf32.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
 
@@ -64,6 +65,13 @@ inline int act_code(const std::string& act) {
 
 inline Tensor rounded(const Tensor& t, DType s) { return t.cast(s).cast(DType::kF32); }
 
+/// fp32 values rounded to tf32 (round_to_tf32): the operands choose_gpu_layout leaves at precision tf32.
+inline Tensor rounded_tf32(Tensor t) {
+  t = t.cast(DType::kF32);  // a copy, not a view of the caller's tensor
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = round_to_tf32(t.data<float>()[i]);
+  return t;
+}
+
 // NHWC → NCHW (core/layout.hpp), the channels from the last dimension.
 inline Tensor to_channels_first(const Tensor& t) { return redwood::to_channels_first(t, t.shape()[3]); }
 
@@ -74,15 +82,16 @@ struct Operands {
 };
 
 /// Random operands (seeds seed … seed + 3 for x, w, bias, residual) rounded to S, and the
-/// reference output on them.
-inline Operands make_operands(const NhwcCase& c, DType s, std::uint32_t seed) {
+/// reference output on them. `tf32` (fp32 S): x, w and the residual rounded to tf32 too.
+inline Operands make_operands(const NhwcCase& c, DType s, std::uint32_t seed, bool tf32 = false) {
   using redwood::testing::random_tensor;
   const kernels::ConvShape p = shape_of(c, s);
-  const Tensor x = rounded(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, seed), s);
-  const Tensor w = rounded(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, seed + 1), s);
+  auto operand = [&](const Tensor& t) { return tf32 ? rounded_tf32(rounded(t, s)) : rounded(t, s); };
+  const Tensor x = operand(random_tensor(DType::kF32, {c.n, c.c, c.h, c.w}, -1, 1, seed));
+  const Tensor w = operand(random_tensor(DType::kF32, {c.k, c.c, c.r, c.s}, -0.5, 0.5, seed + 1));
   const Tensor bias = c.bias ? random_tensor(DType::kF32, {c.k}, -1, 1, seed + 2) : Tensor();
   const Tensor residual =
-      c.residual ? rounded(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, seed + 3), s) : Tensor();
+      c.residual ? operand(random_tensor(DType::kF32, {p.n, p.k, p.oh, p.ow}, -1, 1, seed + 3)) : Tensor();
   std::vector<Tensor> ref_inputs = {x, w, bias};
   if (c.residual) ref_inputs.push_back(residual);
   Operands o;

@@ -125,6 +125,46 @@ INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmma, ::testing::ValuesIn(wg_params()),
                            return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
                          });
 
+// Precision tf32 as the graph runner sets it up (choose_gpu_layout's round_tf32): x, w and the
+// residual arrive already rounded to tf32 (the pass rounds the weights, every NHWC kernel its
+// stored activations), so wgmma's truncation of the fp32 bits drops nothing and mma.sync's cvt.rna
+// changes nothing: every tile, the mma.sync one too, matches an fp32 convolution of the same
+// operands to summation order (on unrounded operands the wgmma tiles measured 6-7.7e-4 against
+// the reference, EveryWgmmaTileAndSplitAgrees). With round_tf32 the kernel stores y rounded to
+// tf32, bit for bit what round_to_tf32 makes of the unrounded store of the same tile.
+TEST(ConvNhwcWgmmaRun, Tf32OperandsRoundedOnceMultiplyExactly) {
+  RW_SKIP_WITHOUT_WGMMA();
+  std::vector<int> tiles = wgmma_tiles();
+  tiles.push_back(tile_index("128x128"));  // an mma.sync tile
+  ASSERT_GE(tiles.back(), 0);
+  for (const NhwcCase& c : wg_cases()) {
+    const ConvShape p = shape_of(c, DType::kF32);
+    const Operands o = make_operands(c, DType::kF32, 47, /*tf32=*/true);
+    const Tensor x = to_device(o.x), w = to_device(o.w);
+    const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
+    const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
+    kernels::Epilogue e;
+    e.act = act_code(c.act);
+    for (int t : tiles) {
+      const char* name = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name;
+      Tensor y[2];
+      for (int round = 0; round < 2; ++round) {
+        y[round] = device_empty(DType::kF32, {p.n, p.oh, p.ow, p.k});
+        kernels::launch_conv_nhwc(p, kernels::NhwcStorage::kF32, x.raw_data(), w.raw_data(), y[round].raw_data(),
+                                  c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
+                                  NhwcConvConfig{t, 1}, nullptr, nullptr, nullptr, false, round == 1);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
+        y[round] = to_host(y[round]);
+      }
+      const double err = testing::relative_l2(redwood::to_channels_first(y[0], p.k), o.expected);
+      std::printf("[ measured ] %s tf32 operands %s: relative L2 %.3g\n", c.name.c_str(), name, err);
+      EXPECT_LE(err, 1e-5) << c.name << " tile " << name;
+      const Tensor want = rounded_tf32(y[0]);
+      EXPECT_EQ(std::memcmp(want.raw_data(), y[1].raw_data(), want.nbytes()), 0) << c.name << " tile " << name;
+    }
+  }
+}
+
 TEST(ConvNhwcWgmmaRun, SplitKIsDeterministic) {
   RW_SKIP_WITHOUT_WGMMA();
   const NhwcCase c = wg_cases()[0];

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace redwood::cuda {
 namespace {
@@ -205,6 +206,77 @@ Tensor rsc_weights(const Tensor& w) {
   const Shape& s = w.shape();
   return to_channels_last(w.reshaped({1, s[0], s[2], s[3]}), s[0], DType::kF32).reshaped({s[2], s[3], s[0]});
 }
+
+// ---- rw.round_tf32 (fp32 storage at precision tf32) ----
+
+/// Elements whose 13 low mantissa bits are not zero (values that are not tf32).
+std::int64_t not_tf32(const Tensor& t) {
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, t.data<float>() + i, 4);
+    bad += (u & 0x1fffu) != 0;
+  }
+  return bad;
+}
+
+// With rw.round_tf32 (choose_gpu_layout at precision tf32) each kernel that writes an fp32 NHWC
+// activation stores it rounded to tf32 (cvt.rna.tf32.f32), as the reference kernel does
+// (round_to_tf32): the conversion, the max pool and the scale bit for bit, the depthwise
+// convolution to summation order (then a value near a tie may round the other way: one tf32 ulp).
+// The inputs are fp32 values with their low bits set, so the rounding is visible.
+TEST(NhwcOps, Tf32RoundingAttributeRoundsWhatEachKernelStores) {
+  RW_SKIP_WITHOUT_GPU();
+  const Tensor x = random_tensor(DType::kF32, {3, 16, 9, 11}, -1, 1, 31);
+  const Tensor xn = nchw_to_nhwc(x, 16);
+  ASSERT_GT(not_tf32(xn), 0);
+  const Attrs round = {{"rw.round_tf32", std::int64_t{1}}};
+  auto with_round = [&](Attrs a) {
+    a.insert(round.begin(), round.end());
+    return a;
+  };
+  const Attrs to = with_round({{"to", std::int64_t{dtype_to_onnx(DType::kF32)}}, {"rw.channels", std::int64_t{16}}});
+  const Tensor cu_to = run_cuda("rw.ToNhwc", {x}, to);
+  const Tensor ref_to = run_reference("rw.ToNhwc", {x}, to);
+  EXPECT_EQ(not_tf32(ref_to), 0);
+  EXPECT_EQ(mismatches(cu_to, ref_to), 0);
+  EXPECT_GT(mismatches(ref_to, xn), 0);  // it really rounds
+
+  const Attrs pool = with_round({{"kernel_shape", Ints{3, 3}},
+                                 {"strides", Ints{2, 2}},
+                                 {"pads", Ints{1, 1, 1, 1}},
+                                 {"dilations", Ints{1, 1}},
+                                 {"ceil_mode", std::int64_t{0}}});
+  const Tensor cu_pool = run_cuda("rw.MaxPoolNhwc", {xn}, pool);
+  EXPECT_EQ(not_tf32(cu_pool), 0);
+  EXPECT_EQ(mismatches(cu_pool, run_reference("rw.MaxPoolNhwc", {xn}, pool)), 0);
+
+  const Tensor scale = random_tensor(DType::kF32, {3, 16, 1, 1}, 0, 1, 32);
+  const Tensor cu_scale = run_cuda("rw.ScaleChannelsNhwc", {xn, scale}, round);
+  EXPECT_EQ(not_tf32(cu_scale), 0);
+  EXPECT_EQ(mismatches(cu_scale, run_reference("rw.ScaleChannelsNhwc", {xn, scale}, round)), 0);
+
+  const Tensor w = rsc_weights(random_tensor(DType::kF32, {16, 1, 3, 3}, -1, 1, 33));
+  const Tensor bias = random_tensor(DType::kF32, {16}, -1, 1, 34);
+  for (const std::int64_t stride : {1, 2}) {  // the tiled kernel; a dilation for the direct one
+    for (const std::int64_t dil : {1, 2}) {
+      SCOPED_TRACE(fmt::format("depthwise stride {} dilation {}", stride, dil));
+      const Attrs dw = with_round({{"strides", Ints{stride, stride}},
+                                   {"pads", Ints{dil, dil, dil, dil}},
+                                   {"dilations", Ints{dil, dil}},
+                                   {"rw.activation", std::string("Relu")}});
+      const Tensor cu_dw = run_cuda("rw.DepthwiseConvNhwc", {xn, w, bias}, dw);
+      const Tensor ref_dw = run_reference("rw.DepthwiseConvNhwc", {xn, w, bias}, dw);
+      EXPECT_EQ(not_tf32(cu_dw), 0);
+      EXPECT_EQ(not_tf32(ref_dw), 0);
+      EXPECT_LE(testing::relative_l2(cu_dw, ref_dw), 1e-4);
+    }
+  }
+  // Without the attribute fp32 storage keeps every bit (the tf32 rounding is the pass's choice).
+  const Attrs plain = {{"to", std::int64_t{dtype_to_onnx(DType::kF32)}}, {"rw.channels", std::int64_t{16}}};
+  EXPECT_EQ(mismatches(run_cuda("rw.ToNhwc", {x}, plain), xn), 0);
+}
+
 
 TEST(NhwcOps, DepthwiseConvMatchesTheReferenceConv) {
   RW_SKIP_WITHOUT_GPU();

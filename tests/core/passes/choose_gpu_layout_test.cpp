@@ -7,11 +7,13 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "core/tf32.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 namespace redwood {
@@ -382,6 +384,114 @@ TEST(ChooseGpuLayout, Fp32StoragePadsTheStemToFourChannelsAndKeepsTheValues) {
   EXPECT_EQ(to12->attr_int("rw.channels", 0), 12);
   const Tensor xo = testing::random_tensor(DType::kF32, {1, 8, 6, 6}, -1, 1, 8);
   EXPECT_LT(testing::relative_l2(run_reference(go, xo).at(0), run_reference(odd.g, xo).at(0)), 1e-6);
+}
+
+bool is_tf32(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return (u & 0x1fffu) == 0;
+}
+
+std::shared_ptr<Graph> optimized_tf32(const Builder& b) {
+  auto g = std::make_shared<Graph>(*b.g);
+  passes::optimize(*g, passes::gpu_pipeline(DType::kF32, /*round_tf32=*/true));
+  return g;
+}
+
+TEST(ChooseGpuLayout, Tf32RoundsTheWeightsAndMarksEveryNhwcWriter) {
+  // Precision tf32: the convolutions' weights rounded to tf32 (nearest, ties away), and every
+  // node that writes an NHWC activation marked rw.round_tf32, so that the tensor cores' tf32
+  // operands are exact (wgmma truncates). Two stem weights with low bits set: a tie (rounds away
+  // from zero) and one just below it (rounds down); at index 0 and 1 of [K, C, R, S], which are
+  // indices 0 and 4 of [K, R, S, 4].
+  Builder b = resnet_like();
+  Tensor& stem_w = b.g->initializers.at("stem_w");
+  std::uint32_t tie = 0x3e801000u, below = 0xbe800fffu;
+  std::memcpy(stem_w.data<float>(), &tie, 4);
+  std::memcpy(stem_w.data<float>() + 1, &below, 4);
+  auto g = optimized_tf32(b);
+  const Node* stem = producer(*g, "stem_act_nhwc");
+  ASSERT_NE(stem, nullptr);
+  const Tensor& w = *g->find_initializer(stem->inputs[1]);
+  std::uint32_t got0, got4;
+  std::memcpy(&got0, w.data<float>(), 4);
+  std::memcpy(&got4, w.data<float>() + 4, 4);
+  EXPECT_EQ(got0, 0x3e802000u);
+  EXPECT_EQ(got4, 0xbe800000u);
+  std::size_t marked = 0;
+  for (const Node& n : g->nodes) {
+    if (n.op_type.rfind("rw.", 0) != 0 || n.op_type == "rw.ToNchw" || n.op_type == "rw.ElementwiseChain") continue;
+    const bool writes_nhwc = n.op_type != "rw.GlobalAveragePoolNhwc";  // it writes fp32 NCHW [N, C, 1, 1]
+    EXPECT_EQ(n.attr_int("rw.round_tf32", 0), writes_nhwc ? 1 : 0) << n.name << " " << n.op_type;
+    marked += writes_nhwc;
+    if (n.op_type == "rw.ConvNhwc") {
+      const Tensor& wt = *g->find_initializer(n.inputs[1]);
+      for (std::int64_t i = 0; i < wt.numel(); ++i) ASSERT_TRUE(is_tf32(wt.data<float>()[i])) << n.name << " " << i;
+    }
+  }
+  EXPECT_EQ(marked, 5u);  // rw.ToNhwc, three rw.ConvNhwc, rw.MaxPoolNhwc
+
+  // Through the reference kernels (which honour the attribute) the graph is the original one with
+  // operands rounded to tf32: close to it, not equal; every NHWC value is tf32.
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 20, 20}, -1, 1, 5);
+  const Tensor want = run_reference(b.g, x).at(0);
+  const double err = testing::relative_l2(run_reference(g, x).at(0), want);
+  EXPECT_LT(err, 2e-3);
+  EXPECT_GT(err, 1e-6);
+
+  // The MobileNet block: the depthwise convolution and the squeeze-excite scale are marked too.
+  const Builder m = mobilenet_like();
+  auto gm = optimized_tf32(m);
+  for (const char* op : {"rw.DepthwiseConvNhwc", "rw.ScaleChannelsNhwc", "rw.ConvNhwc", "rw.ToNhwc"}) {
+    for (const Node& n : gm->nodes) {
+      if (n.op_type == op) EXPECT_EQ(n.attr_int("rw.round_tf32", 0), 1) << n.name;
+    }
+  }
+  const Tensor xm = testing::random_tensor(DType::kF32, {3, 16, 9, 9}, -1, 1, 6);
+  EXPECT_LT(testing::relative_l2(run_reference(gm, xm).at(0), run_reference(m.g, xm).at(0)), 2e-3);
+
+  // fp32 (3xTF32) and fp16 storage neither round the fp32 weights nor mark the nodes; 16-bit
+  // storage cannot be asked to.
+  for (const DType s : {DType::kF32, DType::kF16}) {
+    auto plain = optimized(b, s);
+    for (const Node& n : plain->nodes) EXPECT_FALSE(n.has_attr("rw.round_tf32")) << n.name;
+    if (s == DType::kF32) {
+      std::uint32_t kept;
+      std::memcpy(&kept, plain->find_initializer(producer(*plain, "stem_act_nhwc")->inputs[1])->data<float>(), 4);
+      EXPECT_EQ(kept, tie);
+    }
+  }
+  Graph copy = *b.g;
+  std::vector<std::string> log;
+  EXPECT_THROW(passes::choose_gpu_layout(copy, log, DType::kF16, true), InvalidArgument);
+}
+
+TEST(NhwcReferenceKernels, RoundTf32AttributeRoundsTheStoredValues) {
+  // rw.round_tf32: the reference kernel rounds its fp32 output to tf32 once (round_to_tf32).
+  Tensor x = testing::random_tensor(DType::kF32, {1, 8, 3, 5}, -2, 2, 9);
+  std::uint32_t tie = 0x3f801000u;
+  std::memcpy(x.data<float>(), &tie, 4);  // channel 0 of pixel 0
+  const std::map<std::string, AttributeValue> to = {{"to", std::int64_t{dtype_to_onnx(DType::kF32)}},
+                                                    {"rw.channels", std::int64_t{8}}};
+  auto rounded = to;
+  rounded["rw.round_tf32"] = std::int64_t{1};
+  const Tensor plain = testing::run_node(testing::make_spec("rw.ToNhwc", {x}, to)).at(0);
+  const Tensor r = testing::run_node(testing::make_spec("rw.ToNhwc", {x}, rounded)).at(0);
+  EXPECT_EQ(plain.data<float>()[0], x.data<float>()[0]);
+  std::uint32_t got;
+  std::memcpy(&got, r.data<float>(), 4);
+  EXPECT_EQ(got, 0x3f802000u);
+  for (std::int64_t i = 0; i < r.numel(); ++i) {
+    EXPECT_EQ(r.data<float>()[i], round_to_tf32(plain.data<float>()[i])) << i;
+  }
+  // A scale and a max pool round what they store, too.
+  const Tensor scale = testing::random_tensor(DType::kF32, {1, 8, 1, 1}, 0, 1, 10);
+  const Tensor scaled = testing::run_node(testing::make_spec("rw.ScaleChannelsNhwc", {plain, scale},
+                                                             {{"rw.round_tf32", std::int64_t{1}}})).at(0);
+  for (std::int64_t i = 0; i < scaled.numel(); ++i) ASSERT_TRUE(is_tf32(scaled.data<float>()[i])) << i;
+  const Tensor pooled = testing::run_node(testing::make_spec(
+      "rw.MaxPoolNhwc", {plain}, {{"kernel_shape", std::vector<std::int64_t>{2, 2}}, {"rw.round_tf32", std::int64_t{1}}})).at(0);
+  for (std::int64_t i = 0; i < pooled.numel(); ++i) ASSERT_TRUE(is_tf32(pooled.data<float>()[i])) << i;
 }
 
 TEST(NhwcReferenceKernels, ConversionsRoundTripAndRejectBadInput) {
