@@ -23,7 +23,8 @@ struct VariantTimes {
                           // that was already over 3× the best so far (not repeated)
 };
 
-/// Runs `launch_default` until about 1 ms has passed (at most 50 launches: an idle GPU raises its
+/// Launches every variant once untimed (a kernel's first launch may load its code), then runs
+/// `launch_default` until about 1 ms has passed (at most 50 launches: an idle GPU raises its
 /// clocks over the first milliseconds, which would handicap the early variants), then each of
 /// `count` variants once (`launch_variant(i)`) and, unless that launch took over 3× the best mean
 /// so far, `repeats` more times between two events; the fastest mean wins, ties to the earlier
