@@ -47,7 +47,10 @@ const char* dtype_label(DType d) { return dtype_name(d).data(); }
 
 class ConvNhwcKernel final : public CudaKernel {
  public:
-  ConvNhwcKernel(const Node& node, const KernelInfo& /*info*/) : node_(node) { epilogue_ = fused_activation(node); }
+  ConvNhwcKernel(const Node& node, const KernelInfo& /*info*/)
+      : node_(node), round_tf32_(node.attr_int("rw.round_tf32", 0) != 0) {
+    epilogue_ = fused_activation(node);
+  }
 
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
     const TensorDesc& x = info.input(0);
@@ -148,13 +151,6 @@ class ConvNhwcKernel final : public CudaKernel {
   // plan's budget a new shape keeps (and caches) the default, so every plan runs the same kernel.
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (candidates_.size() <= 1) return;
-    // The narrow kernel's code loaded before anything is timed (conv_nhwc_narrow_prepare).
-    for (const NhwcConvConfig& c : candidates_) {
-      if (kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].narrow > 0) {
-        kernels::conv_nhwc_narrow_prepare();
-        break;
-      }
-    }
     VariantTimes t;
     switch (tune_variants(tune_cache(), tune_key(shape_, storage_, split_tf32_), candidates_, config_, budget, a.stream,
                           [&] { launch(a); }, &t)) {
@@ -186,12 +182,13 @@ class ConvNhwcKernel final : public CudaKernel {
     }
     kernels::launch_conv_nhwc(shape_, storage_, a.inputs[0].data, a.inputs[1].data, a.outputs[0].data, bias,
                               residual, epilogue_, config_, a.workspace, a.stream, counters, split_tf32_,
-                              node_.attr_int("rw.round_tf32", 0) != 0);
+                              round_tf32_);
   }
 
  private:
   const Node& node_;
   kernels::Epilogue epilogue_;
+  bool round_tf32_;  // rw.round_tf32: fp32 outputs stored rounded to tf32 (the pass at precision tf32)
   ConvShape shape_{};
   DType dtype_ = DType::kF16;
   kernels::NhwcStorage storage_ = kernels::NhwcStorage::kF16;

@@ -95,19 +95,8 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
                   const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters,
                   bool round_tf32) {
   const Launch<T> l = kernel_of<T, Op>(tile);
-  ConvArgs<T> a{};
-  a.p = p;
-  a.x = static_cast<const T*>(x);
-  a.w = static_cast<const T*>(w);
-  a.y = static_cast<T*>(y);
-  a.residual = static_cast<const T*>(residual);
-  a.bias = bias;
-  a.act = e.act;
-  a.alpha = e.alpha;
-  a.beta = e.beta;
+  ConvArgs<T> a = conv_args<T>(p, x, w, y, bias, residual, e);
   a.round_tf32 = round_tf32;
-  a.m_total = static_cast<int>(m_total_of(p));
-  a.kdim = kdim_of(p);
   a.n_tiles = (p.k + l.bn - 1) / l.bn;
   const long long tiles = static_cast<long long>((a.m_total + l.bm - 1) / l.bm) * a.n_tiles;
   if (splits > 1) {

@@ -29,6 +29,26 @@ template <typename T> struct ConvArgs {
   bool round_tf32;      // fp32 storage at precision tf32: stored outputs rounded to tf32 (cvt.rna)
 };
 
+/// The operands, the epilogue and the GEMM's M and K-dim of a launch; split-K's fields and
+/// round_tf32 are left to the launcher.
+template <typename T>
+ConvArgs<T> conv_args(const ConvShape& p, const void* x, const void* w, void* y, const float* bias,
+                      const void* residual, const Epilogue& e) {
+  ConvArgs<T> a{};
+  a.p = p;
+  a.x = static_cast<const T*>(x);
+  a.w = static_cast<const T*>(w);
+  a.y = static_cast<T*>(y);
+  a.residual = static_cast<const T*>(residual);
+  a.bias = bias;
+  a.act = e.act;
+  a.alpha = e.alpha;
+  a.beta = e.beta;
+  a.m_total = static_cast<int>(static_cast<long long>(p.n) * p.oh * p.ow);  // plan(): under 2^31
+  a.kdim = p.r * p.s * p.c;
+  return a;
+}
+
 // Element offset of (row, 16-byte chunk) in a stage of rows of CHUNKS chunks of E elements each,
 // swizzled so that the 8 rows an ldmatrix phase reads (same logical chunk) fall in 8 different
 // 16-byte bank groups: rows of 128 bytes (8 chunks) XOR the chunk with row % 8 (also wgmma's

@@ -251,6 +251,16 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
         for (int j = 0; j < Tl::kNI; ++j) Op::mma(acc[i][j], af[buf][i], bf[buf][j][0], bf[buf][j][1]);
     }
   };
+  // The copies of tile kt + kStages − 1 (if there is one) into its stage, as one commit group
+  // (empty past the end: the waits count groups).
+  auto copy_ahead = [&](int kt) {
+    const int next = kt + kStages - 1;
+    if (next < blk.ktiles) {
+      load_b(next % kStages, blk.k_begin + next * BK);
+      load_a(next % kStages);
+    }
+    cp_async_commit();
+  };
   if constexpr (DB) {
     cp_async_wait<kStages - 2>();  // tile 0 has landed (this thread's copies) ...
     __syncthreads();               // ... everyone's
@@ -258,12 +268,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
     for (int kt = 0; kt < blk.ktiles; ++kt) {
       // Tile kt + kStages − 1 goes to the stage of tile kt − 1, which every warp finished reading
       // before the barrier that made tile kt visible.
-      const int next = kt + kStages - 1;
-      if (next < blk.ktiles) {
-        load_b(next % kStages, blk.k_begin + next * BK);
-        load_a(next % kStages);
-      }
-      cp_async_commit();
+      copy_ahead(kt);
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
         if (ks == KS - 1) {
@@ -280,12 +285,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
     for (int kt = 0; kt < blk.ktiles; ++kt) {
       cp_async_wait<kStages - 2>();  // tile kt has landed (this thread's copies) ...
       __syncthreads();               // ... everyone's, and everyone is done with tile kt − 1's stage
-      const int next = kt + kStages - 1;
-      if (next < blk.ktiles) {
-        load_b(next % kStages, blk.k_begin + next * BK);
-        load_a(next % kStages);
-      }
-      cp_async_commit();
+      copy_ahead(kt);
 #pragma unroll
       for (int ks = 0; ks < KS; ++ks) {
         load_frags(0, kt % kStages, ks);

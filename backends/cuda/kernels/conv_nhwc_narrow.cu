@@ -387,9 +387,8 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
 }
 
 // Every instantiation's shared-memory opt-in: the rings of K-dim 128 and the weights of 128
-// channels pass the 48 KiB a launch gets unasked. Asking also loads each kernel's code, which a
-// lazily loading runtime would otherwise do inside the tuner's first timed launch of it.
-template <typename T, int NB, bool RING> void prepare_typed() {
+// channels pass the 48 KiB a launch gets unasked.
+template <typename T, int NB, bool RING> void opt_in_typed() {
   auto opt_in = [](const void* kernel) {
     RW_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024));
   };
@@ -421,6 +420,21 @@ void launch_variant(const ConvShape& p, const void* x, const void* w, void* y, c
   return launch_by_kdim<T, 4, false>(p, x, w, y, bias, residual, e, stream);
 }
 
+// Once per process, before the first launch.
+void opt_in_shared_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    opt_in_typed<half, 2, false>();
+    opt_in_typed<half, 4, false>();
+    opt_in_typed<half, 2, true>();
+    opt_in_typed<half, 4, true>();
+    opt_in_typed<__nv_bfloat16, 2, false>();
+    opt_in_typed<__nv_bfloat16, 4, false>();
+    opt_in_typed<__nv_bfloat16, 2, true>();
+    opt_in_typed<__nv_bfloat16, 4, true>();
+  });
+}
+
 }  // namespace
 
 bool conv_nhwc_narrow_enabled() {
@@ -447,20 +461,6 @@ const NarrowVariant& narrow_variant(int index) {
   return variants[index];
 }
 
-void conv_nhwc_narrow_prepare() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    prepare_typed<half, 2, false>();
-    prepare_typed<half, 4, false>();
-    prepare_typed<half, 2, true>();
-    prepare_typed<half, 4, true>();
-    prepare_typed<__nv_bfloat16, 2, false>();
-    prepare_typed<__nv_bfloat16, 4, false>();
-    prepare_typed<__nv_bfloat16, 2, true>();
-    prepare_typed<__nv_bfloat16, 4, true>();
-  });
-}
-
 void launch_conv_nhwc_narrow(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                              const float* bias, const void* residual, const Epilogue& e, int variant,
                              cudaStream_t stream) {
@@ -471,7 +471,7 @@ void launch_conv_nhwc_narrow(const ConvShape& p, NhwcStorage storage, const void
                                 ", not K " + std::to_string(p.k) + ", R*S*C " + std::to_string(p.r * p.s * p.c));
   }
   if (static_cast<long long>(p.n) * p.oh * p.ow == 0) return;
-  conv_nhwc_narrow_prepare();
+  opt_in_shared_memory();
   if (storage == NhwcStorage::kF16) {
     launch_variant<half>(p, x, w, y, bias, residual, e, v, stream);
   } else {

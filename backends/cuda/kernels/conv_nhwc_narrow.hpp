@@ -45,11 +45,6 @@ inline constexpr int kNarrowVariants = 4;
 /// index outside 0 to kNarrowVariants − 1.
 const NarrowVariant& narrow_variant(int index);
 
-/// Loads every variant's code and asks for its shared memory, once per process (a launch does it
-/// too): rw.ConvNhwc's tuner calls it before it times anything, so that no variant's first timed
-/// launch pays for loading its code (the tuner does not repeat a launch 3 times the best's).
-void conv_nhwc_narrow_prepare();
-
 /// y = act(conv(x, w) + bias + residual) as launch_conv_nhwc, by the narrow kernel's variant
 /// `variant` (narrow_variant). Throws std::invalid_argument, before any CUDA call, where
 /// !conv_nhwc_narrow_fits(p, storage) or the variant does not exist. Launched with programmatic
