@@ -9,6 +9,10 @@
 #include "backends/cuda/kernels/nhwc_vec.cuh"
 #include "backends/cuda/kernels/pdl.cuh"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
 namespace redwood::cuda::kernels {
 namespace {
 
@@ -141,42 +145,79 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Block (blockIdx.x, n): 32 channel vectors (256 channels) × 8 slices of the pixels. Thread
-// (tx, ty) sums vector tx over pixels ty, ty + 8, ... (a warp reads 512 contiguous bytes per
-// pixel); the 8 partial sums per channel meet in shared memory, and each thread then writes one
-// channel's mean, so the fp32 output is written coalesced too.
-constexpr int kGapVecs = 32, kGapSlices = kThreads / kGapVecs;
-
+// Block (blockIdx.x, part, n): `vecs` channel vectors (8·vecs channels) × `slices` slices of the
+// pixels of one part of the image (NhwcGapPlan). Thread (tx, ty) sums vector tx over the part's
+// pixels ty, ty + slices, ... (a warp reads contiguous channel vectors of a pixel); the partial
+// sums per channel meet in shared memory and are added in slice order, each thread then writing
+// one channel, coalesced: the mean when the image is one part, else the part's sum into
+// `partial` [n][parts][c], which gap_finish_kernel adds in part order. Fixed orders throughout:
+// deterministic. The plan {32, 8, 1} is the kernel before parts (a block per 256 channels).
+constexpr int kGapSmemRow = kThreads * kNhwcVec;  // floats: slices · (8·vecs + 1) ≤ this + slices
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    global_avg_pool_nhwc_kernel(const T* __restrict__ x, float* __restrict__ y, long long hw, int c) {
-  __shared__ float part[kGapSlices][kGapVecs * kNhwcVec + 1];
-  const int tx = static_cast<int>(threadIdx.x) % kGapVecs, ty = static_cast<int>(threadIdx.x) / kGapVecs;
+    global_avg_pool_nhwc_kernel(const T* __restrict__ x, float* __restrict__ y, float* __restrict__ partial,
+                                long long hw, int c, int vecs, int slices, int parts, long long part_pixels) {
+  __shared__ float part[kGapSmemRow + kThreads];
+  const int tx = static_cast<int>(threadIdx.x) % vecs, ty = static_cast<int>(threadIdx.x) / vecs;
   const int groups = c / kNhwcVec;
-  const int g = static_cast<int>(blockIdx.x) * kGapVecs + tx;
-  const long long n = blockIdx.y;
+  const int g = static_cast<int>(blockIdx.x) * vecs + tx;
+  const int pi = static_cast<int>(blockIdx.y);
+  const long long n = blockIdx.z;
+  const int row = vecs * kNhwcVec + 1;  // floats a slice, +1 against bank conflicts
+  const long long p0 = pi * part_pixels, p1 = min(hw, p0 + part_pixels);
   float acc[kNhwcVec];
 #pragma unroll
   for (int j = 0; j < kNhwcVec; ++j) acc[j] = 0.f;
   pdl_wait();
-  if (g < groups) {
+  if (g < groups && ty < slices) {
     const T* xp = x + n * hw * c + g * kNhwcVec;
-    for (long long p = ty; p < hw; p += kGapSlices) {
-      float v[kNhwcVec];
-      load8(xp + p * c, v);
+    // kBatch pixels' loads issued together (128 bytes a thread in flight), from clamped addresses;
+    // the sums still take the pixels one by one, in order.
+    constexpr int kBatch = sizeof(T) == 2 ? 8 : 4;
+    for (long long p = p0 + ty; p < p1; p += static_cast<long long>(kBatch) * slices) {
+      Raw8<T> raw[kBatch];
 #pragma unroll
-      for (int j = 0; j < kNhwcVec; ++j) acc[j] += v[j];
+      for (int u = 0; u < kBatch; ++u) raw[u] = load_raw8(xp + min(p + u * slices, p1 - 1) * c);
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        if (p + u * slices < p1) {
+          float v[kNhwcVec];
+          widen8(raw[u], v);
+#pragma unroll
+          for (int j = 0; j < kNhwcVec; ++j) acc[j] += v[j];
+        }
+      }
     }
   }
+  if (ty < slices) {
 #pragma unroll
-  for (int j = 0; j < kNhwcVec; ++j) part[ty][tx * kNhwcVec + j] = acc[j];
+    for (int j = 0; j < kNhwcVec; ++j) part[ty * row + tx * kNhwcVec + j] = acc[j];
+  }
   __syncthreads();
-  const int ch = static_cast<int>(blockIdx.x) * kGapVecs * kNhwcVec + static_cast<int>(threadIdx.x);
-  if (ch >= c) return;
+  const int t = static_cast<int>(threadIdx.x);
+  const int ch = static_cast<int>(blockIdx.x) * vecs * kNhwcVec + t;
+  if (t >= vecs * kNhwcVec || ch >= c) return;
   float sum = 0.f;
-#pragma unroll
-  for (int s = 0; s < kGapSlices; ++s) sum += part[s][threadIdx.x];
-  y[n * c + ch] = sum / static_cast<float>(hw);
+  for (int sl = 0; sl < slices; ++sl) sum += part[sl * row + t];
+  if (parts == 1) {
+    y[n * c + ch] = sum / static_cast<float>(hw);
+  } else {
+    partial[(n * parts + pi) * c + ch] = sum;
+  }
+}
+
+// Thread i: channel i % c of image i / c, its parts' sums added in part order.
+__global__ void __launch_bounds__(kThreads)
+    gap_finish_kernel(const float* __restrict__ partial, float* __restrict__ y, long long hw, int c, int parts,
+                      long long total) {
+  pdl_wait();
+  RW_GRID_STRIDE(i, total) {
+    const long long n = i / c, ch = i % c;
+    const float* pp = partial + n * parts * c + ch;
+    float sum = 0.f;
+    for (int k = 0; k < parts; ++k) sum += pp[static_cast<long long>(k) * c];
+    y[i] = sum / static_cast<float>(hw);
+  }
 }
 
 // Thread i: vector i of x (channel vector i % groups of image i / (hw·groups)).
@@ -263,15 +304,51 @@ void launch_max_pool_nhwc(NhwcStorage s, const NhwcPoolParams& p, const void* x,
   RW_CUDA_CHECK_LAUNCH("max_pool_nhwc");
 }
 
+NhwcGapPlan global_avg_pool_nhwc_plan(int n, long long hw, int c, int multiprocessors) {
+  if (const char* v = std::getenv("REDWOOD_CUDA_GAP_SPLIT"); v != nullptr && std::string_view(v) == "0") return {};
+  NhwcGapPlan plan;
+  const int groups = c / kNhwcVec;
+  if (groups <= 0 || n <= 0 || hw <= 0) return plan;
+  // Only the vectors there are (the old plan left 23 of 32 idle at 72 channels), the rest of the
+  // block's 256 threads on more slices (at most 64: the slices' sums are added one by one).
+  plan.vecs = std::min(groups, 32);
+  plan.slices = std::min(kThreads / plan.vecs, 64);
+  // Images cut into parts when a thread would add more than 8 pixels: about two blocks a
+  // multiprocessor, at least 2 pixels a thread. (MobileNetV3-L at batch 32: 28×28×72 took one
+  // block an image, 28 pixels a thread, 0.017 ms.)
+  const long long per_thread = (hw + plan.slices - 1) / plan.slices;
+  if (per_thread > 8) {
+    const long long base = static_cast<long long>(n) * ((groups + plan.vecs - 1) / plan.vecs);
+    const long long want = (2LL * std::max(multiprocessors, 1) + base - 1) / base;
+    plan.parts = static_cast<int>(std::max(1LL, std::min({want, (per_thread + 1) / 2, 65535LL})));
+  }
+  return plan;
+}
+
+std::size_t global_avg_pool_nhwc_workspace(const NhwcGapPlan& plan, int n, int c) {
+  return plan.parts > 1 ? static_cast<std::size_t>(n) * plan.parts * c * sizeof(float) : 0;
+}
+
 void launch_global_avg_pool_nhwc(NhwcStorage s, const void* x, float* y, int n, long long hw, int c,
-                                 cudaStream_t stream) {
+                                 cudaStream_t stream, const NhwcGapPlan& plan, float* workspace) {
   if (n == 0 || c == 0) return;
-  const dim3 grid(static_cast<unsigned>((c / kNhwcVec + kGapVecs - 1) / kGapVecs), static_cast<unsigned>(n));
+  const int groups = c / kNhwcVec;
+  const int parts = workspace != nullptr ? plan.parts : 1;  // no workspace: one part
+  const long long part_pixels = (hw + parts - 1) / parts;
+  const dim3 grid(static_cast<unsigned>((groups + plan.vecs - 1) / plan.vecs), static_cast<unsigned>(parts),
+                  static_cast<unsigned>(n));
   with_storage(s, [&](auto tag) {
     using T = decltype(tag);
-    (void)launch_kernel(global_avg_pool_nhwc_kernel<T>, grid, kThreads, 0, stream, static_cast<const T*>(x), y, hw, c);
+    (void)launch_kernel(global_avg_pool_nhwc_kernel<T>, grid, kThreads, 0, stream, static_cast<const T*>(x), y,
+                        workspace, hw, c, plan.vecs, plan.slices, parts, part_pixels);
   });
   RW_CUDA_CHECK_LAUNCH("global_avg_pool_nhwc");
+  if (parts > 1) {
+    const long long total = static_cast<long long>(n) * c;
+    (void)launch_kernel(gap_finish_kernel, grid_for(total, kThreads), kThreads, 0, stream,
+                        static_cast<const float*>(workspace), y, hw, c, parts, total);
+    RW_CUDA_CHECK_LAUNCH("global_avg_pool_nhwc (parts)");
+  }
 }
 
 void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale, void* y, int n, long long hw, int c,

@@ -11,6 +11,10 @@
 #include "backends/cuda/kernels/kernel_params.hpp"
 #include "backends/cuda/kernels/nhwc_storage.hpp"
 
+#include <cstddef>
+#include <string>
+#include <vector>
+
 namespace redwood::cuda::kernels {
 
 
@@ -37,9 +41,21 @@ struct NhwcPoolParams {
 };
 void launch_max_pool_nhwc(NhwcStorage s, const NhwcPoolParams& p, const void* x, void* y, cudaStream_t stream);
 
-/// Mean over H·W of S [N, H, W, C] → fp32 [N, C] (fp32 sums).
+/// How the global mean splits its work: a block takes `vecs` channel vectors of one image (8·vecs
+/// channels) with its 256 threads on `slices` slices of the pixels; each image is cut into `parts`
+/// runs of pixels whose sums a second kernel adds in a fixed order (parts > 1 needs the workspace).
+/// The default {32, 8, 1} is a block per 256 channels of an image.
+struct NhwcGapPlan {
+  int vecs = 32, slices = 8, parts = 1;
+};
+/// The plan for [n, hw, c] on `multiprocessors` (REDWOOD_CUDA_GAP_SPLIT=0: the default plan).
+NhwcGapPlan global_avg_pool_nhwc_plan(int n, long long hw, int c, int multiprocessors);
+/// Scratch bytes the plan needs: the parts' sums, n · parts · c floats (0 for one part).
+std::size_t global_avg_pool_nhwc_workspace(const NhwcGapPlan& plan, int n, int c);
+/// Mean over H·W of S [N, H, W, C] → fp32 [N, C] (fp32 sums, in an order fixed by the plan:
+/// deterministic). `workspace`: global_avg_pool_nhwc_workspace(plan) bytes; null runs one part.
 void launch_global_avg_pool_nhwc(NhwcStorage s, const void* x, float* y, int n, long long hw, int c,
-                                 cudaStream_t stream);
+                                 cudaStream_t stream, const NhwcGapPlan& plan = {}, float* workspace = nullptr);
 
 /// y[n, p, c] = x[n, p, c] · scale[n·C + c] over S [N, HW, C], scale fp32.
 void launch_scale_channels_nhwc(NhwcStorage s, const void* x, const float* scale, void* y, int n, long long hw, int c,
@@ -56,7 +72,20 @@ struct NhwcDepthwiseParams {
 /// Which kernel a shape takes: "tiled RxS/stride" (3×3, 5×5, 7×7 windows, equal strides 1 or 2,
 /// dilation 1: a register window along W) or "direct" (anything else).
 const char* depthwise_nhwc_variant(const NhwcDepthwiseParams& p);
+/// The tiled kernel's work per thread: `vec` channels (8; 4 at fp32 storage, one 16-byte load),
+/// `ox` outputs along W, `oy` output rows. All variants add the same products in the same order
+/// (the same bits); they differ in loads in flight, registers and how often an input is loaded.
+struct NhwcDepthwiseVariant {
+  int vec = 8, ox = 4, oy = 1;
+};
+/// The variants the tuner may time for this shape, the default {8, 4, 1} first (the only one for
+/// the direct kernel and 7×7 windows).
+std::vector<NhwcDepthwiseVariant> depthwise_nhwc_candidates(NhwcStorage s, const NhwcDepthwiseParams& p);
+/// depthwise_nhwc_variant and, for the tiled kernel, the variant: "tiled 3x3/1 4ch 4x2".
+std::string depthwise_nhwc_variant_name(const NhwcDepthwiseParams& p, const NhwcDepthwiseVariant& v);
+/// `v`: one of depthwise_nhwc_candidates(s, p) (anything else runs the default).
 void launch_depthwise_nhwc(NhwcStorage s, const NhwcDepthwiseParams& p, const void* x, const float* w,
-                           const float* bias, const void* residual, void* y, const Epilogue& e, cudaStream_t stream);
+                           const float* bias, const void* residual, void* y, const Epilogue& e, cudaStream_t stream,
+                           const NhwcDepthwiseVariant& v = {});
 
 }  // namespace redwood::cuda::kernels

@@ -9,9 +9,12 @@
 // and a multiple of 4 (the conversions' two paths), C = 8, 16, 72, 960 and padded 3 → 8 (fp32
 // also 3 → 4 and 10 → 12: 4-channel vectors),
 // N = 1 and 3, MaxPool 3×3/2 pad 1 and ceil_mode, depthwise 3×3/5×5/7×7 stride 1/2 with
-// asymmetric padding, residual, and the direct kernel's shapes. Then, host only (no GPU needed),
-// plan()'s errors name the node and the problem.
+// asymmetric padding, residual, and the direct kernel's shapes. Every variant of the tiled depthwise
+// kernel the tuner may pick gives the default's bits, and every plan of the global mean (parts
+// added by a second kernel) matches the reference and repeats its bits. Then, host only (no GPU
+// needed), the global mean's plans by shape and plan()'s errors naming the node and the problem.
 
+#include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/kernels/nhwc.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
@@ -23,7 +26,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace redwood::cuda {
@@ -337,6 +342,130 @@ TEST(NhwcOps, DepthwiseVariantByShape) {
   p.dil_h = 1;
   p.stride_w = 2;
   EXPECT_STREQ(depthwise_nhwc_variant(p), "direct");
+}
+
+// ---- the depthwise variants and the global mean's plans, launched directly ----
+
+kernels::NhwcStorage storage_of(DType s) {
+  return s == DType::kF16 ? kernels::NhwcStorage::kF16
+                          : s == DType::kBF16 ? kernels::NhwcStorage::kBF16 : kernels::NhwcStorage::kF32;
+}
+
+// Every variant the tuner may pick (nhwc.cpp) gives the default's bits, and that is within the
+// bound of the reference Conv. Tails: W and H not multiples of the 4 or 2 outputs a thread, C of
+// 5 or 9 vectors of 8 (10 or 18 of 4 at fp32), N > 1, padding on every side, residual.
+TEST(NhwcOps, DepthwiseEveryVariantGivesTheSameBits) {
+  RW_SKIP_WITHOUT_GPU();
+  struct Case {
+    std::int64_t n, c, h, w, r, stride, pad;
+    bool residual;
+    int act;
+  };
+  const Case cases[] = {
+      {3, 72, 15, 13, 3, 1, 1, true, kernels::kActHardSwish}, {2, 40, 11, 9, 3, 2, 1, false, kernels::kActRelu},
+      {3, 24, 9, 14, 5, 1, 2, true, kernels::kActNone},       {2, 120, 13, 13, 5, 2, 2, false, kernels::kActHardSwish},
+      {1, 8, 7, 5, 3, 1, 1, false, kernels::kActRelu},
+  };
+  for (const Case& k : cases) {
+    const std::int64_t oh = (k.h + 2 * k.pad - k.r) / k.stride + 1, ow = (k.w + 2 * k.pad - k.r) / k.stride + 1;
+    const std::string what = fmt::format("depthwise {}x{}x{}x{} {}x{}/{}", k.n, k.c, k.h, k.w, k.r, k.r, k.stride);
+    const Tensor w = random_tensor(DType::kF32, {k.c, 1, k.r, k.r}, -1, 1, 41);
+    const Tensor bias = random_tensor(DType::kF32, {k.c}, -1, 1, 42);
+    Attrs conv = {{"strides", Ints{k.stride, k.stride}}, {"pads", Ints{k.pad, k.pad, k.pad, k.pad}},
+                  {"dilations", Ints{1, 1}}, {"group", k.c}};
+    if (k.act == kernels::kActRelu) conv["rw.activation"] = std::string("Relu");
+    if (k.act == kernels::kActHardSwish) conv["rw.activation"] = std::string("HardSwish");
+    for (const DType s : kStorages) {
+      SCOPED_TRACE(what + " " + name_of(s));
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 1, 43), s);
+      const Tensor res = rounded(random_tensor(DType::kF32, {k.n, k.c, oh, ow}, -1, 1, 44), s);
+      std::vector<Tensor> ref_in = {xs, w, bias};
+      if (k.residual) ref_in.push_back(res);
+      const Tensor expected = run_reference("Conv", ref_in, conv);
+      const Tensor dx = to_device(nchw_to_nhwc(xs, k.c).cast(s)), dw = to_device(rsc_weights(w));
+      const Tensor db = to_device(bias), dr = to_device(nchw_to_nhwc(res, k.c).cast(s));
+      Tensor y = device_empty(s, {k.n, oh, ow, k.c});
+      kernels::NhwcDepthwiseParams p{static_cast<int>(k.n), static_cast<int>(k.h), static_cast<int>(k.w),
+                                     static_cast<int>(k.c), static_cast<int>(oh),  static_cast<int>(ow),
+                                     static_cast<int>(k.r), static_cast<int>(k.r), static_cast<int>(k.stride),
+                                     static_cast<int>(k.stride), static_cast<int>(k.pad), static_cast<int>(k.pad),
+                                     1, 1};
+      kernels::Epilogue e;
+      e.act = k.act;
+      const auto candidates = kernels::depthwise_nhwc_candidates(storage_of(s), p);
+      ASSERT_EQ(candidates.size(), s == DType::kF32 ? 5u : 3u);
+      Tensor first;
+      bool have_first = false;
+      for (const kernels::NhwcDepthwiseVariant& v : candidates) {
+        const std::string name = kernels::depthwise_nhwc_variant_name(p, v);
+        ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
+        kernels::launch_depthwise_nhwc(storage_of(s), p, dx.raw_data(), dw.data<float>(), db.data<float>(),
+                                       k.residual ? dr.raw_data() : nullptr, y.raw_data(), e, nullptr, v);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
+        const Tensor got = to_host(y).cast(DType::kF32);
+        if (!have_first) {
+          first = got;
+          have_first = true;
+          expect_within(what + " " + name, s, to_channels_first(got, k.c), expected);
+        } else {
+          EXPECT_EQ(mismatches(got, first), 0) << name << " differs from " << kernels::depthwise_nhwc_variant_name(p, {});
+        }
+      }
+    }
+  }
+}
+
+// Every plan of the global mean (one part, the runner's, parts with a second kernel, one vector a
+// block) within 1e-5 of the reference, and each the same bits when run again (fixed orders).
+TEST(NhwcOps, GlobalAveragePoolEveryPlanMatchesTheReference) {
+  RW_SKIP_WITHOUT_GPU();
+  const ConvertCase cases[] = {{3, 72, 28, 28, 72}, {2, 120, 13, 11, 120}, {1, 16, 29, 31, 16}, {2, 960, 7, 7, 960}};
+  for (const ConvertCase& k : cases) {
+    const int n = static_cast<int>(k.n), c = static_cast<int>(k.c), groups = c / kernels::kNhwcVec;
+    const long long hw = k.h * k.w;
+    const int vecs = std::min(groups, 32);
+    const kernels::NhwcGapPlan plans[] = {{}, kernels::global_avg_pool_nhwc_plan(n, hw, c, 132),
+                                          {vecs, 256 / vecs, 5}, {1, 64, 3}, {vecs, std::min(256 / vecs, 64), 2}};
+    for (const DType s : kStorages) {
+      const std::string what = fmt::format("GlobalAveragePool {}x{}x{}x{}", k.n, k.c, k.h, k.w);
+      const Tensor xs = rounded(random_tensor(DType::kF32, {k.n, k.c, k.h, k.w}, -1, 2, 45), s);
+      const Tensor expected = run_reference("GlobalAveragePool", {xs}, {});
+      const Tensor dx = to_device(nchw_to_nhwc(xs, k.c).cast(s));
+      Tensor y = device_empty(DType::kF32, {k.n, k.c, 1, 1});
+      for (const kernels::NhwcGapPlan& plan : plans) {
+        SCOPED_TRACE(fmt::format("{} {} plan {}x{}x{}", what, name_of(s), plan.vecs, plan.slices, plan.parts));
+        const std::size_t bytes = kernels::global_avg_pool_nhwc_workspace(plan, n, c);
+        EXPECT_EQ(bytes, plan.parts > 1 ? static_cast<std::size_t>(n) * plan.parts * c * sizeof(float) : 0u);
+        const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(std::max<std::size_t>(bytes, 1))});
+        Tensor runs[2];
+        for (Tensor& got : runs) {
+          ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);
+          kernels::launch_global_avg_pool_nhwc(storage_of(s), dx.raw_data(), y.data<float>(), n, hw, c, nullptr, plan,
+                                               static_cast<float*>(ws.raw_data()));
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          got = to_host(y);
+        }
+        redwood::testing::expect_close(runs[0], expected, 1e-5, 1e-6);
+        EXPECT_EQ(mismatches(runs[1], runs[0]), 0) << "not deterministic";
+      }
+    }
+  }
+}
+
+// Host only: images cut into parts where a thread would add over 8 pixels, never below 2 pixels a
+// thread; a block's threads on the vectors there are.
+TEST(NhwcOps, GlobalAveragePoolPlanSplitsLargeImages) {
+  if (std::getenv("REDWOOD_CUDA_GAP_SPLIT") != nullptr) GTEST_SKIP() << "REDWOOD_CUDA_GAP_SPLIT is set";
+  auto expect_plan = [](kernels::NhwcGapPlan p, int vecs, int slices, int parts) {
+    EXPECT_EQ(p.vecs, vecs);
+    EXPECT_EQ(p.slices, slices);
+    EXPECT_EQ(p.parts, parts);
+  };
+  expect_plan(kernels::global_avg_pool_nhwc_plan(32, 784, 72, 132), 9, 28, 9);    // 32 blocks → 288
+  expect_plan(kernels::global_avg_pool_nhwc_plan(1, 784, 72, 132), 9, 28, 14);    // 2 pixels a thread
+  expect_plan(kernels::global_avg_pool_nhwc_plan(32, 196, 672, 132), 32, 8, 3);   // 96 blocks → 288
+  expect_plan(kernels::global_avg_pool_nhwc_plan(32, 49, 960, 132), 32, 8, 1);    // 7 pixels a thread
+  expect_plan(kernels::global_avg_pool_nhwc_plan(2, 9, 8, 132), 1, 64, 1);
 }
 
 // ---- plan() errors (host only: plan() makes no CUDA call) ----

@@ -14,7 +14,7 @@
 // With --cpu-runs N, the Redwood CPU executor (the default: optimized, oneDNN, all cores) runs the
 // same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
 // between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
-// With --verbose, the NHWC groups the layout pass made and the tuned variant of each convolution (tile, split-K, how it was picked) goes to
+// With --verbose (and --profile: every step, not the 15 slowest), the NHWC groups the layout pass made and the tuned variant of each convolution (tile, split-K, how it was picked) goes to
 // stderr. With --profile, where the time goes (Plan::time_steps: each step launched alone between
 // two events): per op type, the slowest steps, and the launch gaps of a replay, on stderr.
 // --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16/tf32 (RunnerOptions::nhwc), for
@@ -79,7 +79,8 @@ double plan_flops(const Graph& g, const cuda::Schedule& s) {
 
 // --profile: where a forward pass spends its time (Plan::time_steps), on stderr: per op type,
 // then the slowest steps, and the replay's time beyond the kernels' sum (launch gaps).
-void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int runs, double replay_ms) {
+// all_steps (--verbose): every step, slowest first; else the 15 slowest.
+void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int runs, double replay_ms, bool all_steps) {
   const cuda::Schedule& s = plan.schedule();
   const std::vector<double> t = plan.time_steps(stream, runs);
   double sum = 0;
@@ -109,8 +110,8 @@ void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int ru
   std::vector<std::size_t> order(t.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return t[a] > t[b]; });
-  std::fprintf(stderr, "  slowest steps:\n");
-  for (std::size_t k = 0; k < std::min<std::size_t>(15, order.size()); ++k) {
+  std::fprintf(stderr, "  slowest steps%s:\n", all_steps ? " (all)" : "");
+  for (std::size_t k = 0; k < (all_steps ? order.size() : std::min<std::size_t>(15, order.size())); ++k) {
     const auto& step = s.steps[order[k]];
     const double f = step_flops(g, s, step);
     std::fprintf(stderr, "  %8.4f ms %7.1f TFLOP/s  %s %s [%s] %s\n", t[order[k]], f > 0 ? f / (t[order[k]] * 1e9) : 0.0,
@@ -191,7 +192,7 @@ int run(int argc, char** argv) {
   for (int i = 0; i < warmup; ++i) plan.enqueue(stream);
   RW_CUDA_CHECK(cudaStreamSynchronize(stream));
   const std::vector<double> ms = bench::event_samples(stream, runs, 1, [&] { plan.enqueue(stream); });
-  if (profile) print_profile(runner.graph(), plan, stream, runs, ms[ms.size() / 2]);
+  if (profile) print_profile(runner.graph(), plan, stream, runs, ms[ms.size() / 2], verbose);
 
   using Clock = std::chrono::steady_clock;
   const auto wall_ms = [](Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); };
