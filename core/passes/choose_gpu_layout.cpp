@@ -50,17 +50,37 @@
 // every NHWC node written (rw.ToNhwc, rw.ConvNhwc, rw.DepthwiseConvNhwc, rw.MaxPoolNhwc,
 // rw.ScaleChannelsNhwc) gets `rw.round_tf32` = 1: its kernel rounds its stored fp32 outputs to
 // tf32. rw.GlobalAveragePoolNhwc's fp32 NCHW output (squeeze-excite) is left as it is.
+//
+// The stem by space-to-depth (space_to_depth_stem, the runner's RunnerOptions::space_to_depth_stem):
+// a convolution of the group with stride 2, dilation 1, at most 4 input channels
+// and a kernel of at least 3x3, whose input enters through a conversion (the network's image) and
+// whose H and W the value info knows, becomes a stride-1 convolution over the 2x2 space-to-depth
+// of its input (core/space_to_depth.hpp has the algebra) when that shrinks its padded K-dim
+// R·S·Cp: ResNet's 7x7/2 stem over 3 channels (7·7·8 = 392 at 16-bit storage) becomes 4x4/1 over
+// 12 channels padded to 16 (256). Its input comes from its own rw.ToNhwc with
+// `rw.space_to_depth` = 2 and `rw.space_to_depth_hw` = [H, W] (the input extent the pads were
+// computed for; the kernels reject another), which writes S [N, ceil(H/2), ceil(W/2), Cp] with
+// channel (dy·2 + dx)·C + c of pixel (Y, X) = x[n, c, 2Y + dy, 2X + dx] (0 past the input and
+// from 4C to Cp), so the rearrangement costs no pass of its own; the weights are rearranged here
+// (space_to_depth_weights, then transposed and padded as any rw.ConvNhwc's), strides become 1 and
+// the pads the algebra's. At fp32 storage (Cp = 4C) only a 7x7 kernel qualifies, and saves next
+// to no K-dim (7·7·4 = 196 against 4·4·12 = 192); it is taken for the loads' sake: three
+// contiguous 16-byte chunks per window position instead of one (the stem 15 % faster on the H200,
+// docs/cuda.md).
 
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "core/space_to_depth.hpp"
 #include "core/tf32.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
+#include <optional>
 
 namespace redwood::passes {
 namespace {
@@ -69,6 +89,9 @@ enum class Kind { kNone, kConv, kDepthwise, kMaxPool, kGlobalAveragePool, kScale
 
 // Output channels of every NHWC node: a multiple of 8 (the companion kernels' vectors).
 constexpr std::int64_t kChannelAlign = 8;
+// The most input channels of a convolution taken by space-to-depth: 4C fits two 16-byte chunks
+// of a 16-bit type (16 channels).
+constexpr std::int64_t kSpaceToDepthMaxChannels = 4;
 // A convolution input's channels padded to whole 16-byte chunks of the storage type.
 std::int64_t align_channels(std::int64_t c, DType storage) {
   const std::int64_t chunk = 16 / static_cast<std::int64_t>(dtype_size(storage));
@@ -164,7 +187,8 @@ class Rewriter {
   using Uses = detail::Uses;
 
  public:
-  Rewriter(Graph& g, DType storage, bool round_tf32) : g_(g), storage_(storage), round_tf32_(round_tf32) {}
+  Rewriter(Graph& g, DType storage, bool round_tf32, bool space_to_depth)
+      : g_(g), storage_(storage), round_tf32_(round_tf32), space_to_depth_(space_to_depth) {}
 
   void run(std::vector<std::string>& log) {
     for (const Node& n : g_.nodes) node_names_.insert(n.name);
@@ -178,6 +202,7 @@ class Rewriter {
     remove_unused_initializers();
     log.push_back(fmt::format("{} nodes run NHWC {} ({} to NHWC, {} back to NCHW)", converted, dtype_name(storage_),
                               to_nhwc_, to_nchw_));
+    log.insert(log.end(), space_to_depth_log_.begin(), space_to_depth_log_.end());
   }
 
  private:
@@ -294,6 +319,66 @@ class Rewriter {
     return vi;
   }
 
+  // The space-to-depth replacement of convolution `node` (header comment), or nullopt where it
+  // does not apply: the option off, an input produced NHWC (not the conversion's), a stride other
+  // than 2, a dilation, more than 4 channels, a kernel under 3x3, an H or W the value info does not
+  // know, a shape the algebra does not cover, or no K-dim saved.
+  std::optional<SpaceToDepthConv> space_to_depth_plan(const Node& node) const {
+    if (!space_to_depth_ || produced_nhwc(node.inputs[0])) return std::nullopt;
+    const Shape& w = g_.find_initializer(node.inputs[1])->shape();
+    const std::int64_t c = w[1], r = w[2], s = w[3];
+    if (c > kSpaceToDepthMaxChannels || r < 3 || s < 3) return std::nullopt;
+    if (node.attr_ints("strides", {1, 1}) != std::vector<std::int64_t>{2, 2} ||
+        node.attr_ints("dilations", {1, 1}) != std::vector<std::int64_t>{1, 1}) {
+      return std::nullopt;
+    }
+    const auto pads = node.attr_ints("pads", {0, 0, 0, 0});
+    const ValueInfo* x = g_.find_value(node.inputs[0]);
+    if (pads.size() != 4 || x == nullptr || !x->has_shape || x->dims.size() != 4 || !x->dims[2].known() ||
+        !x->dims[3].known()) {
+      return std::nullopt;
+    }
+    const auto plan =
+        plan_space_to_depth_conv(x->dims[2].value, x->dims[3].value, r, s, {pads[0], pads[1], pads[2], pads[3]});
+    if (!plan) return std::nullopt;
+    const std::int64_t k_dim = r * s * align_channels(c, storage_);
+    const std::int64_t s2d_k_dim = plan->kernel_h * plan->kernel_w * align_channels(4 * c, storage_);
+    if (s2d_k_dim >= k_dim) return std::nullopt;
+    return plan;
+  }
+
+  // The space-to-depth NHWC name of an NCHW image read by a convolution taken by space-to-depth:
+  // one rw.ToNhwc with rw.space_to_depth per value (header comment).
+  std::string to_nhwc_space_to_depth(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
+    auto it = space_to_depth_name_.find(value);
+    if (it != space_to_depth_name_.end()) return it->second;
+    const std::int64_t cp = align_channels(4 * channels, storage_);
+    const ValueInfo& src = *g_.find_value(value);  // rank 4 with H and W known (space_to_depth_plan)
+    const std::int64_t h = src.dims[2].value, w = src.dims[3].value;
+    const std::string name = detail::fresh_name(g_, value + "_nhwc_s2d");
+    Node conv;
+    conv.name = node_name(value + "_to_nhwc_s2d");
+    conv.op_type = "rw.ToNhwc";
+    conv.inputs = {value};
+    conv.outputs = {name};
+    conv.attributes["to"] = static_cast<std::int64_t>(dtype_to_onnx(storage_));
+    conv.attributes["rw.channels"] = cp;
+    conv.attributes["rw.space_to_depth"] = std::int64_t{2};
+    conv.attributes["rw.space_to_depth_hw"] = std::vector<std::int64_t>{h, w};
+    if (round_tf32_) conv.attributes["rw.round_tf32"] = std::int64_t{1};
+    ValueInfo vi;
+    vi.name = name;
+    vi.dtype = storage_;
+    vi.onnx_type = dtype_to_onnx(storage_);
+    vi.has_shape = true;
+    vi.dims = {src.dims[0], Dim{(h + 1) / 2, ""}, Dim{(w + 1) / 2, ""}, Dim{cp, ""}};
+    g_.value_info[name] = vi;
+    out.push_back(std::move(conv));
+    space_to_depth_name_[value] = name;
+    ++to_nhwc_;
+    return name;
+  }
+
   // The NHWC name of an NCHW value read by an NHWC node: one rw.ToNhwc per value.
   std::string to_nhwc(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
     auto it = nhwc_name_.find(value);
@@ -330,11 +415,14 @@ class Rewriter {
       r.name = node.name;
       r.inputs = node.inputs;
       const std::string original_out = node.outputs[0];
+      const std::optional<SpaceToDepthConv> s2d = kind == Kind::kConv ? space_to_depth_plan(node) : std::nullopt;
       for (std::size_t in : nhwc_operands(kind, scale_data_[i])) {
         if (!node.has_input(in)) continue;
         const std::string& v = node.inputs[in];
         if (produced_nhwc(v)) {
           r.inputs[in] = nhwc_name_.at(v);
+        } else if (s2d && in == 0) {
+          r.inputs[in] = to_nhwc_space_to_depth(v, g_.find_initializer(node.inputs[1])->shape()[1], out);
         } else {
           const std::int64_t c = kind == Kind::kConv && in == 0
                                      ? g_.find_initializer(node.inputs[1])->shape()[1]
@@ -344,17 +432,28 @@ class Rewriter {
       }
       switch (kind) {
         case Kind::kConv: {
-          const Tensor& w = *g_.find_initializer(node.inputs[1]);
+          const Tensor& original_w = *g_.find_initializer(node.inputs[1]);
+          // Space-to-depth: [K, 4C, k'h, k'w] over the rearranged image (header comment).
+          const Tensor w = s2d ? space_to_depth_weights(original_w, *s2d) : original_w;
           r.op_type = "rw.ConvNhwc";
-          r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + "_nhwc");
+          r.inputs[1] = detail::fresh_name(g_, node.inputs[1] + (s2d ? "_nhwc_s2d" : "_nhwc"));
           // [K, R, S, Cp]
           Tensor wt = to_channels_last(w, align_channels(w.shape()[1], storage_), storage_);
           if (round_tf32_) {
             float* v = wt.data<float>();
             for (std::int64_t j = 0; j < wt.numel(); ++j) v[j] = round_to_tf32(v[j]);
           }
-          g_.initializers[r.inputs[1]] = std::move(wt);
           copy_window(node, r, false);
+          if (s2d) {
+            r.attributes["strides"] = std::vector<std::int64_t>{1, 1};
+            r.attributes["pads"] = std::vector<std::int64_t>(s2d->pads.begin(), s2d->pads.end());
+            const Shape& ws = original_w.shape();
+            space_to_depth_log_.push_back(fmt::format(
+                "{}: {}x{}/2 over {} channels as {}x{}/1 over the space-to-depth's {} (K-dim {} -> {})", node.name,
+                ws[2], ws[3], ws[1], s2d->kernel_h, s2d->kernel_w, 4 * ws[1],
+                ws[2] * ws[3] * align_channels(ws[1], storage_), wt.shape()[1] * wt.shape()[2] * wt.shape()[3]));
+          }
+          g_.initializers[r.inputs[1]] = std::move(wt);
           break;
         }
         case Kind::kDepthwise: {
@@ -443,12 +542,15 @@ class Rewriter {
   Graph& g_;
   DType storage_;
   bool round_tf32_;  // precision tf32: operands rounded to tf32 by whoever writes them (header comment)
+  bool space_to_depth_;  // the stem by space-to-depth (header comment)
   std::vector<Kind> kind_;
   std::vector<std::size_t> scale_data_;
   std::vector<bool> nhwc_;
   std::map<std::string, std::int64_t> channels_;   // channel count of each eligible node's output
   std::map<std::string, std::size_t> producer_;    // eligible node producing a value
   std::map<std::string, std::string> nhwc_name_;   // value -> its NHWC twin
+  std::map<std::string, std::string> space_to_depth_name_;  // image -> its space-to-depth NHWC twin
+  std::vector<std::string> space_to_depth_log_;             // a line per convolution taken by it
   std::set<std::string> node_names_;
   std::set<std::string> global_pooled_;           // outputs of global pools (1x1 planes)
   std::size_t to_nhwc_ = 0, to_nchw_ = 0;
@@ -456,12 +558,13 @@ class Rewriter {
 
 }  // namespace
 
-void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32) {
+void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32,
+                       bool space_to_depth_stem) {
   RW_EXPECTS(storage == DType::kF16 || storage == DType::kBF16 || storage == DType::kF32, InvalidArgument,
              "choose_gpu_layout keeps activations in float16, bfloat16 or float, not {}", dtype_name(storage));
   RW_EXPECTS(!round_tf32 || storage == DType::kF32, InvalidArgument,
              "choose_gpu_layout rounds tf32 operands only in float storage, not {}", dtype_name(storage));
-  Rewriter(graph, storage, round_tf32).run(log);
+  Rewriter(graph, storage, round_tf32, space_to_depth_stem).run(log);
 }
 
 }  // namespace redwood::passes

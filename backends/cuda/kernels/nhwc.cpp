@@ -8,9 +8,16 @@
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/fused_epilogue.hpp"
 #include "backends/cuda/kernels/nhwc.hpp"
+#include "backends/cuda/kernels/nhwc_space_to_depth.hpp"
+#include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
+
+#include <array>
+#include <cstdlib>
+#include <string_view>
 
 namespace redwood::cuda {
 namespace {
@@ -93,24 +100,49 @@ class ToNhwcKernel final : public CudaKernel {
                onnx_type_name(static_cast<int>(to)));
     storage_ = to == 10 ? NhwcStorage::kF16 : to == 16 ? NhwcStorage::kBF16 : NhwcStorage::kF32;
     cp_ = required_int(node_, "rw.channels");
+    x_ = x.shape;
     const int align = kernels::nhwc_chunk_channels(storage_);
+    space_to_depth_ = node_.attr_int("rw.space_to_depth", 0) != 0;
+    if (space_to_depth_) return plan_space_to_depth();
     RW_EXPECTS(cp_ >= x.shape[1] && cp_ % align == 0, InvalidArgument,
                "{}: rw.channels {} must be a multiple of {} (16 bytes of {}) and at least the input's {} channels",
                node_.where(), cp_, align, dtype_name(dtype_of(storage_)), x.shape[1]);
-    x_ = x.shape;
     return {{dtype_of(storage_), {x_[0], x_[2], x_[3], cp_}}};
   }
 
   void launch(const LaunchArgs& a) override {
-    kernels::launch_to_nhwc(storage_, static_cast<const float*>(a.inputs[0].data), a.outputs[0].data, to_int(x_[0]),
-                            to_int(x_[1]), to_int(x_[2]), to_int(x_[3]), to_int(cp_), a.stream, round_tf32(node_));
+    const auto convert = space_to_depth_ ? kernels::launch_to_nhwc_space_to_depth : kernels::launch_to_nhwc;
+    convert(storage_, static_cast<const float*>(a.inputs[0].data), a.outputs[0].data, to_int(x_[0]), to_int(x_[1]),
+            to_int(x_[2]), to_int(x_[3]), to_int(cp_), a.stream, round_tf32(node_));
   }
 
  private:
+  // rw.space_to_depth = 2 (the stem by space-to-depth, nhwc_space_to_depth.hpp): the input's 2x2
+  // space-to-depth, S [N, ceil(H/2), ceil(W/2), cp], for the extent the pass planned it for.
+  std::vector<TensorDesc> plan_space_to_depth() {
+    RW_EXPECTS(node_.attr_int("rw.space_to_depth", 0) == 2, InvalidArgument,
+               "{}: rw.space_to_depth must be 2 (2x2 blocks), not {}", node_.where(),
+               node_.attr_int("rw.space_to_depth", 0));
+    const auto hw = required_ints(node_, "rw.space_to_depth_hw", 2);
+    RW_EXPECTS(hw[0] == x_[2] && hw[1] == x_[3], InvalidArgument,
+               "{}: the space-to-depth stem was planned for a {}x{} input (rw.space_to_depth_hw), not {}",
+               node_.where(), hw[0], hw[1], shape_str(x_));
+    const std::int64_t c = x_[1];
+    RW_EXPECTS(c >= 1 && c <= kernels::kSpaceToDepthMaxChannels, Unsupported,
+               "{}: the space-to-depth conversion takes 1 to {} channels, not {}", node_.where(),
+               kernels::kSpaceToDepthMaxChannels, c);
+    const int need = kernels::space_to_depth_channels(storage_, static_cast<int>(c));
+    RW_EXPECTS(cp_ >= need && cp_ % kernels::nhwc_chunk_channels(storage_) == 0, InvalidArgument,
+               "{}: rw.channels {} must be a multiple of {} and at least {} (the space-to-depth of {} channels)",
+               node_.where(), cp_, kernels::nhwc_chunk_channels(storage_), need, c);
+    return {{dtype_of(storage_), {x_[0], (x_[2] + 1) / 2, (x_[3] + 1) / 2, cp_}}};
+  }
+
   const Node& node_;
   NhwcStorage storage_ = NhwcStorage::kF16;
   Shape x_;
   std::int64_t cp_ = 0;
+  bool space_to_depth_ = false;
 };
 
 class ToNchwKernel final : public CudaKernel {
@@ -184,18 +216,30 @@ class GlobalAveragePoolNhwcKernel final : public CudaKernel {
   std::vector<TensorDesc> plan(const PlanInfo& info) override {
     storage_ = check_nhwc(node_, info.input(0), "input");
     x_ = info.input(0).shape;
+    plan_ = kernels::global_avg_pool_nhwc_plan(to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), multiprocessor_count());
     return {{DType::kF32, {x_[0], x_[3], 1, 1}}};
+  }
+
+  std::size_t workspace_bytes() const override {
+    return kernels::global_avg_pool_nhwc_workspace(plan_, to_int(x_[0]), to_int(x_[3]));
+  }
+
+  std::string variant() const override {
+    return fmt::format("{}: {} vectors x {} slices, {} part{}", node_.where(), plan_.vecs, plan_.slices, plan_.parts,
+                       plan_.parts == 1 ? "" : "s");
   }
 
   void launch(const LaunchArgs& a) override {
     kernels::launch_global_avg_pool_nhwc(storage_, a.inputs[0].data, static_cast<float*>(a.outputs[0].data),
-                                         to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream);
+                                         to_int(x_[0]), x_[1] * x_[2], to_int(x_[3]), a.stream, plan_,
+                                         static_cast<float*>(a.workspace));
   }
 
  private:
   const Node& node_;
   NhwcStorage storage_ = NhwcStorage::kF16;
   Shape x_;
+  kernels::NhwcGapPlan plan_;
 };
 
 class ScaleChannelsNhwcKernel final : public CudaKernel {
@@ -266,26 +310,65 @@ class DepthwiseConvNhwcKernel final : public CudaKernel {
                                       to_int(w.shape[0]),     to_int(w.shape[1]),     to_int(win.strides[0]),
                                       to_int(win.strides[1]), to_int(win.pads[0]),    to_int(win.pads[1]),
                                       to_int(win.dilations[0]), to_int(win.dilations[1]), round_tf32(node_)};
+    config_ = kernels::NhwcDepthwiseVariant{};
+    candidates_ = depthwise_tuning_enabled() ? kernels::depthwise_nhwc_candidates(storage_, p_)
+                                             : std::vector<kernels::NhwcDepthwiseVariant>{config_};
+    how_ = candidates_.size() > 1 ? "default: not tuned" : "the only variant";
     return {{dtype_of(storage_), y}};
   }
 
+  // As the convolution tuners (variant_tuner.hpp): the fastest variant of the shape, cached for the
+  // process. Every variant gives the same bits, so the pick changes only the time.
+  void tune(const LaunchArgs& a, TuneBudget& budget) override {
+    if (candidates_.size() <= 1) return;
+    VariantTimes t;
+    const TuneOutcome outcome = tune_variants(depthwise_cache(), depthwise_key(p_, storage_), candidates_, config_,
+                                              budget, a.stream, [&] { launch(a); }, &t);
+    how_ = tune_outcome_text(outcome, t);
+    if (outcome != TuneOutcome::kMeasured) return;
+    log().debug("depthwise NHWC tuning (variant:ms) {}; picked {}",
+                variant_timings(t, [&](std::size_t i) { return kernels::depthwise_nhwc_variant_name(p_, candidates_[i]); }),
+                variant());
+  }
+
   std::string variant() const override {
-    return fmt::format("{}: depthwise NHWC {}", node_.where(), kernels::depthwise_nhwc_variant(p_));
+    return fmt::format("{}: depthwise NHWC {} ({})", node_.where(), kernels::depthwise_nhwc_variant_name(p_, config_),
+                       how_);
   }
 
   void launch(const LaunchArgs& a) override {
     const float* bias = bias_ ? static_cast<const float*>(a.inputs[2].data) : nullptr;
     const void* residual = residual_ ? a.inputs[cpu::kResidualInput].data : nullptr;
     kernels::launch_depthwise_nhwc(storage_, p_, a.inputs[0].data, static_cast<const float*>(a.inputs[1].data), bias,
-                                   residual, a.outputs[0].data, epilogue_, a.stream);
+                                   residual, a.outputs[0].data, epilogue_, a.stream, config_);
   }
 
  private:
+  // REDWOOD_CUDA_DEPTHWISE_TUNE=0: the default variant only (for comparisons).
+  static bool depthwise_tuning_enabled() {
+    const char* v = std::getenv("REDWOOD_CUDA_DEPTHWISE_TUNE");
+    return v == nullptr || std::string_view(v) != "0";
+  }
+  using Key = std::array<int, 16>;
+  static PickCache<Key, kernels::NhwcDepthwiseVariant>& depthwise_cache() {
+    static PickCache<Key, kernels::NhwcDepthwiseVariant> cache;
+    return cache;
+  }
+  static Key depthwise_key(const kernels::NhwcDepthwiseParams& p, NhwcStorage s) {
+    int device = 0;
+    cudaGetDevice(&device);
+    return {p.n, p.h, p.w, p.c, p.oh, p.ow, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
+            static_cast<int>(s), device};
+  }
+
   const Node& node_;
   kernels::Epilogue epilogue_;
   NhwcStorage storage_ = NhwcStorage::kF16;
   kernels::NhwcDepthwiseParams p_{};
   bool bias_ = false, residual_ = false;
+  kernels::NhwcDepthwiseVariant config_;                   // what launch() runs
+  std::vector<kernels::NhwcDepthwiseVariant> candidates_;  // what tune() may pick from, the default first
+  std::string how_;
 };
 
 }  // namespace

@@ -53,11 +53,15 @@ TEST_P(ModelSchedule, PlacesEveryNodeAndPacksTheWorkspace) {
   std::string why;
   auto graph = load_model(GetParam(), &why);
   if (!graph) GTEST_SKIP() << why;
-  // With the NHWC groups in fp16 and, for tf32, in fp32 (every rw.* node's plan() accepts them).
+  // With the NHWC groups in fp16 and, for tf32, in fp32, and the stem by space-to-depth, as the
+  // runner has them (every rw.* node's plan() accepts them).
   const std::pair<DType, Precision> configs[] = {{DType::kF16, Precision::kFp16}, {DType::kF32, Precision::kTf32}};
   for (const auto& [storage, precision] : configs) {
     Graph optimized = *graph;
-    passes::optimize(optimized, passes::gpu_pipeline(storage));
+    for (const PassRecord& r : passes::optimize(optimized, passes::gpu_pipeline(storage, false, true))) {
+      if (r.pass != "choose_gpu_layout") continue;
+      for (const std::string& c : r.changes) std::printf("%s layout: %s\n", GetParam().name.c_str(), c.c_str());
+    }
     const Schedule s = build_schedule(optimized, {GetParam().input}, precision);
     EXPECT_EQ(s.steps.size() + s.host_nodes, optimized.nodes.size());
     EXPECT_GT(s.steps.size(), 10u);

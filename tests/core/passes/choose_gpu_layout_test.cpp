@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -464,6 +466,192 @@ TEST(ChooseGpuLayout, Tf32RoundsTheWeightsAndMarksEveryNhwcWriter) {
   Graph copy = *b.g;
   std::vector<std::string> log;
   EXPECT_THROW(passes::choose_gpu_layout(copy, log, DType::kF16, true), InvalidArgument);
+}
+
+// ---- the stem by space-to-depth (choose_gpu_layout's space_to_depth_stem) ----
+
+std::shared_ptr<Graph> optimized_s2d(const Builder& b, DType storage, bool on = true,
+                                     std::vector<PassRecord>* records = nullptr) {
+  auto g = std::make_shared<Graph>(*b.g);
+  auto r = passes::optimize(*g, passes::gpu_pipeline(storage, false, on));
+  if (records != nullptr) *records = std::move(r);
+  return g;
+}
+
+// image (c channels, h x w) -> stem (window x window / 2, `pads`, k = 16) -> Relu -> 3x3/1 conv -> y:
+// two convolutions, one conversion in and one out, so the group goes NHWC.
+Builder stem_graph(std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t window, std::vector<std::int64_t> pads,
+                   std::int64_t stride = 2, std::int64_t dilation = 1) {
+  const std::int64_t ext = (window - 1) * dilation + 1;
+  const std::int64_t oh = (h + pads[0] + pads[2] - ext) / stride + 1, ow = (w + pads[1] + pads[3] - ext) / stride + 1;
+  Builder b("image", Builder::nchw(c, h, w));
+  b.conv("stem", "image", "s", c, 16, window, stride, 1, Builder::nchw(16, oh, ow));
+  Node& stem = b.g->nodes.back();
+  stem.attributes["pads"] = pads;
+  stem.attributes["dilations"] = std::vector<std::int64_t>{dilation, dilation};
+  b.node("stem_relu", "Relu", {"s"}, "a", Builder::nchw(16, oh, ow));
+  b.conv("next", "a", "y", 16, 16, 3, 1, 1, Builder::nchw(16, oh, ow));
+  b.output("y");
+  return b;
+}
+
+TEST(ChooseGpuLayoutSpaceToDepth, TheResNetStemBecomesAFourByFourConvolutionOverTwelveChannels) {
+  const Builder b = resnet_like();  // 7x7/2 pad 3 over 3 channels of 20x20
+  std::vector<PassRecord> records;
+  auto g = optimized_s2d(b, DType::kF16, true, &records);
+  const Node* stem = producer(*g, "stem_act_nhwc");
+  ASSERT_NE(stem, nullptr);
+  EXPECT_EQ(stem->op_type, "rw.ConvNhwc");
+  EXPECT_EQ(stem->attr_ints("strides"), (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(stem->attr_ints("pads"), (std::vector<std::int64_t>{2, 2, 1, 1}));
+  EXPECT_EQ(stem->attr_string("rw.activation", ""), "Relu");  // the fused epilogue stays
+  const Tensor* w = g->find_initializer(stem->inputs[1]);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape(), (Shape{16, 4, 4, 16}));  // [K, 4, 4, 12 padded to 16]
+  EXPECT_EQ(w->dtype(), DType::kF16);
+  const Node* to = producer(*g, stem->inputs[0]);
+  ASSERT_NE(to, nullptr);
+  EXPECT_EQ(to->op_type, "rw.ToNhwc");
+  EXPECT_EQ(to->attr_int("rw.space_to_depth", 0), 2);
+  EXPECT_EQ(to->attr_ints("rw.space_to_depth_hw"), (std::vector<std::int64_t>{20, 20}));
+  EXPECT_EQ(to->attr_int("rw.channels", 0), 16);
+  const ValueInfo* vi = g->find_value(to->outputs[0]);
+  ASSERT_NE(vi, nullptr);
+  ASSERT_EQ(vi->dims.size(), 4u);
+  EXPECT_EQ(vi->dims[0].symbol, "N");
+  EXPECT_EQ(vi->dims[1].value, 10);
+  EXPECT_EQ(vi->dims[2].value, 10);
+  EXPECT_EQ(vi->dims[3].value, 16);
+  EXPECT_EQ(count(*g, "rw.ToNhwc"), 1u);
+  EXPECT_EQ(count(*g, "rw.ConvNhwc"), 3u);  // the other two as they were
+  const auto layout = std::find_if(records.begin(), records.end(),
+                                   [](const PassRecord& r) { return r.pass == "choose_gpu_layout"; });
+  ASSERT_NE(layout, records.end());
+  ASSERT_EQ(layout->changes.size(), 2u);
+  EXPECT_NE(layout->changes[1].find("stem: 7x7/2 over 3 channels as 4x4/1 over the space-to-depth's 12 "
+                                    "(K-dim 392 -> 256)"),
+            std::string::npos)
+      << layout->changes[1];
+
+  // Through the reference kernels: at fp32 storage only the summation order differs from the
+  // original graph; at fp16 the original's rounding, and nearly what the plain stem gives.
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 20, 20}, -1, 1, 5);
+  const Tensor want = run_reference(b.g, x).at(0);
+  auto g32 = optimized_s2d(b, DType::kF32);
+  EXPECT_EQ(g32->find_initializer(producer(*g32, "stem_act_nhwc")->inputs[1])->shape(), (Shape{16, 4, 4, 12}));
+  EXPECT_LT(testing::relative_l2(run_reference(g32, x).at(0), want), 1e-6);
+  const Tensor got16 = run_reference(g, x).at(0);
+  EXPECT_LT(testing::relative_l2(got16, want), 1e-2);
+  EXPECT_LT(testing::relative_l2(got16, run_reference(optimized(b, DType::kF16), x).at(0)), 2e-3);
+  EXPECT_LT(testing::relative_l2(run_reference(optimized_s2d(b, DType::kBF16), x).at(0), want), 4e-2);
+
+  // Off: the plain stem (7x7, 8 channels).
+  auto off = optimized_s2d(b, DType::kF16, false);
+  EXPECT_EQ(off->find_initializer(producer(*off, "stem_act_nhwc")->inputs[1])->shape(), (Shape{16, 7, 7, 8}));
+}
+
+TEST(ChooseGpuLayoutSpaceToDepth, OddSizesAndOtherWindowsMatchTheOriginal) {
+  struct Case {
+    std::int64_t c, h, w, window;
+    std::vector<std::int64_t> pads;
+    DType storage;  // fp32 where the rewrite saves K-dim there (7x7), else fp16
+  };
+  const Case cases[] = {
+      {3, 224, 224, 7, {3, 3, 3, 3}, DType::kF32},  // the ResNet stem
+      {3, 37, 33, 7, {3, 3, 3, 3}, DType::kF32},    // odd extents
+      {3, 37, 33, 7, {3, 2, 2, 3}, DType::kF32},    // asymmetric pads
+      {3, 37, 33, 3, {1, 1, 1, 1}, DType::kF16},    // 3x3/2: 2·2·16 = 64 < 3·3·8 = 72
+      {3, 30, 31, 5, {2, 2, 2, 2}, DType::kF16},    // 5x5/2: 3·3·16 = 144 < 200
+      {1, 25, 26, 5, {2, 2, 2, 2}, DType::kF16},    // one channel: 3·3·8 = 72 < 200
+      {4, 24, 24, 7, {3, 3, 3, 3}, DType::kBF16},
+  };
+  std::uint32_t seed = 60;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} {}x{}/2 at {}", c.c, c.h, c.w, c.window, c.window, dtype_name(c.storage)));
+    const Builder b = stem_graph(c.c, c.h, c.w, c.window, c.pads);
+    auto g = optimized_s2d(b, c.storage);
+    const Node* stem = producer(*g, "a_nhwc");
+    ASSERT_NE(stem, nullptr);
+    const Node* to = producer(*g, stem->inputs[0]);
+    ASSERT_NE(to, nullptr);
+    EXPECT_EQ(to->attr_int("rw.space_to_depth", 0), 2);
+    EXPECT_EQ(stem->attr_ints("strides"), (std::vector<std::int64_t>{1, 1}));
+    const Tensor x = testing::random_tensor(DType::kF32, {2, c.c, c.h, c.w}, -1, 1, ++seed);
+    const Tensor want = run_reference(b.g, x).at(0);
+    const Tensor got = run_reference(g, x).at(0);
+    if (c.storage == DType::kF32) {
+      EXPECT_LT(testing::relative_l2(got, want), 1e-6);
+    } else {
+      // The same fp16/bf16 operands as the plain stem's, so nearly its result (the stem's outputs
+      // may round the other way where the summation order moves them across a rounding boundary).
+      const Tensor plain = run_reference(optimized_s2d(b, c.storage, false), x).at(0);
+      EXPECT_LT(testing::relative_l2(got, plain), c.storage == DType::kF16 ? 2e-3 : 1.5e-2);
+      EXPECT_LT(testing::relative_l2(got, want), c.storage == DType::kF16 ? 1e-2 : 4e-2);
+    }
+  }
+}
+
+TEST(ChooseGpuLayoutSpaceToDepth, LeavesWhatItDoesNotCover) {
+  // Each stays the plain rw.ConvNhwc stem (its input from a plain rw.ToNhwc).
+  const auto plain_stem = [](const Builder& b, DType storage) {
+    auto g = optimized_s2d(b, storage);
+    const Node* stem = producer(*g, "a_nhwc");
+    if (stem == nullptr || stem->op_type != "rw.ConvNhwc") return false;
+    const Node* to = producer(*g, stem->inputs[0]);
+    return to != nullptr && to->op_type == "rw.ToNhwc" && !to->has_attr("rw.space_to_depth");
+  };
+  EXPECT_TRUE(plain_stem(stem_graph(3, 20, 20, 7, {3, 3, 3, 3}, 1), DType::kF16));     // stride 1
+  EXPECT_TRUE(plain_stem(stem_graph(3, 20, 20, 3, {2, 2, 2, 2}, 2, 2), DType::kF16));  // dilation 2
+  EXPECT_TRUE(plain_stem(stem_graph(8, 20, 20, 7, {3, 3, 3, 3}), DType::kF16));        // 8 channels
+  EXPECT_TRUE(plain_stem(stem_graph(3, 20, 20, 1, {0, 0, 0, 0}), DType::kF16));        // 1x1
+  // An odd extent, an even kernel and no padding: a negative end pad (core/space_to_depth.hpp).
+  EXPECT_TRUE(plain_stem(stem_graph(3, 21, 20, 4, {0, 0, 0, 0}), DType::kF16));
+  // fp32 storage pads 3 channels to 4: 3x3 (36 against 2·2·12 = 48) and 5x5 (100 against 108)
+  // would grow the K-dim.
+  EXPECT_TRUE(plain_stem(stem_graph(3, 20, 20, 3, {1, 1, 1, 1}), DType::kF32));
+  EXPECT_TRUE(plain_stem(stem_graph(3, 20, 20, 5, {2, 2, 2, 2}), DType::kF32));
+  // H and W unknown (symbolic): the pads depend on them.
+  Builder symbolic = stem_graph(3, 20, 20, 7, {3, 3, 3, 3});
+  symbolic.g->inputs[0].dims[2] = Dim{-1, "H"};
+  symbolic.g->value_info["image"] = symbolic.g->inputs[0];
+  EXPECT_TRUE(plain_stem(symbolic, DType::kF16));
+  // A stride-2 convolution inside the group (its input produced NHWC) is left alone.
+  Builder inner = stem_graph(3, 20, 20, 7, {3, 3, 3, 3});
+  inner.conv("down", "y", "z", 16, 16, 3, 2, 1, Builder::nchw(16, 5, 5));
+  inner.g->outputs = {inner.g->value_info.at("z")};
+  auto g = optimized_s2d(inner, DType::kF16);
+  const Node* down = producer(*g, "z");
+  ASSERT_NE(down, nullptr);
+  ASSERT_EQ(down->op_type, "rw.ToNchw");
+  down = producer(*g, down->inputs[0]);
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->attr_ints("strides"), (std::vector<std::int64_t>{2, 2}));
+}
+
+TEST(NhwcReferenceKernels, SpaceToDepthConversion) {
+  // rw.ToNhwc with rw.space_to_depth: channel (dy·2 + dx)·C + c of pixel (Y, X) is
+  // x[c, 2Y + dy, 2X + dx], 0 past the input's odd edge and in the padding channels.
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 3, 5, 7}, -2, 2, 9);
+  const std::map<std::string, AttributeValue> attrs = {{"to", std::int64_t{dtype_to_onnx(DType::kF32)}},
+                                                       {"rw.channels", std::int64_t{16}},
+                                                       {"rw.space_to_depth", std::int64_t{2}},
+                                                       {"rw.space_to_depth_hw", std::vector<std::int64_t>{5, 7}}};
+  const Tensor y = testing::run_node(testing::make_spec("rw.ToNhwc", {x}, attrs)).at(0);
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 4, 16}));
+  for (std::int64_t n = 0; n < 2; ++n)
+    for (std::int64_t oy = 0; oy < 3; ++oy)
+      for (std::int64_t ox = 0; ox < 4; ++ox)
+        for (std::int64_t ch = 0; ch < 16; ++ch) {
+          const std::int64_t q = ch / 3, c = ch % 3, iy = 2 * oy + q / 2, ix = 2 * ox + q % 2;
+          const float want = ch < 12 && iy < 5 && ix < 7 ? x.data<float>()[((n * 3 + c) * 5 + iy) * 7 + ix] : 0.f;
+          ASSERT_EQ(y.data<float>()[((n * 3 + oy) * 4 + ox) * 16 + ch], want) << n << " " << oy << " " << ox << " " << ch;
+        }
+  // Another input extent than the one planned for, and too few channels, are refused.
+  const Tensor other = testing::random_tensor(DType::kF32, {1, 3, 6, 7}, -2, 2, 9);
+  EXPECT_THROW(testing::run_node(testing::make_spec("rw.ToNhwc", {other}, attrs)), InvalidArgument);
+  auto few = attrs;
+  few["rw.channels"] = std::int64_t{8};
+  EXPECT_THROW(testing::run_node(testing::make_spec("rw.ToNhwc", {x}, few)), InvalidArgument);
 }
 
 TEST(NhwcReferenceKernels, RoundTf32AttributeRoundsTheStoredValues) {
