@@ -222,8 +222,9 @@ TEST(ConvNhwcWgmmaTiles, CandidatesOnlyWhenAsked) {
   const ConvShape big{32, 256, 14, 14, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1};
   const ConvShape small{1, 512, 7, 7, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
   for (const ConvShape& p : {big, small}) {
-    auto is_wgmma = [](const NhwcConvConfig& c) {
-      return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].wgmma >= 0;
+    auto is_wgmma = [](const NhwcConvConfig& c) {  // either wgmma family (the ws ones too)
+      const kernels::NhwcTile& t = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)];
+      return t.wgmma >= 0 || t.ws >= 0;
     };
     const auto without = kernels::nhwc_conv_candidates(p, 132, false);
     EXPECT_EQ(std::count_if(without.begin(), without.end(), is_wgmma), 0);
@@ -263,7 +264,8 @@ TEST(ConvNhwcWgmmaTiles, CandidatesAtFp32StorageCountK32Floats) {
   }
   std::vector<NhwcConvConfig> rest;
   std::copy_if(with.begin(), with.end(), std::back_inserter(rest), [](const NhwcConvConfig& c) {
-    return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].wgmma < 0;
+    const kernels::NhwcTile& t = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)];
+    return t.wgmma < 0 && t.ws < 0;
   });
   EXPECT_EQ(rest, without);
   EXPECT_GT(with.size(), without.size());

@@ -24,8 +24,9 @@
 // --families: also, per layer, every (tile, split) candidate of rw.ConvNhwc launched directly
 // (launch_conv_nhwc, the same fp16 operands, split-K counters from the pool as the op uses), and
 // the fastest of each kernel family side by side: mma.sync (conv_nhwc_mma.cuh) and, on a compute
-// capability 9.0 GPU of a build with sm_90, Hopper wgmma (conv_nhwc_wgmma.cuh). One JSON line
-// ("mode": "conv_nhwc_families") per layer.
+// capability 9.0 GPU of a build with sm_90, Hopper wgmma (conv_nhwc_wgmma.cuh) and the
+// warp-specialized persistent wgmma tiles (conv_nhwc_wgmma_ws.cuh; "ws", unless
+// REDWOOD_CUDA_WGMMA_WS=0 hides them). One JSON line ("mode": "conv_nhwc_families") per layer.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
@@ -174,7 +175,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   const Tensor y = cuda::device_empty(s, {l.n, l.oh(), l.ow(), l.k});
   k::Epilogue e;
   e.act = k::kActRelu;
-  FamilyBest best[2];
+  FamilyBest best[3];  // mma.sync, wgmma, warp-specialized wgmma
   const auto& all = k::nhwc_conv_tiles();
   bool first = true;
   for (const auto& c : cands) {
@@ -190,18 +191,19 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
     std::sort(ms.begin(), ms.end());
     const double med = ms[ms.size() / 2];
     const k::NhwcTile& t = all[static_cast<std::size_t>(c.tile)];
-    FamilyBest& b = best[t.wgmma >= 0 ? 1 : 0];
+    FamilyBest& b = best[t.ws >= 0 ? 2 : t.wgmma >= 0 ? 1 : 0];
     if (b.pick == "-" || med < b.ms) b = {med, fmt::format("{}/{}", t.name, c.splits)};
   }
   auto tf = [&](const FamilyBest& b) { return b.ms > 0 ? l.flops() / b.ms * 1e-9 : 0.0; };
-  std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s)%s\n", "families",
-              best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]), best[1].pick.c_str(),
-              wgmma ? "" : " [wgmma not available here]");
+  std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s) | ws %8.4f ms "
+              "%6.1f TFLOP/s (%s)%s\n",
+              "families", best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]), best[1].pick.c_str(),
+              best[2].ms, tf(best[2]), best[2].pick.c_str(), wgmma ? "" : " [wgmma not available here]");
   std::printf("{\"mode\": \"conv_nhwc_families\", \"storage\": \"%s\", \"layer\": \"%s\", \"mma_ms\": %.5f, "
               "\"mma_tflops\": %.1f, \"mma_pick\": \"%s\", \"wgmma_ms\": %.5f, \"wgmma_tflops\": %.1f, "
-              "\"wgmma_pick\": \"%s\"}\n",
+              "\"wgmma_pick\": \"%s\", \"ws_ms\": %.5f, \"ws_tflops\": %.1f, \"ws_pick\": \"%s\"}\n",
               std::string(dtype_name(s)).c_str(), l.name().c_str(), best[0].ms, tf(best[0]), best[0].pick.c_str(),
-              best[1].ms, tf(best[1]), best[1].pick.c_str());
+              best[1].ms, tf(best[1]), best[1].pick.c_str(), best[2].ms, tf(best[2]), best[2].pick.c_str());
   std::fflush(stdout);
 }
 
