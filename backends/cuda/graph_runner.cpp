@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace redwood::cuda {
 namespace {
@@ -349,6 +351,19 @@ std::optional<DType> nhwc_storage(const RunnerOptions& options) {
   return std::nullopt;
 }
 
+bool space_to_depth_stem(const RunnerOptions& options) {
+  if (!options.space_to_depth_stem || !nhwc_storage(options).has_value()) return false;
+  const char* env = std::getenv("REDWOOD_CUDA_S2D_STEM");
+  return env == nullptr || std::string_view(env) != "0";
+}
+
+bool fuse_conv_shortcuts(const RunnerOptions& options) {
+  const char* env = std::getenv("REDWOOD_CUDA_FUSE_SHORTCUT");
+  const std::string_view v = env != nullptr ? env : "";
+  if (v == "1" || v == "0") return v == "1";
+  return options.fuse_conv_shortcuts;
+}
+
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
     : options_(options) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "GraphRunner: no graph");
@@ -367,8 +382,10 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     // and at fp16/bf16/tf32 with NHWC activations between convolutions (choose_gpu_layout).
     // At tf32 the NHWC groups hold tf32-rounded operands (exact for wgmma's truncating tf32).
     const std::optional<DType> storage = nhwc_storage(options_);
+    // And the stem by space-to-depth (space_to_depth_stem).
     pass_records_ = passes::optimize(
-        *copy, passes::gpu_pipeline(storage, storage.has_value() && options_.precision == Precision::kTf32));
+        *copy, passes::gpu_pipeline(storage, storage.has_value() && options_.precision == Precision::kTf32,
+                                    space_to_depth_stem(options_), fuse_conv_shortcuts(options_)));
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);

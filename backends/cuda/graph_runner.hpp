@@ -48,12 +48,33 @@ struct RunnerOptions {
   /// products, "3xTF32": fp32-accurate, though not fp32 FMAs). Off: every kernel reads and writes
   /// fp32 NCHW, only the matrix operands are rounded (exact fp32 on CUDA cores at fp32).
   bool nhwc = true;
+  /// With nhwc: a few-channel stride-2 convolution reading the network's image (the ResNet stem,
+  /// 7x7/2 over 3 channels) runs as a stride-1 convolution over the image's 2x2 space-to-depth,
+  /// which the input conversion writes, where that shrinks its padded K-dim (choose_gpu_layout's
+  /// space_to_depth_stem; docs/cuda.md, "The stem by space-to-depth"). The environment's
+  /// REDWOOD_CUDA_S2D_STEM=0 turns it off too.
+  bool space_to_depth_stem = true;
+  /// With nhwc: a ResNet block's 1x1 downsample convolution runs inside the 1x1 convolution whose
+  /// residual it is, as a second input over which the K-dim goes on (passes::fuse_conv_shortcut),
+  /// so its output is never written nor read back. Off by default until its kernels' compile-time
+  /// form has run on the GPU host (docs/cuda.md, "Projection shortcuts"); the environment's
+  /// REDWOOD_CUDA_FUSE_SHORTCUT=1 turns it on, =0 off, whatever this says.
+  bool fuse_conv_shortcuts = false;
 };
 
 /// The NHWC storage type of activations between convolutions under these options: kF16 or
 /// kBF16 at those precisions, kF32 at tf32 and fp32, when nhwc is on; std::nullopt (fp32 NCHW)
 /// when it is off.
 std::optional<DType> nhwc_storage(const RunnerOptions& options);
+
+/// Whether the runner's layout pass takes the stem by space-to-depth under these options and the
+/// environment (RunnerOptions::space_to_depth_stem): with the NHWC groups, unless the option is
+/// off or REDWOOD_CUDA_S2D_STEM is "0".
+bool space_to_depth_stem(const RunnerOptions& options);
+
+/// Whether the runner's pipeline fuses projection shortcuts: the environment's
+/// REDWOOD_CUDA_FUSE_SHORTCUT (1 or 0) where set, else RunnerOptions::fuse_conv_shortcuts.
+bool fuse_conv_shortcuts(const RunnerOptions& options);
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
 /// shapes. Built on the host only.

@@ -47,8 +47,10 @@ std::vector<NamedPass> default_pipeline(bool regions = true);
 /// regions (the CUDA graph runner): default_pipeline(false), then fuse_elementwise; with an
 /// `nhwc_storage` (float16, bfloat16, or float for tf32 and fp32), then choose_gpu_layout for it.
 /// Without one (std::nullopt) activations stay fp32 NCHW. `round_tf32` (precision tf32): the NHWC
-/// groups round their operands to tf32 (choose_gpu_layout's round_tf32).
-std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage = std::nullopt, bool round_tf32 = false);
+/// groups round their operands to tf32 (choose_gpu_layout's round_tf32); `space_to_depth_stem`:
+/// choose_gpu_layout's; then, with `fuse_shortcuts`, fuse_conv_shortcut.
+std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage = std::nullopt, bool round_tf32 = false,
+                                    bool space_to_depth_stem = false, bool fuse_shortcuts = false);
 
 /// A provider that runs groups of nodes as one composite node.
 struct RegionProvider {
@@ -87,11 +89,20 @@ void form_regions(Graph& graph, std::vector<std::string>& log);
 /// fp32), as internal rw.*Nhwc ops, with one conversion at each end (choose_gpu_layout.cpp).
 /// `round_tf32` (precision tf32, kF32 storage only): the convolutions' weights and every NHWC
 /// activation are rounded to tf32 once, where they are written (rw.round_tf32 on the nodes).
-void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32 = false);
+/// `space_to_depth_stem`: a few-channel stride-2 convolution that reads its input through the
+/// group's conversion (the ResNet stem) becomes a stride-1 convolution over the 2x2 space-to-depth
+/// of that input, which the conversion writes (core/space_to_depth.hpp; the pass's header comment).
+void choose_gpu_layout(Graph& graph, std::vector<std::string>& log, DType storage, bool round_tf32 = false,
+                       bool space_to_depth_stem = false);
 /// Maximal chains of fp32 elementwise nodes (unary activations, and Add/Sub/Mul/Div/Pow with a
 /// constant scalar or per-channel operand) whose intermediates nothing else reads become one
 /// rw.ElementwiseChain node (backends/cpu/reference/elementwise_chain.cpp).
 void fuse_elementwise(Graph& graph, std::vector<std::string>& log);
+/// After choose_gpu_layout: a 1x1 rw.ConvNhwc whose residual is a ResNet downsample (a 1x1
+/// rw.ConvNhwc of the block's input, stride s, no activation, read by nothing else) takes that
+/// input as its own input 4 with both weights side by side, so the downsample's output is never
+/// written (fuse_conv_shortcut.cpp).
+void fuse_conv_shortcut(Graph& graph, std::vector<std::string>& log);
 
 }  // namespace passes
 }  // namespace redwood

@@ -10,9 +10,12 @@
 // and laid out NHWC again, which is what the CUDA kernels promise (fp32 math, one rounding).
 // With `rw.round_tf32` = 1 (precision tf32; fp32 storage) that one rounding of an fp32 output is
 // to tf32 (round_to_tf32, as the CUDA kernels' cvt.rna.tf32.f32).
+// rw.ToNhwc with `rw.space_to_depth` = 2 (the stem by space-to-depth) lays out the 2x2
+// space-to-depth of its input (core/space_to_depth.hpp) instead of the input itself.
 
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "core/layout.hpp"
+#include "core/space_to_depth.hpp"
 #include "core/tf32.hpp"
 
 #include <map>
@@ -78,20 +81,35 @@ DType onnx_storage(const Node& node) {
 class ToNhwcKernel final : public Kernel {
  public:
   ToNhwcKernel(const Node& node, const KernelInfo&)
-      : node_(node), to_(onnx_storage(node)), channels_(node.attr_int("rw.channels", 0)) {}
+      : node_(node),
+        to_(onnx_storage(node)),
+        channels_(node.attr_int("rw.channels", 0)),
+        space_to_depth_(node.attr_int("rw.space_to_depth", 0)) {
+    RW_EXPECTS(space_to_depth_ == 0 || space_to_depth_ == 2, InvalidArgument,
+               "{}: rw.space_to_depth must be 2 (2x2 blocks) or absent, not {}", node_.where(), space_to_depth_);
+  }
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     RW_EXPECTS(x.shape().size() == 4 && x.dtype() == DType::kF32, InvalidArgument,
                "{}: input must be float NCHW, not {}", node_.where(), x.description());
-    RW_EXPECTS(channels_ >= x.shape()[1], InvalidArgument, "{}: rw.channels {} is fewer than the input's {}",
-               node_.where(), channels_, x.shape()[1]);
-    ctx.outputs[0] = round_output(node_, to_channels_last(x, channels_, to_));
+    if (space_to_depth_ != 0) {
+      // The convolution after it was rewritten for this input extent (its pads depend on it).
+      const auto hw = node_.attr_ints("rw.space_to_depth_hw");
+      RW_EXPECTS(hw.size() == 2 && hw[0] == x.shape()[2] && hw[1] == x.shape()[3], InvalidArgument,
+                 "{}: the space-to-depth stem was planned for a {}x{} input (rw.space_to_depth_hw), not {}",
+                 node_.where(), hw.size() == 2 ? hw[0] : -1, hw.size() == 2 ? hw[1] : -1, shape_str(x.shape()));
+    }
+    const Tensor in = space_to_depth_ != 0 ? space_to_depth(x) : x;
+    RW_EXPECTS(channels_ >= in.shape()[1], InvalidArgument, "{}: rw.channels {} is fewer than the {} channels{}",
+               node_.where(), channels_, in.shape()[1], space_to_depth_ != 0 ? " of the space-to-depth" : "");
+    ctx.outputs[0] = round_output(node_, to_channels_last(in, channels_, to_));
   }
 
  private:
   const Node& node_;
   DType to_;
   std::int64_t channels_;
+  std::int64_t space_to_depth_;  // 2: the 2x2 space-to-depth of the input (rw.space_to_depth)
 };
 
 class ToNchwKernel final : public Kernel {
@@ -110,7 +128,24 @@ class ToNchwKernel final : public Kernel {
   std::int64_t channels_;
 };
 
+// The first `from` .. `from + count` channels of fp32 NCHW weights [K, C, R, S].
+Tensor weight_channels(const Tensor& w, std::int64_t from, std::int64_t count) {
+  const Shape& s = w.shape();
+  const Tensor src = w.contiguous();
+  Tensor out = Tensor::empty(DType::kF32, {s[0], count, s[2], s[3]});
+  const std::int64_t plane = s[2] * s[3];
+  for (std::int64_t k = 0; k < s[0]; ++k)
+    for (std::int64_t c = 0; c < count; ++c)
+      for (std::int64_t i = 0; i < plane; ++i)
+        out.data<float>()[(k * count + c) * plane + i] = src.data<float>()[(k * s[1] + from + c) * plane + i];
+  return out;
+}
+
 // rw.ConvNhwc (W [K, R, S, Cp] in the storage type) and rw.DepthwiseConvNhwc (W fp32 [R, S, C]).
+// rw.ConvNhwc's input 4 (the projection shortcut, core/passes/fuse_conv_shortcut.cpp): X2 NHWC
+// [N, H2, W2, C2], W [K, 1, 1, C + C2]; y = act(conv(x, W[.., :C]) + conv(x2, W[.., C:]) at
+// stride rw.shortcut_strides + bias + residual), the first product summed in fp32 as the residual
+// of the second.
 class ConvNhwcKernel final : public Kernel {
  public:
   ConvNhwcKernel(const Node& node, const KernelInfo&, bool depthwise) : node_(node), depthwise_(depthwise) {}
@@ -122,6 +157,10 @@ class ConvNhwcKernel final : public Kernel {
                shape_str(w.shape()));
     const std::int64_t c = x.shape()[3];
     const std::int64_t k = depthwise_ ? w.shape()[2] : w.shape()[0];
+    if (!depthwise_ && ctx.has_input(4)) {
+      ctx.outputs[0] = round_output(node_, with_shortcut(ctx, x, w, k));
+      return;
+    }
     RW_EXPECTS(w.shape().back() == c, InvalidArgument, "{}: weights {} for an input of {} channels", node_.where(),
                shape_str(w.shape()), c);
     const Shape& ws = w.shape();
@@ -139,6 +178,40 @@ class ConvNhwcKernel final : public Kernel {
   }
 
  private:
+  Tensor with_shortcut(KernelContext& ctx, const Tensor& x, const Tensor& w, std::int64_t k) const {
+    const Tensor& x2 = ctx.input(4);
+    expect_nhwc(node_, x2, "shortcut input");
+    const std::int64_t c = x.shape()[3], c2 = x2.shape()[3];
+    RW_EXPECTS(w.shape().size() == 4 && w.shape()[1] == 1 && w.shape()[2] == 1 && w.shape()[3] == c + c2,
+               InvalidArgument, "{}: weights {} for a 1x1 convolution of {} + {} (shortcut) input channels",
+               node_.where(), shape_str(w.shape()), c, c2);
+    const Tensor wn = to_channels_first(w, c + c2);  // fp32 [K, C + C2, 1, 1]
+    Node plain;  // the main product alone: no bias, residual or activation
+    plain.name = node_.name;
+    for (const char* key : {"strides", "pads", "dilations"}) {
+      if (auto it = node_.attributes.find(key); it != node_.attributes.end()) plain.attributes[key] = it->second;
+    }
+    const Tensor main = run_reference("Conv", plain, {to_channels_first(x, c), weight_channels(wn, 0, c)});
+    std::vector<Tensor> ins{to_channels_first(x2, c2), weight_channels(wn, c, c2),
+                            ctx.has_input(2) ? ctx.input(2) : Tensor(), main};
+    if (ctx.has_input(3)) {
+      expect_nhwc(node_, ctx.input(3), "residual");
+      Tensor sum = to_channels_first(ctx.input(3), k).cast(DType::kF32).contiguous();
+      RW_EXPECTS(sum.shape() == main.shape(), InvalidArgument, "{}: the residual {} is not the output's {}",
+                 node_.where(), shape_str(sum.shape()), shape_str(main.shape()));
+      const Tensor m = main.contiguous();
+      for (std::int64_t i = 0; i < sum.numel(); ++i) sum.data<float>()[i] += m.data<float>()[i];
+      ins[3] = sum;
+    }
+    const Tensor y = run_reference("Conv", node_, ins,
+                                   {{"strides", node_.attr_ints("rw.shortcut_strides", {1, 1})},
+                                    {"pads", std::vector<std::int64_t>{0, 0, 0, 0}}});
+    RW_EXPECTS(y.shape() == main.shape(), InvalidArgument,
+               "{}: the shortcut input {} at stride {} does not give the output's extent {}", node_.where(),
+               shape_str(x2.shape()), node_.attr_ints("rw.shortcut_strides", {1, 1}).at(0), shape_str(main.shape()));
+    return to_channels_last(y, k, x.dtype());
+  }
+
   const Node& node_;
   bool depthwise_;
 };

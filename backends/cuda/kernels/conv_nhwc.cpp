@@ -3,7 +3,10 @@
 // (fp16 or bf16; or fp32: at precision tf32 the products round the operands to tf32, at precision
 // fp32 each product is three tf32 ones of split operands, "3xTF32", fp32-accurate), bias fp32 [K]
 // (input 2, optional), residual S [N, OH, OW, K] (input 3, optional), the Conv's fused activation;
-// output S [N, OH, OW, K]. C is a multiple of 8 (fp32: of 4), K of 8.
+// output S [N, OH, OW, K]. C is a multiple of 8 (fp32: of 4), K of 8. Input 4, optional: the
+// projection shortcut's input X2 S [N, H2, W2, C2] (core/passes/fuse_conv_shortcut.cpp) of a 1×1
+// stride-1 convolution, W [K, 1, 1, C + C2]: y also sums X2 at stride `rw.shortcut_strides`
+// times W's last C2 channels.
 // The tile and split-K count are picked per shape by timing (tune(), like the Conv kernel's
 // tuner in conv.cpp) and cached process-wide.
 
@@ -29,7 +32,7 @@ using kernels::ConvShape;
 using kernels::NhwcConvConfig;
 
 // ---- the tuner's process-wide cache: one pick per (shape, storage type, device) ----
-using TuneKey = std::array<int, 16>;
+using TuneKey = std::array<int, 19>;
 using TuneCache = PickCache<TuneKey, NhwcConvConfig>;
 TuneCache& tune_cache() {
   static TuneCache cache;
@@ -40,7 +43,8 @@ TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s, bool split_tf32) {
   int device = 0;
   cudaGetDevice(&device);
   return {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
-          p.oh * 65536 + p.ow, static_cast<int>(s) * 2 + (split_tf32 ? 1 : 0), device};
+          p.oh * 65536 + p.ow, static_cast<int>(s) * 2 + (split_tf32 ? 1 : 0), device,
+          p.c2,                p.h2 * 65536 + p.w2, p.stride2};
 }
 
 const char* dtype_label(DType d) { return dtype_name(d).data(); }
@@ -73,9 +77,10 @@ class ConvNhwcKernel final : public CudaKernel {
     RW_EXPECTS(node_.attr_int("group", 1) == 1, Unsupported, "{}: rw.ConvNhwc is dense (group 1), not group {}",
                node_.where(), node_.attr_int("group", 1));
     const std::int64_t c = x.shape[3], k = w.shape[0];
-    RW_EXPECTS(w.shape[3] == c, InvalidArgument, "{}: weights {} for {} input channels", node_.where(),
-               shape_str(w.shape), c);
     const int c_align = x.dtype == DType::kF32 ? 4 : 8;  // channels of a 16-byte chunk
+    const std::int64_t c2 = info.has_input(4) && info.input(4).shape.size() == 4 ? info.input(4).shape[3] : 0;
+    RW_EXPECTS(w.shape[3] == c + c2, InvalidArgument, "{}: weights {} for {} input channels", node_.where(),
+               shape_str(w.shape), c + c2);
     RW_EXPECTS(c % c_align == 0 && k % 8 == 0 && c > 0 && k > 0, InvalidArgument,
                "{}: rw.ConvNhwc needs C a multiple of {} (16-byte vectors of {}) and K of 8, not C {} and K {}",
                node_.where(), c_align, dtype_label(x.dtype), c, k);
@@ -95,6 +100,29 @@ class ConvNhwcKernel final : public CudaKernel {
                  shape_str(x.shape), shape_str(w.shape));
     }
     const Shape y = {x.shape[0], out[0], out[1], k};
+    std::int64_t stride2 = 1;
+    if (info.has_input(4)) {
+      const TensorDesc& x2 = info.input(4);
+      const auto s2 = node_.attr_ints("rw.shortcut_strides", {1, 1});
+      RW_EXPECTS(w.shape[1] == 1 && w.shape[2] == 1 && strides[0] == 1 && strides[1] == 1 && dil[0] == 1 &&
+                     dil[1] == 1 && pads[0] == 0 && pads[1] == 0 && pads[2] == 0 && pads[3] == 0,
+                 InvalidArgument, "{}: a shortcut input (input 4) needs a 1x1 stride-1 convolution without padding",
+                 node_.where());
+      RW_EXPECTS(s2.size() == 2 && s2[0] == s2[1] && s2[0] > 0, InvalidArgument,
+                 "{}: rw.shortcut_strides must be two equal positive values", node_.where());
+      stride2 = s2[0];
+      RW_EXPECTS(x2.dtype == x.dtype && x2.shape.size() == 4 && x2.shape[0] == x.shape[0] &&
+                     (x2.shape[1] - 1) / stride2 + 1 == out[0] && (x2.shape[2] - 1) / stride2 + 1 == out[1] &&
+                     c2 % c_align == 0 && c2 > 0,
+                 InvalidArgument,
+                 "{}: the shortcut input must be {} [N, H2, W2, C2] with (H2 - 1) / {} + 1 = {} and C2 a multiple of "
+                 "{}, not {} {}",
+                 node_.where(), dtype_label(x.dtype), stride2, out[0], c_align, dtype_label(x2.dtype),
+                 shape_str(x2.shape));
+      RW_EXPECTS(shape_numel(x2.shape) < (1LL << 31), Unsupported,
+                 "{}: rw.ConvNhwc indexes with 32 bits: the shortcut input {} is too large", node_.where(),
+                 shape_str(x2.shape));
+    }
     RW_EXPECTS(x.shape[0] * x.shape[1] * x.shape[2] * c < (1LL << 31) && shape_numel(y) < (1LL << 31) &&
                    w.shape[1] * w.shape[2] * c < (1LL << 31),
                Unsupported, "{}: rw.ConvNhwc indexes with 32 bits: input {} or output {} is too large", node_.where(),
@@ -119,6 +147,12 @@ class ConvNhwcKernel final : public CudaKernel {
                        static_cast<int>(w.shape[2]), static_cast<int>(out[0]), static_cast<int>(out[1]),
                        static_cast<int>(strides[0]), static_cast<int>(strides[1]), static_cast<int>(pads[0]),
                        static_cast<int>(pads[1]), static_cast<int>(dil[0]), static_cast<int>(dil[1]), 1};
+    if (info.has_input(4)) {
+      shape_.c2 = static_cast<int>(c2);
+      shape_.h2 = static_cast<int>(info.input(4).shape[1]);
+      shape_.w2 = static_cast<int>(info.input(4).shape[2]);
+      shape_.stride2 = static_cast<int>(stride2);
+    }
     const int sms = multiprocessor_count();
     config_ = kernels::nhwc_conv_default(shape_, sms, storage_);
     // The Hopper wgmma tiles too where they can run (16-bit storage or fp32 at tf32, not 3xTF32;
@@ -152,20 +186,15 @@ class ConvNhwcKernel final : public CudaKernel {
   void tune(const LaunchArgs& a, TuneBudget& budget) override {
     if (candidates_.size() <= 1) return;
     VariantTimes t;
-    switch (tune_variants(tune_cache(), tune_key(shape_, storage_, split_tf32_), candidates_, config_, budget, a.stream,
-                          [&] { launch(a); }, &t)) {
-      case TuneOutcome::kCached: how_ = "cached"; return;
-      case TuneOutcome::kBudgetSpent: how_ = "default: the plan's tuning budget is spent"; return;
-      case TuneOutcome::kMeasured: break;
-    }
-    how_ = fmt::format("measured {:.4f} ms", t.best_ms);
-    std::string timings;
-    for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      timings += fmt::format("{}{}/{}:{:.4f}", timings.empty() ? "" : " ",
-                             kernels::nhwc_conv_tiles()[static_cast<std::size_t>(candidates_[i].tile)].name,
-                             candidates_[i].splits, t.ms[i]);
-    }
-    log().debug("nhwc conv tuning (tile/splits:ms) {}; picked {}", timings, variant());
+    const TuneOutcome outcome = tune_variants(tune_cache(), tune_key(shape_, storage_, split_tf32_), candidates_,
+                                              config_, budget, a.stream, [&] { launch(a); }, &t);
+    how_ = tune_outcome_text(outcome, t);
+    if (outcome != TuneOutcome::kMeasured) return;
+    log().debug("nhwc conv tuning (tile/splits:ms) {}; picked {}", variant_timings(t, [&](std::size_t i) {
+                  return fmt::format("{}/{}", kernels::nhwc_conv_tiles()[static_cast<std::size_t>(candidates_[i].tile)].name,
+                                     candidates_[i].splits);
+                }),
+                variant());
   }
 
   std::string variant() const override {
@@ -176,13 +205,14 @@ class ConvNhwcKernel final : public CudaKernel {
   void launch(const LaunchArgs& a) override {
     const float* bias = a.inputs.size() > 2 ? static_cast<const float*>(a.inputs[2].data) : nullptr;
     const void* residual = a.inputs.size() > 3 ? a.inputs[3].data : nullptr;
+    const void* x2 = a.inputs.size() > 4 ? a.inputs[4].data : nullptr;
     int* counters = nullptr;
     if (config_.splits > 1 && kernels::nhwc_conv_tile_count(shape_, config_) <= counters_.count()) {
       counters = kernels::split_k_counter_address(counters_);
     }
     kernels::launch_conv_nhwc(shape_, storage_, a.inputs[0].data, a.inputs[1].data, a.outputs[0].data, bias,
                               residual, epilogue_, config_, a.workspace, a.stream, counters, split_tf32_,
-                              round_tf32_);
+                              round_tf32_, x2);
   }
 
  private:

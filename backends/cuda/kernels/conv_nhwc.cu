@@ -6,10 +6,12 @@
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #ifdef REDWOOD_HAVE_CONV_WGMMA
 #include "backends/cuda/kernels/conv_nhwc_wgmma.hpp"
+#include "backends/cuda/kernels/conv_nhwc_wgmma_ws.hpp"
 #endif
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string_view>
@@ -25,49 +27,84 @@ constexpr int kAlign = 256;  // the counters' share of the workspace, rounded
 template <typename T> struct Launch {
   void (*kernel)(ConvArgs<T>);
   int smem, threads, bm, bn;
+  bool persistent = false;  // a CTA walks tiles blockIdx.x, + gridDim.x, …: grid min(tiles, multiprocessors)
 };
 
+// One row per mma.sync NhwcTile of nhwc_conv_tiles(), in that order.
+constexpr int kTiles = 16;
+// Which mma.sync tiles also have an instantiation that reads a projection shortcut (SC; input 4 of
+// rw.ConvNhwc): the 128×128, 128×64 and the small-M ones (batch 1), not all sixteen, to keep the
+// compile time; every wgmma tile has one.
+constexpr bool kShortcutTile[kTiles] = {true,  false, true, false, true,  true,  true,  false,
+                                        true,  true,  false, false, false, false, false, false};
+
 // Op: the products (conv_nhwc_mma.cuh): MmaOf<T>, or MmaTf32x3 (fp32 storage at precision fp32).
-template <typename T, typename Op, int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB = true>
+// SC: the shortcut instantiation, where the tile has one (HAS_SC); else an empty row.
+template <typename T, typename Op, bool SC, bool HAS_SC, int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4,
+          bool DB = true>
 Launch<T> entry() {
   using Tl = Tile<BM, BN, WM, WN, BK, STAGES, DB>;
-  return {conv_nhwc_mma<T, BM, BN, WM, WN, BK, STAGES, DB, Op>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
+  if constexpr (SC && !HAS_SC) {
+    return {nullptr, 0, 0, BM, BN};
+  } else {
+    return {conv_nhwc_mma<T, BM, BN, WM, WN, BK, STAGES, DB, Op, SC>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
+  }
 }
 
-// One row per NhwcTile of nhwc_conv_tiles(), in that order.
-constexpr int kTiles = 16;
-template <typename T, typename Op = MmaOf<T>> const Launch<T>& launch_of(int tile) {
+template <typename T, typename Op = MmaOf<T>, bool SC = false> const Launch<T>& launch_of(int tile) {
   // 8-warp tiles of 64×32 warp tiles keep 128 registers a thread (2 blocks a multiprocessor)
   // with single-buffered fragments; double-buffered they spill.
+  constexpr const bool* h = kShortcutTile;
   static const Launch<T> table[kTiles] = {
-      entry<T, Op, 128, 128, 64, 32, 32, 4, false>(),
-      entry<T, Op, 128, 128, 64, 64>(),
-      entry<T, Op, 128, 64, 64, 32>(),
-      entry<T, Op, 64, 128, 32, 64>(),
-      entry<T, Op, 64, 64, 32, 32>(),
-      entry<T, Op, 64, 32, 32, 16>(),
-      entry<T, Op, 32, 64, 16, 32>(),
-      entry<T, Op, 128, 128, 64, 32, 64, 3, false>(),
-      entry<T, Op, 128, 64, 64, 32, 64, 3>(),
-      entry<T, Op, 64, 64, 32, 32, 64, 4>(),
-      entry<T, Op, 256, 64, 64, 32, 32, 4, false>(),
-      entry<T, Op, 128, 128, 64, 64, 64, 3>(),
-      entry<T, Op, 64, 128, 32, 64, 64, 3>(),
-      entry<T, Op, 256, 64, 64, 32, 64, 3>(),
-      entry<T, Op, 128, 64, 64, 32, 64, 3, false>(),
-      entry<T, Op, 128, 128, 64, 64, 64, 3, false>()};
+      entry<T, Op, SC, h[0], 128, 128, 64, 32, 32, 4, false>(),
+      entry<T, Op, SC, h[1], 128, 128, 64, 64>(),
+      entry<T, Op, SC, h[2], 128, 64, 64, 32>(),
+      entry<T, Op, SC, h[3], 64, 128, 32, 64>(),
+      entry<T, Op, SC, h[4], 64, 64, 32, 32>(),
+      entry<T, Op, SC, h[5], 64, 32, 32, 16>(),
+      entry<T, Op, SC, h[6], 32, 64, 16, 32>(),
+      entry<T, Op, SC, h[7], 128, 128, 64, 32, 64, 3, false>(),
+      entry<T, Op, SC, h[8], 128, 64, 64, 32, 64, 3>(),
+      entry<T, Op, SC, h[9], 64, 64, 32, 32, 64, 4>(),
+      entry<T, Op, SC, h[10], 256, 64, 64, 32, 32, 4, false>(),
+      entry<T, Op, SC, h[11], 128, 128, 64, 64, 64, 3>(),
+      entry<T, Op, SC, h[12], 64, 128, 32, 64, 64, 3>(),
+      entry<T, Op, SC, h[13], 256, 64, 64, 32, 64, 3>(),
+      entry<T, Op, SC, h[14], 128, 64, 64, 32, 64, 3, false>(),
+      entry<T, Op, SC, h[15], 128, 128, 64, 64, 64, 3, false>()};
   // Over 48 KiB of dynamic shared memory needs the kernel's opt-in, once per process.
   static std::once_flag opted_in;
   std::call_once(opted_in, [] {
     for (const Launch<T>& l : table) {
-      RW_CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem));
+      if (l.kernel != nullptr) {
+        RW_CUDA_CHECK(cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem));
+      }
     }
   });
+  if (table[tile].kernel == nullptr) {
+    throw Unsupported(std::string("rw.ConvNhwc: the tile ") + nhwc_conv_tiles()[static_cast<std::size_t>(tile)].name +
+                      " has no instantiation for a shortcut input");
+  }
   return table[tile];
 }
 
+// The current device's multiprocessors (a persistent kernel's grid), cached per device.
+int multiprocessors_here() {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cached[kDevices] = {};
+  int device = 0;
+  RW_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < 0 || device >= kDevices) device = 0;
+  int n = cached[device].load(std::memory_order_relaxed);
+  if (n == 0) {
+    RW_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+    cached[device].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 long long m_total_of(const ConvShape& p) { return static_cast<long long>(p.n) * p.oh * p.ow; }
-int kdim_of(const ConvShape& p) { return p.r * p.s * p.c; }
+int kdim_of(const ConvShape& p) { return p.r * p.s * p.c + p.c2; }
 long long tiles_of(const ConvShape& p, const NhwcTile& t) {
   return ((m_total_of(p) + t.bm - 1) / t.bm) * ((p.k + t.bn - 1) / t.bn);
 }
@@ -77,12 +114,18 @@ std::size_t counter_bytes(long long tiles) {
 
 // The mma.sync kernel of a tile, or its wgmma kernel (conv_nhwc_wgmma.cu): fp16 and bf16 storage,
 // and fp32 storage with tf32 products (Op MmaTf32; not 3xTF32's three products).
-template <typename T, typename Op = MmaOf<T>> Launch<T> kernel_of(int tile) {
+template <typename T, typename Op = MmaOf<T>, bool SC = false> Launch<T> kernel_of(int tile) {
   const int wg = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma;
-  if (wg < 0) return launch_of<T, Op>(tile);
+  const int ws = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].ws;
+  if (wg < 0 && ws < 0) return launch_of<T, Op, SC>(tile);
 #ifdef REDWOOD_HAVE_CONV_WGMMA
   if constexpr (std::is_same_v<Op, MmaOf<T>>) {
-    const WgmmaLaunch<T>& k = wgmma_launch_of<T>(wg);
+    if (ws >= 0) {
+      if (SC) throw Unsupported("rw.ConvNhwc: the warp-specialized tiles take no shortcut input");
+      const WgmmaLaunch<T>& k = wgmma_ws_launch_of<T>(ws);
+      return {k.kernel, k.smem, k.threads, k.bm, k.bn, true};
+    }
+    const WgmmaLaunch<T>& k = wgmma_launch_of<T, SC>(wg);
     return {k.kernel, k.smem, k.threads, k.bm, k.bn};
   }
 #endif
@@ -93,13 +136,14 @@ template <typename T, typename Op = MmaOf<T>> Launch<T> kernel_of(int tile) {
 template <typename T, typename Op = MmaOf<T>>
 void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, const float* bias, const void* residual,
                   const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters,
-                  bool round_tf32) {
-  const Launch<T> l = kernel_of<T, Op>(tile);
+                  bool round_tf32, const void* x2) {
+  const Launch<T> l = x2 != nullptr ? kernel_of<T, Op, true>(tile) : kernel_of<T, Op, false>(tile);
   ConvArgs<T> a = conv_args<T>(p, x, w, y, bias, residual, e);
   a.round_tf32 = round_tf32;
+  a.x2 = static_cast<const T*>(x2);
   a.n_tiles = (p.k + l.bn - 1) / l.bn;
   const long long tiles = static_cast<long long>((a.m_total + l.bm - 1) / l.bm) * a.n_tiles;
-  if (splits > 1) {
+  if (splits > 1 && !l.persistent) {
     a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes(tiles));
     if (counters != nullptr) {
       a.counters = counters;  // zero between launches: the last block of each tile resets its own
@@ -110,7 +154,10 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
       RW_CUDA_CHECK(cudaMemsetAsync(a.counters, 0, static_cast<std::size_t>(tiles) * 4, stream));
     }
   }
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
+  // Persistent kernels: one CTA a multiprocessor (their shared memory allows no more), each
+  // walking tiles; split-K is theirs to ignore (nhwc_split_choices offers them split 1 only).
+  const dim3 grid = l.persistent ? dim3(static_cast<unsigned>(std::min<long long>(tiles, multiprocessors_here())))
+                                 : dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
   RW_CUDA_CHECK(launch_kernel(l.kernel, grid, dim3(l.threads), static_cast<std::size_t>(l.smem), stream, a));
   RW_CUDA_CHECK_LAUNCH("conv_nhwc_mma");
 }
@@ -134,6 +181,12 @@ const std::vector<NhwcTile>& nhwc_conv_tiles() {
       {.bm = 64, .bn = 128, .bk = 64, .threads = 128, .name = "wg64x128", .wgmma = 4},
       {.bm = 128, .bn = 128, .bk = 64, .threads = 256, .name = "wg128x128s3", .wgmma = 5},
       {.bm = 128, .bn = 64, .bk = 64, .threads = 256, .name = "wg128x64s3", .wgmma = 6},
+      // Warp-specialized persistent wgmma (conv_nhwc_wgmma_ws.cu), in wgmma_ws_launch_of's order.
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 384, .name = "ws128x128", .ws = 0},
+      {.bm = 128, .bn = 256, .bk = 64, .threads = 384, .name = "ws128x256", .ws = 1},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 384, .name = "ws128x64", .ws = 2},
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 384, .name = "ws128x128pp", .ws = 3},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 384, .name = "ws128x64pp", .ws = 4},
 #endif
       // The narrow kernel (conv_nhwc_narrow.cu) for layers of few channels, narrow_variant()'s order.
       {16, 16, 32, 128, "narrow16", -1, 1}, {16, 32, 32, 128, "narrow32", -1, 2},
@@ -149,7 +202,7 @@ int k_tile_of(const NhwcTile& t, NhwcStorage storage) { return storage == NhwcSt
 
 std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors, NhwcStorage storage) {
   const NhwcTile& t = nhwc_conv_tiles().at(static_cast<std::size_t>(tile));
-  if (t.narrow > 0) return {1};  // the narrow kernel has no split-K
+  if (t.narrow > 0 || t.ws >= 0) return {1};  // the narrow and warp-specialized kernels have no split-K
   const long long blocks = tiles_of(p, t);
   const int ktiles = (kdim_of(p) + k_tile_of(t, storage) - 1) / k_tile_of(t, storage);
   std::vector<int> out = {1};
@@ -174,13 +227,24 @@ bool nhwc_wgmma_usable() {
 #endif
 }
 
+bool nhwc_wgmma_ws_enabled() {
+  // Opt-in: slower than the wgmma tiles on every ResNet-50 layer measured (docs/cuda.md), they
+  // would only add candidates to every layer's tuning.
+  const char* v = std::getenv("REDWOOD_CUDA_WGMMA_WS");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma, bool narrow,
                                                  NhwcStorage storage) {
   std::vector<NhwcConvConfig> out;
   for (int tile = 0; tile < static_cast<int>(nhwc_conv_tiles().size()); ++tile) {
     if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma >= 0 && !wgmma) continue;
+    const NhwcTile& t = nhwc_conv_tiles()[static_cast<std::size_t>(tile)];
+    if (t.ws >= 0 && !(wgmma && nhwc_wgmma_ws_enabled())) continue;
+    // A shortcut input (p.c2 > 0): the tiles that have its instantiation (kShortcutTile, every wgmma one).
+    if (p.c2 > 0 && (t.ws >= 0 || t.narrow > 0 || (t.wgmma < 0 && !(tile < kTiles && kShortcutTile[tile])))) continue;
     if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow > 0 &&
-        !(narrow && conv_nhwc_narrow_fits(p, NhwcStorage::kF16))) {
+        !(narrow && p.c2 == 0 && conv_nhwc_narrow_fits(p, NhwcStorage::kF16))) {  // no shortcut input there
       continue;
     }
     for (int s : nhwc_split_choices(p, tile, multiprocessors, storage)) out.push_back({tile, s});
@@ -214,24 +278,30 @@ std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg) {
 
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters, bool split_tf32, bool round_tf32) {
+                      cudaStream_t stream, int* counters, bool split_tf32, bool round_tf32, const void* x2) {
   if (m_total_of(p) == 0 || p.k == 0) return;
   const int tile = cfg.tile >= 0 && cfg.tile < static_cast<int>(nhwc_conv_tiles().size()) ? cfg.tile : 0;
   const int splits = cfg.splits > 1 && workspace != nullptr ? std::min(cfg.splits, 65535) : 1;
+  if ((p.c2 > 0) != (x2 != nullptr)) {
+    throw std::invalid_argument("launch_conv_nhwc: a shortcut input needs its shape (p.c2) and the shape one");
+  }
   if (const int narrow = nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow; narrow > 0) {
+    if (x2 != nullptr) throw std::invalid_argument("launch_conv_nhwc: the narrow kernel takes no shortcut input");
     launch_conv_nhwc_narrow(p, storage, x, w, y, bias, residual, e, narrow - 1, stream);  // throws where it does not fit
     return;
   }
   if (storage == NhwcStorage::kF16) {
-    launch_typed<half>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
+    launch_typed<half>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false, x2);
   } else if (storage == NhwcStorage::kBF16) {
-    launch_typed<__nv_bfloat16>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
+    launch_typed<__nv_bfloat16>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false,
+                                x2);
   } else if (!split_tf32) {
     // fp32 storage, tf32 products: the same tiles, each stage row holding half as many elements.
-    launch_typed<float>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, round_tf32);
+    launch_typed<float>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, round_tf32, x2);
   } else {
     // fp32 storage, fp32-accurate products from three tf32 ones (MmaTf32x3).
-    launch_typed<float, MmaTf32x3>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false);
+    launch_typed<float, MmaTf32x3>(p, x, w, y, bias, residual, e, tile, splits, workspace, stream, counters, false,
+                                   x2);
   }
 }
 

@@ -22,6 +22,8 @@ struct NhwcTile {
   int wgmma = -1;    // ≥ 0: the Hopper wgmma kernel of that index (conv_nhwc_wgmma.hpp; fp16/bf16, fp32 at tf32)
   int narrow = 0;    // > 0: the narrow kernel's variant narrow − 1 (conv_nhwc_narrow.hpp; bm is then
                      // nominal: a warp's pixels a step depend on the variant and K-dim), 16-bit only
+  int ws = -1;       // ≥ 0: the warp-specialized persistent wgmma kernel of that index
+                     // (conv_nhwc_wgmma_ws.hpp; "ws" first; split 1 only; where the wgmma tiles run)
 };
 
 /// One way to run: a tile (index into nhwc_conv_tiles()) and the number of K-dim ranges.
@@ -40,6 +42,10 @@ struct NhwcConvConfig {
 /// Then, where the build has them (sm_90 among its architectures), the wgmma tiles (BK 64, 4
 /// stages): wg128x128, wg128x256, wg256x128, wg128x64 (two warpgroups) and wg64x128 (one), then
 /// wg128x128s3 and wg128x64s3 (3 stages: less shared memory, more blocks a multiprocessor).
+/// Then the warp-specialized persistent wgmma tiles (conv_nhwc_wgmma_ws.cuh; 384 threads: one
+/// producer and two consumer warpgroups; a grid of at most one CTA a multiprocessor): ws128x128,
+/// ws128x256, ws128x64 (cooperative: both consumers on every tile), ws128x128pp and ws128x64pp
+/// (ping-pong: the consumers take tiles in turn).
 /// Last, the narrow kernel's variants (narrow_variant): narrow16, narrow32, narrow16p, narrow32p.
 const std::vector<NhwcTile>& nhwc_conv_tiles();
 
@@ -48,13 +54,19 @@ const std::vector<NhwcTile>& nhwc_conv_tiles();
 /// environment variable REDWOOD_CUDA_WGMMA=0 (to compare against the mma.sync tiles alone).
 bool nhwc_wgmma_usable();
 
+/// Whether the tuner may offer the warp-specialized wgmma tiles (ws ≥ 0) where the wgmma tiles are
+/// offered: only with the environment variable REDWOOD_CUDA_WGMMA_WS=1 (they are slower than the
+/// wgmma tiles on every ResNet-50 layer measured; docs/cuda.md, "The warp-specialized wgmma tiles").
+bool nhwc_wgmma_ws_enabled();
+
 /// Split counts worth trying for a tile: 1, then powers of two up to 16 while the grid stays
 /// within about four blocks per multiprocessor and each split keeps at least 4 of the tile's K tiles
 /// (`storage` sets the K tile: bk elements of a 16-bit type, bk / 2 of fp32).
 std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiprocessors,
                                     NhwcStorage storage = NhwcStorage::kF16);
 /// Every (tile, splits) pair the tuner may time, in a fixed order; the wgmma tiles only with
-/// `wgmma` (the caller's nhwc_wgmma_usable(), and a 16-bit storage type or fp32 at tf32); the
+/// `wgmma` (the caller's nhwc_wgmma_usable(), and a 16-bit storage type or fp32 at tf32), the
+/// warp-specialized ones among them unless nhwc_wgmma_ws_enabled() says no; the
 /// narrow kernel's (split 1) only with `narrow` (a 16-bit storage type) and where
 /// conv_nhwc_narrow_fits(p).
 std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma = false,
@@ -77,9 +89,14 @@ std::size_t nhwc_conv_workspace_bytes(const ConvShape& p, NhwcConvConfig cfg);
 /// as fp32 FMAs; without it fp32 storage multiplies the operands rounded to tf32 (precision tf32).
 /// `round_tf32` (fp32 storage at precision tf32, the node's rw.round_tf32): y is stored rounded to
 /// tf32 (cvt.rna.tf32.f32), so the next convolution's tensor cores take it exactly.
+/// `x2` (with p.c2 > 0; a 1×1 stride-1 convolution): the projection shortcut's input [N, p.h2,
+/// p.w2, p.c2], read at stride p.stride2 for K-dim p.c … p.c + p.c2 − 1 (w is [K, 1, 1, C + C2]);
+/// not with the narrow kernel's variants.
+/// The warp-specialized tiles (ws ≥ 0) have no split-K: they run unsplit whatever cfg.splits says.
 void launch_conv_nhwc(const ConvShape& p, NhwcStorage storage, const void* x, const void* w, void* y,
                       const float* bias, const void* residual, const Epilogue& e, NhwcConvConfig cfg, void* workspace,
-                      cudaStream_t stream, int* counters = nullptr, bool split_tf32 = false, bool round_tf32 = false);
+                      cudaStream_t stream, int* counters = nullptr, bool split_tf32 = false, bool round_tf32 = false,
+                      const void* x2 = nullptr);
 /// Output tiles of a configuration (a split-K launch needs a counter each).
 long long nhwc_conv_tile_count(const ConvShape& p, NhwcConvConfig cfg);
 

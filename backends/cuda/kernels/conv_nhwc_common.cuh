@@ -20,6 +20,7 @@ template <typename T> struct ConvArgs {
   const T* w;           // [K, R, S, C]
   T* y;                 // [N, OH, OW, K]
   const T* residual;    // [N, OH, OW, K] or null
+  const T* x2;          // the projection shortcut's input [N, p.h2, p.w2, p.c2] or null (ConvShape)
   const float* bias;    // [K] or null
   int act;
   float alpha, beta;
@@ -45,7 +46,7 @@ ConvArgs<T> conv_args(const ConvShape& p, const void* x, const void* w, void* y,
   a.alpha = e.alpha;
   a.beta = e.beta;
   a.m_total = static_cast<int>(static_cast<long long>(p.n) * p.oh * p.ow);  // plan(): under 2^31
-  a.kdim = p.r * p.s * p.c;
+  a.kdim = p.r * p.s * p.c + p.c2;
   return a;
 }
 
@@ -92,14 +93,20 @@ template <int BM, int BN, int BK> struct ConvBlock {
 /// zeros for padding, edges and the K-dim tail). Thread t copies chunk kc = t % CHUNKS of rows
 /// row0 + j·kRowStep, the same every k tile; A tiles must be loaded in K order (load_a advances
 /// this thread's (r, s, c) by BK each call).
-template <typename T, int CHUNKS, int BM, int BN, int THREADS> struct ConvLoader {
+///
+/// SC (the kernels' instantiations for a projection shortcut, a.x2, of a 1×1 stride-1 convolution:
+/// plan() checks): k < C reads x at the output pixel and k ≥ C reads x2 at (oy·stride2,
+/// ox·stride2), channel k − C; C is a multiple of E, so a chunk lies in one of the two. pix_off
+/// then holds x2's offsets, and x's is m·C. A compile-time flag, not a branch on a.x2: the
+/// runtime test and its registers in every kernel's main loop made ResNet-50 10 % slower.
+template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> struct ConvLoader {
   static constexpr int E = 16 / static_cast<int>(sizeof(T)), BK = CHUNKS * E, kRowStep = THREADS / CHUNKS;
   static constexpr int kAJ = BM * CHUNKS / THREADS, kBJ = BN * CHUNKS / THREADS;  // copies per thread
   static_assert(kAJ >= 1 && kBJ >= 1 && BM * CHUNKS % THREADS == 0 && BN * CHUNKS % THREADS == 0,
                 "every thread copies whole rows' chunks");
 
   const ConvArgs<T>& a;
-  const int n0, k_end, kc, row0;
+  const int n0, k_end, kc, row0, m_row0;
   // Per pixel row, its window's corner and the element offset of that corner in x (32 bits:
   // plan() keeps x under 2^31 elements; negative where the window starts in the padding).
   int pix_off[kAJ], iy0[kAJ], ix0[kAJ];
@@ -107,7 +114,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS> struct ConvLoader
   int ka, fc, fr, fs;
 
   __device__ __forceinline__ ConvLoader(const ConvArgs<T>& args, int m0, int n0_, int k_begin, int k_end_, int t)
-      : a(args), n0(n0_), k_end(k_end_), kc(t % CHUNKS), row0(t / CHUNKS) {
+      : a(args), n0(n0_), k_end(k_end_), kc(t % CHUNKS), row0(t / CHUNKS), m_row0(m0 + t / CHUNKS) {
     const ConvShape& p = a.p;
     const int ohw = p.oh * p.ow;
 #pragma unroll
@@ -120,7 +127,11 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS> struct ConvLoader
       // A pixel past M gets a corner no window position reaches, so its copies fill zeros.
       iy0[j] = ok ? oy * p.stride_h - p.pad_h : -(1 << 29);
       ix0[j] = ox * p.stride_w - p.pad_w;
-      pix_off[j] = ((image * p.h + oy * p.stride_h - p.pad_h) * p.w + ix0[j]) * p.c;
+      if constexpr (SC) {
+        pix_off[j] = ((image * p.h2 + oy * p.stride2) * p.w2 + ox * p.stride2) * p.c2;
+      } else {
+        pix_off[j] = ((image * p.h + oy * p.stride_h - p.pad_h) * p.w + ix0[j]) * p.c;
+      }
     }
     ka = k_begin + kc * E;
     const int rs = ka / p.c;
@@ -144,6 +155,17 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS> struct ConvLoader
   __device__ __forceinline__ void load_a(T* as) {
     const ConvShape& p = a.p;
     const bool k_ok = ka < k_end;
+    if constexpr (SC) {  // the projection shortcut: x (1×1, stride 1) for k < C, then x2
+      const bool first = ka < p.c;
+#pragma unroll
+      for (int j = 0; j < kAJ; ++j) {
+        const bool ok = k_ok && iy0[j] >= 0;
+        const T* src = first ? a.x + (m_row0 + j * kRowStep) * p.c + ka : a.x2 + pix_off[j] + (ka - p.c);
+        cp_async16(as + swz_chunk<CHUNKS, E>(row0 + j * kRowStep, kc), ok ? src : a.x, ok);
+      }
+      ka += BK;
+      return;
+    }
     const int dy = fr * p.dil_h, dx = fs * p.dil_w;
     const int delta = (dy * p.w + dx) * p.c + fc;  // (r, s, c)'s offset from the window's corner
 #pragma unroll

@@ -143,7 +143,9 @@ template <int BM, int BN, int WM, int WN, int BK = 32, int STAGES = 4, bool DB =
 };
 
 // Op: the products (MmaOf<T>, or MmaTf32x3 for fp32 storage at precision fp32).
-template <typename T, int BM, int BN, int WM, int WN, int BK_, int STAGES, bool DB, typename Op = MmaOf<T>>
+// SC: the projection shortcut's instantiation (ConvLoader's SC; a.x2 set).
+template <typename T, int BM, int BN, int WM, int WN, int BK_, int STAGES, bool DB, typename Op = MmaOf<T>,
+          bool SC = false>
 __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThreads,
                                   Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kMinBlocks)
     conv_nhwc_mma(ConvArgs<T> a) {
@@ -160,7 +162,7 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, BK_, STAGES, DB>::kThread
 
   // ---- copies (conv_nhwc_common.cuh): thread t copies chunk t % kCpr of the same rows every k tile.
   constexpr int kCpr = Tl::kChunks;
-  ConvLoader<T, kCpr, BM, BN, kThreads> ld(a, blk.m0, blk.n0, blk.k_begin, blk.k_end, t);
+  ConvLoader<T, kCpr, BM, BN, kThreads, SC> ld(a, blk.m0, blk.n0, blk.k_begin, blk.k_end, t);
   static_assert(decltype(ld)::E == E && decltype(ld)::BK == BK);
   auto load_b = [&](int stage, int k0) { ld.load_b(bs_all + stage * BN * BK, k0); };
   auto load_a = [&](int stage) { ld.load_a(as_all + stage * BM * BK); };

@@ -11,9 +11,9 @@
 namespace redwood::cuda::kernels::nhwc {
 namespace {
 
-template <typename T, int BM, int BN, int WGS, int STAGES> WgmmaLaunch<T> entry() {
+template <typename T, bool SC, int BM, int BN, int WGS, int STAGES> WgmmaLaunch<T> entry() {
   using Tl = WgTile<BM, BN, WGS, STAGES>;
-  return {conv_nhwc_wgmma<T, BM, BN, WGS, STAGES>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
+  return {conv_nhwc_wgmma<T, BM, BN, WGS, STAGES, SC>, Tl::kSmemBytes, Tl::kThreads, BM, BN};
 }
 
 }  // namespace
@@ -24,10 +24,11 @@ template <typename T, int BM, int BN, int WGS, int STAGES> WgmmaLaunch<T> entry(
 // 128×128 and 128×64 with 3 stages (one tile of copies ahead; 97 and 73 KiB, so two and three
 // blocks a multiprocessor: for short K-dims, such as ResNet's 1×1 expansions, where one block's
 // epilogue then overlaps another's copies).
-template <typename T> const WgmmaLaunch<T>& wgmma_launch_of(int index) {
+template <typename T, bool SC> const WgmmaLaunch<T>& wgmma_launch_of(int index) {
   static const WgmmaLaunch<T> table[kWgmmaKernels] = {
-      entry<T, 128, 128, 2, 4>(), entry<T, 128, 256, 2, 4>(), entry<T, 256, 128, 2, 4>(), entry<T, 128, 64, 2, 4>(),
-      entry<T, 64, 128, 1, 4>(),  entry<T, 128, 128, 2, 3>(), entry<T, 128, 64, 2, 3>()};
+      entry<T, SC, 128, 128, 2, 4>(), entry<T, SC, 128, 256, 2, 4>(), entry<T, SC, 256, 128, 2, 4>(),
+      entry<T, SC, 128, 64, 2, 4>(),  entry<T, SC, 64, 128, 1, 4>(),  entry<T, SC, 128, 128, 2, 3>(),
+      entry<T, SC, 128, 64, 2, 3>()};
   static std::once_flag opted_in;
   std::call_once(opted_in, [] {
     for (const WgmmaLaunch<T>& l : table) {
@@ -37,8 +38,11 @@ template <typename T> const WgmmaLaunch<T>& wgmma_launch_of(int index) {
   return table[index];
 }
 
-template const WgmmaLaunch<half>& wgmma_launch_of<half>(int);
-template const WgmmaLaunch<__nv_bfloat16>& wgmma_launch_of<__nv_bfloat16>(int);
-template const WgmmaLaunch<float>& wgmma_launch_of<float>(int);
+template const WgmmaLaunch<half>& wgmma_launch_of<half, false>(int);
+template const WgmmaLaunch<__nv_bfloat16>& wgmma_launch_of<__nv_bfloat16, false>(int);
+template const WgmmaLaunch<float>& wgmma_launch_of<float, false>(int);
+template const WgmmaLaunch<half>& wgmma_launch_of<half, true>(int);
+template const WgmmaLaunch<__nv_bfloat16>& wgmma_launch_of<__nv_bfloat16, true>(int);
+template const WgmmaLaunch<float>& wgmma_launch_of<float, true>(int);
 
 }  // namespace redwood::cuda::kernels::nhwc

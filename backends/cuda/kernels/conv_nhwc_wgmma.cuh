@@ -153,7 +153,8 @@ RW_WGMMA(float, 256, "m64n256k8", "f32.tf32.tf32", "")
 #undef RW_WG_D32
 #undef RW_WG_D8
 
-template <typename T, int BM, int BN, int WGS, int STAGES>
+// SC: the projection shortcut's instantiation (ConvLoader's SC; a.x2 set).
+template <typename T, int BM, int BN, int WGS, int STAGES, bool SC = false>
 __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv_nhwc_wgmma(ConvArgs<T> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tl = WgTile<BM, BN, WGS, STAGES>;
@@ -170,7 +171,7 @@ __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
 
   // ---- copies (conv_nhwc_common.cuh), as conv_nhwc_mma: rows of 8 chunks (the 128-byte swizzle).
-  ConvLoader<T, 8, BM, BN, kThreads> ld(a, blk.m0, blk.n0, blk.k_begin, blk.k_end, t);
+  ConvLoader<T, 8, BM, BN, kThreads, SC> ld(a, blk.m0, blk.n0, blk.k_begin, blk.k_end, t);
   static_assert(decltype(ld)::BK == BK);
   auto load_b = [&](int stage, int k0) { ld.load_b(bs_all + stage * BN * BK, k0); };
   auto load_a = [&](int stage) { ld.load_a(as_all + stage * BM * BK); };

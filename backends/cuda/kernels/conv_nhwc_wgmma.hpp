@@ -18,7 +18,8 @@ template <typename T> struct WgmmaLaunch {
 inline constexpr int kWgmmaKernels = 7;
 
 /// Kernel `index` (0 ≤ index < kWgmmaKernels), its shared-memory opt-in done (once per process).
-/// T: half, __nv_bfloat16, or float (fp32 storage, tf32 products).
-template <typename T> const WgmmaLaunch<T>& wgmma_launch_of(int index);
+/// T: half, __nv_bfloat16, or float (fp32 storage, tf32 products). SC: the instantiation that
+/// reads a projection shortcut's second input (ConvLoader's SC, conv_nhwc_common.cuh).
+template <typename T, bool SC = false> const WgmmaLaunch<T>& wgmma_launch_of(int index);
 
 }  // namespace redwood::cuda::kernels::nhwc

@@ -31,6 +31,10 @@ struct ConvShape {
   int oh, ow;            // output extent
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int groups;
+  // rw.ConvNhwc's projection shortcut only (input 4, core/passes/fuse_conv_shortcut.cpp): a 1×1
+  // stride-1 convolution whose K-dim goes on over a second input x2 [N, h2, w2, c2] sampled at
+  // stride2 (a ResNet downsample's input), so K-dim = c + c2; c2 = 0 without one.
+  int c2 = 0, h2 = 0, w2 = 0, stride2 = 1;
 };
 
 }  // namespace redwood::cuda::kernels

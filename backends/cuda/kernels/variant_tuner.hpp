@@ -7,11 +7,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace redwood::cuda {
@@ -79,6 +82,26 @@ TuneOutcome tune_variants(PickCache<Key, Config>& cache, const Key& key, const s
   cache.store(key, config);
   budget.ms_left -= std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return TuneOutcome::kMeasured;
+}
+
+/// How tune_variants settled, as a kernel's variant() says it: "cached", "default: the plan's
+/// tuning budget is spent", or "measured 0.0123 ms" (the fastest mean of `times`).
+inline std::string tune_outcome_text(TuneOutcome outcome, const VariantTimes& times) {
+  switch (outcome) {
+    case TuneOutcome::kCached: return "cached";
+    case TuneOutcome::kBudgetSpent: return "default: the plan's tuning budget is spent";
+    case TuneOutcome::kMeasured: break;
+  }
+  return fmt::format("measured {:.4f} ms", times.best_ms);
+}
+
+/// The measured candidates for the debug log, "name:ms name:ms …"; name(i) names candidate i.
+inline std::string variant_timings(const VariantTimes& times, const std::function<std::string(std::size_t)>& name) {
+  std::string out;
+  for (std::size_t i = 0; i < times.ms.size(); ++i) {
+    out += fmt::format("{}{}:{:.4f}", out.empty() ? "" : " ", name(i), times.ms[i]);
+  }
+  return out;
 }
 
 }  // namespace redwood::cuda

@@ -97,8 +97,11 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
     if (tiles[static_cast<std::size_t>(t)].narrow > 0 && !kernels::conv_nhwc_narrow_fits(p, storage)) continue;
     // The wgmma tiles where they run (compute capability 9.0; 16-bit storage, or fp32 at tf32, not
     // 3xTF32; conv_nhwc_wgmma_test.cpp).
-    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0 && (x3 || !kernels::nhwc_wgmma_usable())) continue;
+    const bool hopper = tiles[static_cast<std::size_t>(t)].wgmma >= 0 || tiles[static_cast<std::size_t>(t)].ws >= 0;
+    if (hopper && (x3 || !kernels::nhwc_wgmma_usable())) continue;
     for (int sp : splits) {
+      // The warp-specialized tiles run unsplit whatever the split (conv_nhwc_wgmma_ws_test.cpp): once.
+      if (tiles[static_cast<std::size_t>(t)].ws >= 0 && sp > 1) continue;
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
       kernels::launch_conv_nhwc(p, storage, x.raw_data(), w.raw_data(), y.raw_data(),
@@ -218,36 +221,6 @@ TEST(ConvNhwc, ThroughTheOpRegistry) {
 }
 
 // ---- plan errors: host only (plan() makes no CUDA call), so these run without a GPU too ----
-std::string plan_error(const std::vector<TensorDesc>& inputs, const std::map<std::string, AttributeValue>& attrs,
-                       Precision precision = Precision::kFp16) {
-  Graph graph;
-  Node node;
-  node.name = "conv7";
-  node.op_type = "rw.ConvNhwc";
-  node.attributes = attrs;
-  KernelInfo info;
-  info.graph = &graph;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
-    info.input_dtypes.push_back(inputs[i].dtype);
-    info.constant_inputs.push_back(nullptr);
-  }
-  node.outputs.push_back("y");
-  const KernelEntry* entry = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates("rw.ConvNhwc", Device::kCuda)) {
-    if (e->provider == std::string(kCudaProvider)) entry = e;
-  }
-  if (entry == nullptr) return "no cuda kernel for rw.ConvNhwc";
-  auto kernel = entry->factory(node, info);
-  auto* ck = dynamic_cast<CudaKernel*>(kernel.get());
-  if (ck == nullptr) return "not a CudaKernel";
-  try {
-    ck->plan(PlanInfo{node, inputs, precision, 17});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(ConvNhwcPlan, AcceptsTheContractsOperands) {
   const std::vector<TensorDesc> ok = {{DType::kBF16, {2, 9, 9, 16}},

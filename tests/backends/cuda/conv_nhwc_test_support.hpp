@@ -5,7 +5,9 @@
 // Conv) from the inputs, weights and residual already rounded to the storage type (bias fp32),
 // so the bounds measure the kernel: fp32 accumulation and one rounding of the output.
 
+#include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/tf32.hpp"
 #include "provider_run.hpp"
@@ -122,6 +124,49 @@ inline std::vector<int> wgmma_tiles() {
     if (tiles[static_cast<std::size_t>(t)].wgmma >= 0) out.push_back(t);
   }
   return out;
+}
+
+/// The warp-specialized persistent wgmma tiles of nhwc_conv_tiles() (none in a build without sm_90).
+inline std::vector<int> ws_tiles() {
+  std::vector<int> out;
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
+    if (tiles[static_cast<std::size_t>(t)].ws >= 0) out.push_back(t);
+  }
+  return out;
+}
+
+/// What rw.ConvNhwc's CUDA plan() throws for these inputs (an undefined one is absent) and
+/// attributes, on a node named conv7, or "" when it plans. Host only: plan() makes no CUDA call.
+inline std::string plan_error(const std::vector<TensorDesc>& inputs, const std::map<std::string, AttributeValue>& attrs,
+                       Precision precision = Precision::kFp16) {
+  Graph graph;
+  Node node;
+  node.name = "conv7";
+  node.op_type = "rw.ConvNhwc";
+  node.attributes = attrs;
+  KernelInfo info;
+  info.graph = &graph;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
+    info.input_dtypes.push_back(inputs[i].dtype);
+    info.constant_inputs.push_back(nullptr);
+  }
+  node.outputs.push_back("y");
+  const KernelEntry* entry = nullptr;
+  for (const KernelEntry* e : OpRegistry::instance().candidates("rw.ConvNhwc", Device::kCuda)) {
+    if (e->provider == std::string(kCudaProvider)) entry = e;
+  }
+  if (entry == nullptr) return "no cuda kernel for rw.ConvNhwc";
+  auto kernel = entry->factory(node, info);
+  auto* ck = dynamic_cast<CudaKernel*>(kernel.get());
+  if (ck == nullptr) return "not a CudaKernel";
+  try {
+    ck->plan(PlanInfo{node, inputs, precision, 17});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace redwood::cuda::conv_test
