@@ -97,8 +97,9 @@ template <int BM, int BN, int BK> struct ConvBlock {
 /// SC (the kernels' instantiations for a projection shortcut, a.x2, of a 1×1 stride-1 convolution:
 /// plan() checks): k < C reads x at the output pixel and k ≥ C reads x2 at (oy·stride2,
 /// ox·stride2), channel k − C; C is a multiple of E, so a chunk lies in one of the two. pix_off
-/// then holds x2's offsets, and x's is m·C. A compile-time flag, not a branch on a.x2: the
-/// runtime test and its registers in every kernel's main loop made ResNet-50 10 % slower.
+/// then holds x2's offsets and ix0 x's (m·C; no window, no padding). A compile-time flag, not a
+/// branch on a.x2: the runtime test and its registers in every kernel's main loop made ResNet-50
+/// 10 % slower; without SC the loader is the one of before, instruction for instruction.
 template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> struct ConvLoader {
   static constexpr int E = 16 / static_cast<int>(sizeof(T)), BK = CHUNKS * E, kRowStep = THREADS / CHUNKS;
   static constexpr int kAJ = BM * CHUNKS / THREADS, kBJ = BN * CHUNKS / THREADS;  // copies per thread
@@ -106,7 +107,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
                 "every thread copies whole rows' chunks");
 
   const ConvArgs<T>& a;
-  const int n0, k_end, kc, row0, m_row0;
+  const int n0, k_end, kc, row0;
   // Per pixel row, its window's corner and the element offset of that corner in x (32 bits:
   // plan() keeps x under 2^31 elements; negative where the window starts in the padding).
   int pix_off[kAJ], iy0[kAJ], ix0[kAJ];
@@ -114,7 +115,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
   int ka, fc, fr, fs;
 
   __device__ __forceinline__ ConvLoader(const ConvArgs<T>& args, int m0, int n0_, int k_begin, int k_end_, int t)
-      : a(args), n0(n0_), k_end(k_end_), kc(t % CHUNKS), row0(t / CHUNKS), m_row0(m0 + t / CHUNKS) {
+      : a(args), n0(n0_), k_end(k_end_), kc(t % CHUNKS), row0(t / CHUNKS) {
     const ConvShape& p = a.p;
     const int ohw = p.oh * p.ow;
 #pragma unroll
@@ -129,6 +130,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
       ix0[j] = ox * p.stride_w - p.pad_w;
       if constexpr (SC) {
         pix_off[j] = ((image * p.h2 + oy * p.stride2) * p.w2 + ox * p.stride2) * p.c2;
+        ix0[j] = m * p.c;
       } else {
         pix_off[j] = ((image * p.h + oy * p.stride_h - p.pad_h) * p.w + ix0[j]) * p.c;
       }
@@ -160,7 +162,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
 #pragma unroll
       for (int j = 0; j < kAJ; ++j) {
         const bool ok = k_ok && iy0[j] >= 0;
-        const T* src = first ? a.x + (m_row0 + j * kRowStep) * p.c + ka : a.x2 + pix_off[j] + (ka - p.c);
+        const T* src = first ? a.x + ix0[j] + ka : a.x2 + pix_off[j] + (ka - p.c);
         cp_async16(as + swz_chunk<CHUNKS, E>(row0 + j * kRowStep, kc), ok ? src : a.x, ok);
       }
       ka += BK;
