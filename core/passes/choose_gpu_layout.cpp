@@ -356,16 +356,9 @@ class Rewriter {
     const ValueInfo& src = *g_.find_value(value);  // rank 4 with H and W known (space_to_depth_plan)
     const std::int64_t h = src.dims[2].value, w = src.dims[3].value;
     const std::string name = detail::fresh_name(g_, value + "_nhwc_s2d");
-    Node conv;
-    conv.name = node_name(value + "_to_nhwc_s2d");
-    conv.op_type = "rw.ToNhwc";
-    conv.inputs = {value};
-    conv.outputs = {name};
-    conv.attributes["to"] = static_cast<std::int64_t>(dtype_to_onnx(storage_));
-    conv.attributes["rw.channels"] = cp;
+    Node conv = to_nhwc_node(value, name, "_to_nhwc_s2d", cp);
     conv.attributes["rw.space_to_depth"] = std::int64_t{2};
     conv.attributes["rw.space_to_depth_hw"] = std::vector<std::int64_t>{h, w};
-    if (round_tf32_) conv.attributes["rw.round_tf32"] = std::int64_t{1};
     ValueInfo vi;
     vi.name = name;
     vi.dtype = storage_;
@@ -379,20 +372,26 @@ class Rewriter {
     return name;
   }
 
-  // The NHWC name of an NCHW value read by an NHWC node: one rw.ToNhwc per value.
-  std::string to_nhwc(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
-    auto it = nhwc_name_.find(value);
-    if (it != nhwc_name_.end()) return it->second;
-    const std::int64_t cp = align_channels(channels, storage_);
-    const std::string name = detail::fresh_name(g_, value + "_nhwc");
+  // The rw.ToNhwc of `value` into `name` (S, Cp channels; rounded to tf32 where the groups are).
+  Node to_nhwc_node(const std::string& value, const std::string& name, const char* suffix, std::int64_t cp) {
     Node conv;
-    conv.name = node_name(value + "_to_nhwc");
+    conv.name = node_name(value + suffix);
     conv.op_type = "rw.ToNhwc";
     conv.inputs = {value};
     conv.outputs = {name};
     conv.attributes["to"] = static_cast<std::int64_t>(dtype_to_onnx(storage_));
     conv.attributes["rw.channels"] = cp;
     if (round_tf32_) conv.attributes["rw.round_tf32"] = std::int64_t{1};
+    return conv;
+  }
+
+  // The NHWC name of an NCHW value read by an NHWC node: one rw.ToNhwc per value.
+  std::string to_nhwc(const std::string& value, std::int64_t channels, std::vector<Node>& out) {
+    auto it = nhwc_name_.find(value);
+    if (it != nhwc_name_.end()) return it->second;
+    const std::int64_t cp = align_channels(channels, storage_);
+    const std::string name = detail::fresh_name(g_, value + "_nhwc");
+    Node conv = to_nhwc_node(value, name, "_to_nhwc", cp);
     g_.value_info[name] = permuted_info(value, name, cp);
     out.push_back(std::move(conv));
     nhwc_name_[value] = name;

@@ -30,12 +30,11 @@ template <typename T> struct ConvArgs {
   bool round_tf32;      // fp32 storage at precision tf32: stored outputs rounded to tf32 (cvt.rna)
 };
 
-/// The operands, the epilogue and the GEMM's M and K-dim of a launch; split-K's fields and
-/// round_tf32 are left to the launcher.
-template <typename T>
-ConvArgs<T> conv_args(const ConvShape& p, const void* x, const void* w, void* y, const float* bias,
-                      const void* residual, const Epilogue& e) {
-  ConvArgs<T> a{};
+/// The fields every rw.ConvNhwc kernel's argument struct has (ConvArgs; the narrow kernel's
+/// NarrowArgs, conv_nhwc_narrow.cu): the shape, the operands, the epilogue, the GEMM's M and K-dim.
+template <typename T, typename Args>
+void fill_conv_operands(Args& a, const ConvShape& p, const void* x, const void* w, void* y, const float* bias,
+                        const void* residual, const Epilogue& e) {
   a.p = p;
   a.x = static_cast<const T*>(x);
   a.w = static_cast<const T*>(w);
@@ -47,6 +46,15 @@ ConvArgs<T> conv_args(const ConvShape& p, const void* x, const void* w, void* y,
   a.beta = e.beta;
   a.m_total = static_cast<int>(static_cast<long long>(p.n) * p.oh * p.ow);  // plan(): under 2^31
   a.kdim = p.r * p.s * p.c + p.c2;
+}
+
+/// ConvArgs with the operands, the epilogue and the GEMM's M and K-dim of a launch; split-K's
+/// fields, x2 and round_tf32 are left to the launcher.
+template <typename T>
+ConvArgs<T> conv_args(const ConvShape& p, const void* x, const void* w, void* y, const float* bias,
+                      const void* residual, const Epilogue& e) {
+  ConvArgs<T> a{};
+  fill_conv_operands<T>(a, p, x, w, y, bias, residual, e);
   return a;
 }
 

@@ -27,6 +27,7 @@
 // weights are read before pdl_wait(), everything else after.
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernels/conv_nhwc_common.cuh"
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #include "backends/cuda/kernels/cp_async.cuh"
 #include "backends/cuda/kernels/device_math.cuh"
@@ -363,17 +364,7 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
   using L = Layout<KQ, NB, RING>;
   const auto kernel = conv_nhwc_narrow<T, KQ, NB, RING>;
   NarrowArgs<T> a{};
-  a.p = p;
-  a.x = static_cast<const T*>(x);
-  a.w = static_cast<const T*>(w);
-  a.y = static_cast<T*>(y);
-  a.residual = static_cast<const T*>(residual);
-  a.bias = bias;
-  a.act = e.act;
-  a.alpha = e.alpha;
-  a.beta = e.beta;
-  a.m_total = p.n * p.oh * p.ow;
-  a.kdim = p.r * p.s * p.c;
+  nhwc::fill_conv_operands<T>(a, p, x, w, y, bias, residual, e);  // no shortcut here: c2 is 0
   a.groups = (p.k + 8 * NB - 1) / (8 * NB);
   a.tiles = (a.m_total + 16 * L::kMT - 1) / (16 * L::kMT);
   const std::size_t smem = static_cast<std::size_t>(a.groups) * L::kFrags * sizeof(uint2) +

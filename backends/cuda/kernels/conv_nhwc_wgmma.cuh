@@ -153,6 +153,34 @@ RW_WGMMA(float, 256, "m64n256k8", "f32.tf32.tf32", "")
 #undef RW_WG_D32
 #undef RW_WG_D8
 
+/// Keeps the compiler from moving any accumulator read or write across a wgmma fence or wait.
+template <int MI, int ACC> __device__ __forceinline__ void fence_accumulators(float (&acc)[MI][ACC]) {
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int v = 0; v < ACC; ++v) fence_operand(acc[i][v]);
+}
+
+/// One K tile's products, shared by both wgmma kernels: the stage at shared addresses sa (MI
+/// blocks of 64 rows of A) and sb (B), four k-steps of 32 bytes as one commit group, then
+/// wgmma.wait_group 1: the previous tile's group is done (its stage may be reused) while this one
+/// runs on.
+template <typename T, int BN, int MI, int ACC>
+__device__ __forceinline__ void wgmma_k_tile(float (&acc)[MI][ACC], std::uint32_t sa, std::uint32_t sb) {
+  fence_accumulators(acc);
+  wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {  // k-steps of 32 bytes (k16 of a 16-bit type, k8 of tf32)
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      Wgmma<T, BN>::mma(acc[i], make_desc(sa + i * 64 * 128 + ks * 32), make_desc(sb + ks * 32));
+    }
+  }
+  wgmma_commit();
+  wgmma_wait<1>();
+  fence_accumulators(acc);
+}
+
 // SC: the projection shortcut's instantiation (ConvLoader's SC; a.x2 set).
 template <typename T, int BM, int BN, int WGS, int STAGES, bool SC = false>
 __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv_nhwc_wgmma(ConvArgs<T> a) {
@@ -210,31 +238,11 @@ __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv
     }
     cp_async_commit();
     const int stage = kt % kStages;
-    const std::uint32_t sa = a_base + stage * Tl::kStageABytes, sb = b_base + stage * Tl::kStageBBytes;
-#pragma unroll
-    for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-      for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks) {  // k-steps of 32 bytes (k16 of a 16-bit type, k8 of tf32)
-#pragma unroll
-      for (int i = 0; i < Tl::kMI; ++i) {
-        Wgmma<T, BN>::mma(acc[i], make_desc(sa + i * 64 * 128 + ks * 32), make_desc(sb + ks * 32));
-      }
-    }
-    wgmma_commit();
-    wgmma_wait<1>();  // tile kt − 1's group is done (this one may run on)
-#pragma unroll
-    for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-      for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
+    // Tile kt − 1's group is done after it (this one may run on).
+    wgmma_k_tile<T, BN>(acc, a_base + stage * Tl::kStageABytes, b_base + stage * Tl::kStageBBytes);
   }
   wgmma_wait<0>();
-#pragma unroll
-  for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-    for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
+  fence_accumulators(acc);
   cp_async_wait<0>();
   __syncthreads();  // the pipeline's memory becomes the fp32 [BM][BN + 4] output tile
   pdl_launch_dependents();

@@ -223,23 +223,8 @@ __global__ void __launch_bounds__(384, 1) conv_nhwc_wgmma_ws(ConvArgs<T> a) {
       for (int kt = 0; kt < ktiles; ++kt, ++it) {
         const int s = it % kStages;
         mbar_wait(full0 + s * 8, (it / kStages) & 1);
-        const std::uint32_t sa = a_base + s * Tl::kStageABytes, sb = b_base + s * Tl::kStageBBytes;
-#pragma unroll
-        for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-          for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-          for (int i = 0; i < Tl::kMI; ++i)
-            Wgmma<T, BN>::mma(acc[i], make_desc(sa + i * 64 * 128 + ks * 32), make_desc(sb + ks * 32));
-        wgmma_commit();
-        wgmma_wait<1>();  // the previous iteration's products are done: its stage is free
-#pragma unroll
-        for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-          for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
+        // After it the previous iteration's products are done: its stage is free.
+        wgmma_k_tile<T, BN>(acc, a_base + s * Tl::kStageABytes, b_base + s * Tl::kStageBBytes);
         if (kt > 0 && lane == 0) mbar_arrive(empty0 + ((it - 1) % kStages) * 8);
       }
       if constexpr (PP) {
@@ -247,10 +232,7 @@ __global__ void __launch_bounds__(384, 1) conv_nhwc_wgmma_ws(ConvArgs<T> a) {
         ++mine;
       }
       wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-        for (int v = 0; v < Tl::kAcc; ++v) fence_operand(acc[i][v]);
+      fence_accumulators(acc);
       if (lane == 0) mbar_arrive(empty0 + ((it - 1) % kStages) * 8);
       if (tile + static_cast<int>(gridDim.x) >= tiles) pdl_launch_dependents();
 

@@ -83,11 +83,10 @@ Operands2 make(const ShortcutCase& c, DType s, bool tf32) {
   o.x2 = to_channels_last(x2, c.c2, s);
   // [K, 1, 1, C + C2]: W1's channels, then W2's.
   Tensor w = Tensor::empty(DType::kF32, {c.k, c.c + c.c2, 1, 1});
+  const Tensor w1c = w1.contiguous(), w2c = w2.contiguous();
   for (int k = 0; k < c.k; ++k) {
-    for (int i = 0; i < c.c; ++i) w.data<float>()[k * (c.c + c.c2) + i] = w1.contiguous().data<float>()[k * c.c + i];
-    for (int i = 0; i < c.c2; ++i) {
-      w.data<float>()[k * (c.c + c.c2) + c.c + i] = w2.contiguous().data<float>()[k * c.c2 + i];
-    }
+    for (int i = 0; i < c.c; ++i) w.data<float>()[k * (c.c + c.c2) + i] = w1c.data<float>()[k * c.c + i];
+    for (int i = 0; i < c.c2; ++i) w.data<float>()[k * (c.c + c.c2) + c.c + i] = w2c.data<float>()[k * c.c2 + i];
   }
   o.w = to_channels_last(w, c.c + c.c2, s);
   o.bias = bias;

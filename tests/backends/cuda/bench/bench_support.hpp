@@ -4,6 +4,7 @@
 // error report. Header-only: the benchmarks link no test library.
 
 #include "backends/cuda/cuda_check.hpp"
+#include "core/error.hpp"
 #include "core/tensor.hpp"
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,13 @@
 #include <vector>
 
 namespace redwood::bench {
+
+/// The value of option argv[i] (argv[i + 1]; i moves past it), or InvalidArgument naming the
+/// option when the command line ends first.
+inline std::string option_value(int argc, char** argv, int& i) {
+  RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", argv[i]);
+  return argv[++i];
+}
 
 /// "3,640,640" → {3, 640, 640}.
 inline std::vector<std::int64_t> parse_list(const std::string& s) {

@@ -159,10 +159,7 @@ int main(int argc, char** argv) {
     DType storage = DType::kF16;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      auto next = [&]() -> std::string {
-        RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
-        return argv[++i];
-      };
+      auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
       if (a == "--layer") {
         const auto v = parse_list(next());
         RW_EXPECTS(v.size() == 9 || v.size() == 10, InvalidArgument,

@@ -261,10 +261,7 @@ int main(int argc, char** argv) {
     bool families = false, tf32 = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
-      auto next = [&]() -> std::string {
-        RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
-        return argv[++i];
-      };
+      auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
       if (a == "--layer") {
         const auto v = parse_list(next());
         RW_EXPECTS(v.size() == 9, InvalidArgument, "--layer takes N,C,H,W,K,R,S,STRIDE,PAD, not {} values", v.size());

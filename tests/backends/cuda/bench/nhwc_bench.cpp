@@ -256,10 +256,7 @@ int run(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    auto next = [&]() -> std::string {
-      RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", s);
-      return argv[++i];
-    };
+    auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
     if (s == "--runs") a.runs = std::stoi(next());
     else if (s == "--reps") a.reps = std::stoi(next());
     else if (s == "--warmup") a.warmup = std::stoi(next());

@@ -186,10 +186,7 @@ int run(int argc, char** argv) {
   }
   for (; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
-      return argv[++i];
-    };
+    auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
     if (a == "--shape") args.shape = parse_list(next());
     else if (a == "--precision") args.precision = next();
     else if (a == "--mnk") args.mnk.push_back(parse_list(next()));

@@ -132,10 +132,7 @@ int run(int argc, char** argv) {
   bool check = false, verbose = false, profile = false, nhwc = true;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      RW_EXPECTS(i + 1 < argc, InvalidArgument, "{} needs a value", a);
-      return argv[++i];
-    };
+    auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
     if (a == "--batch") batch = std::stoi(next());
     else if (a == "--precision") precision = next();
     else if (a == "--shape") dims = next();
