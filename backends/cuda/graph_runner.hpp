@@ -56,10 +56,9 @@ struct RunnerOptions {
   bool space_to_depth_stem = true;
   /// With nhwc: a ResNet block's 1x1 downsample convolution runs inside the 1x1 convolution whose
   /// residual it is, as a second input over which the K-dim goes on (passes::fuse_conv_shortcut),
-  /// so its output is never written nor read back. Off by default until its kernels' compile-time
-  /// form has run on the GPU host (docs/cuda.md, "Projection shortcuts"); the environment's
-  /// REDWOOD_CUDA_FUSE_SHORTCUT=1 turns it on, =0 off, whatever this says.
-  bool fuse_conv_shortcuts = false;
+  /// so its output is never written nor read back (docs/cuda.md, "Projection shortcuts"). The
+  /// environment's REDWOOD_CUDA_FUSE_SHORTCUT=0 turns it off, =1 on, whatever this says.
+  bool fuse_conv_shortcuts = true;
 };
 
 /// The NHWC storage type of activations between convolutions under these options: kF16 or

@@ -212,15 +212,16 @@ TEST(ConvNhwcShortcutPlan, AcceptsAndRejectsNamingTheNode) {
   EXPECT_NE(plan_error(ok, attrs).find("rw.shortcut_strides must be two equal positive values"), std::string::npos);
 }
 
-TEST(ConvNhwcShortcutSwitch, OffByDefaultTheEnvironmentDecidesWhereSet) {
+TEST(ConvNhwcShortcutSwitch, OnByDefaultTheEnvironmentDecidesWhereSet) {
   // Host only: whether the runner's pipeline fuses projection shortcuts.
   const char* saved = std::getenv("REDWOOD_CUDA_FUSE_SHORTCUT");
   const std::string before = saved != nullptr ? saved : "";
   unsetenv("REDWOOD_CUDA_FUSE_SHORTCUT");
   RunnerOptions o;
+  EXPECT_TRUE(fuse_conv_shortcuts(o));
+  o.fuse_conv_shortcuts = false;
   EXPECT_FALSE(fuse_conv_shortcuts(o));
   o.fuse_conv_shortcuts = true;
-  EXPECT_TRUE(fuse_conv_shortcuts(o));
   setenv("REDWOOD_CUDA_FUSE_SHORTCUT", "0", 1);
   EXPECT_FALSE(fuse_conv_shortcuts(o));
   o.fuse_conv_shortcuts = false;

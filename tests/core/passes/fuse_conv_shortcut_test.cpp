@@ -136,7 +136,8 @@ TEST(FuseConvShortcut, LeavesADownsampleOthersReadAndCanBeTurnedOff) {
   EXPECT_EQ(with_shortcut(*off), nullptr);
   EXPECT_EQ(convs(*off), 4u);
   EXPECT_EQ(passes::gpu_pipeline(DType::kF16, false, false, false).back().name, "choose_gpu_layout");
-  EXPECT_EQ(passes::gpu_pipeline(DType::kF16).back().name, "choose_gpu_layout");  // opt-in
+  // The pass-level default: off (the CUDA runner asks for it, RunnerOptions::fuse_conv_shortcuts).
+  EXPECT_EQ(passes::gpu_pipeline(DType::kF16).back().name, "choose_gpu_layout");
   EXPECT_EQ(passes::gpu_pipeline(DType::kF16, false, false, true).back().name, "fuse_conv_shortcut");
   // No layout, no fusion: it only rewrites rw.ConvNhwc nodes.
   EXPECT_EQ(passes::gpu_pipeline(std::nullopt).back().name, "fuse_elementwise");
