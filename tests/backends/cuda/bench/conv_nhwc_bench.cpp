@@ -5,7 +5,7 @@
 // (CUDA events, one launch each). Both fuse bias + Relu as ResNet's layers do.
 //
 //   redwood_conv_bench [--layer N,C,H,W,K,R,S,STRIDE,PAD]... [--runs 50] [--warmup-ms 200] [--families]
-//                      [--tf32]
+//                      [--tf32] [--residual]
 //
 // --tf32: the same at precision tf32 instead: rw.ConvNhwc on fp32 NHWC tensors (tf32 products,
 // channels padded to 4) against the Conv kernel at tf32 on fp32 NCHW tensors, and with
@@ -20,6 +20,9 @@
 // channels) and two at batch 1. TFLOP/s counts the layer's own multiply-adds (the stem's 3
 // channels, not the 8 the NHWC kernel computes). rel_l2: the NHWC output against the NCHW one.
 // One JSON line per layer on stdout.
+//
+// --residual: only the families, each launch adding a residual of the output's shape (as ResNet's
+// 1×1 expansions do).
 //
 // --families: also, per layer, every (tile, split) candidate of rw.ConvNhwc launched directly
 // (launch_conv_nhwc, the same fp16 operands, split-K counters from the pool as the op uses), and
@@ -150,7 +153,7 @@ struct FamilyBest {
   std::string pick = "-";
 };
 void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, const Tensor& bias, float warmup_ms,
-                   int runs, cudaStream_t stream) {
+                   int runs, cudaStream_t stream, bool residual) {
   // The storage type of the operands: fp16, or fp32 (--tf32: tf32 products).
   namespace k = cuda::kernels;
   const int cp = static_cast<int>(x_nhwc.shape()[3]);
@@ -173,6 +176,9 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   const k::SplitKCounters counters(static_cast<int>(tiles));
   int* counter_ptr = k::split_k_counter_address(counters);
   const Tensor y = cuda::device_empty(s, {l.n, l.oh(), l.ow(), l.k});
+  // --residual: a residual of the output's shape added before the Relu (ResNet's expansions).
+  const Tensor r = residual ? cuda::device_empty(s, {l.n, l.oh(), l.ow(), l.k}) : Tensor();
+  if (residual) RW_CUDA_CHECK(cudaMemsetAsync(r.raw_data(), 0, r.nbytes(), stream));
   k::Epilogue e;
   e.act = k::kActRelu;
   FamilyBest best[3];  // mma.sync, wgmma, warp-specialized wgmma
@@ -181,7 +187,8 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   for (const auto& c : cands) {
     auto launch = [&] {
       k::launch_conv_nhwc(p, storage, x_nhwc.raw_data(), w_nhwc.raw_data(), y.raw_data(),
-                          bias.data<float>(), nullptr, e, c, ws.raw_data(), stream, counter_ptr);
+                          bias.data<float>(), residual ? r.raw_data() : nullptr, e, c, ws.raw_data(), stream,
+                          counter_ptr);
     };
     // Full clocks before the first, then a few untimed launches of each.
     const int untimed = first ? std::max(3, static_cast<int>(warmup_ms * 10)) : 3;
@@ -207,7 +214,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   std::fflush(stdout);
 }
 
-int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool families, bool tf32) {
+int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool families, bool tf32, bool residual) {
   // fp16 NHWC against NCHW at fp16, or (--tf32) fp32 NHWC against NCHW at tf32.
   const DType s = tf32 ? DType::kF32 : DType::kF16;
   const cuda::Precision precision = tf32 ? cuda::Precision::kTf32 : cuda::Precision::kFp16;
@@ -222,6 +229,11 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool famili
     for (float& v : w.values<float>()) v *= 0.1f;
     const Tensor bias = random_input({l.k}, 3);
     const std::int64_t cp = (l.c + chunk - 1) / chunk * chunk;
+    if (residual) {  // the families alone (the ops here take no residual input)
+      time_families(l, cuda::to_device(to_channels_last(x, cp, s)), cuda::to_device(to_channels_last(w, cp, s)),
+                    cuda::to_device(bias), warmup_ms, runs, stream, true);
+      continue;
+    }
     // NCHW peer: fp32 tensors, fp16 (or tf32) precision (operands rounded as fragments are read).
     Op nchw = make_op("Conv", l, {DType::kF32, DType::kF32, DType::kF32});
     Tensor y_nchw;
@@ -245,7 +257,7 @@ int run(const std::vector<Layer>& layers, float warmup_ms, int runs, bool famili
                 "\"rel_l2\": %.3g}\n",
                 tf32 ? "tf32" : "fp16", l.name().c_str(), ms_nhwc, tf_nhwc, ms_nchw, tf_nchw, ms_nchw / ms_nhwc, err);
     std::fflush(stdout);
-    if (families) time_families(l, x_nhwc, w_nhwc, bias_d, warmup_ms, runs, stream);
+    if (families) time_families(l, x_nhwc, w_nhwc, bias_d, warmup_ms, runs, stream, false);
   }
   cudaStreamDestroy(stream);
   return 0;
@@ -258,7 +270,7 @@ int main(int argc, char** argv) {
     std::vector<Layer> layers;
     int runs = 50;
     float warmup_ms = 200;
-    bool families = false, tf32 = false;
+    bool families = false, tf32 = false, residual = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
@@ -274,12 +286,16 @@ int main(int argc, char** argv) {
         families = true;
       } else if (a == "--tf32") {
         tf32 = true;
+      } else if (a == "--residual") {
+        residual = true;
       } else {
         throw InvalidArgument(fmt::format(
-            "unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms, --families, --tf32)", a));
+            "unknown argument '{}' (--layer N,C,H,W,K,R,S,STRIDE,PAD, --runs, --warmup-ms, --families, --tf32, "
+            "--residual)",
+            a));
       }
     }
     RW_EXPECTS(runs > 0 && warmup_ms >= 0, InvalidArgument, "--runs must be positive, --warmup-ms non-negative");
-    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs, families, tf32);
+    return run(layers.empty() ? default_layers() : layers, warmup_ms, runs, families, tf32, residual);
   });
 }
