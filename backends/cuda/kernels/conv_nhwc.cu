@@ -6,6 +6,7 @@
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #ifdef REDWOOD_HAVE_CONV_WGMMA
 #include "backends/cuda/kernels/conv_nhwc_wgmma.hpp"
+#include "backends/cuda/kernels/conv_nhwc_wgmma_tma.hpp"
 #include "backends/cuda/kernels/conv_nhwc_wgmma_ws.hpp"
 #endif
 #include "core/error.hpp"
@@ -137,7 +138,15 @@ template <typename T, typename Op = MmaOf<T>>
 void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, const float* bias, const void* residual,
                   const Epilogue& e, int tile, int splits, void* workspace, cudaStream_t stream, int* counters,
                   bool round_tf32, const void* x2) {
-  const Launch<T> l = x2 != nullptr ? kernel_of<T, Op, true>(tile) : kernel_of<T, Op, false>(tile);
+  const NhwcTile& nt = nhwc_conv_tiles()[static_cast<std::size_t>(tile)];
+  Launch<T> l{nullptr, 0, 0, nt.bm, nt.bn};  // a TMA tile's kernel is its launcher's (below)
+  if (nt.tma < 0) {
+    l = x2 != nullptr ? kernel_of<T, Op, true>(tile) : kernel_of<T, Op, false>(tile);
+  } else if (!std::is_same_v<Op, MmaOf<T>> || x2 != nullptr) {
+    throw Unsupported(std::string("rw.ConvNhwc: the TMA tile ") + nt.name +
+                      " takes fp16, bf16, or fp32 storage at precision tf32 (not fp32's 3xTF32 products), and no "
+                      "shortcut input");
+  }
   ConvArgs<T> a = conv_args<T>(p, x, w, y, bias, residual, e);
   a.round_tf32 = round_tf32;
   a.x2 = static_cast<const T*>(x2);
@@ -158,6 +167,15 @@ void launch_typed(const ConvShape& p, const void* x, const void* w, void* y, con
   // walking tiles; split-K is theirs to ignore (nhwc_split_choices offers them split 1 only).
   const dim3 grid = l.persistent ? dim3(static_cast<unsigned>(std::min<long long>(tiles, multiprocessors_here())))
                                  : dim3(static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
+  if (nt.tma >= 0) {
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+    if constexpr (std::is_same_v<Op, MmaOf<T>>) {
+      launch_conv_nhwc_tma<T>(nt.tma, a, grid, stream);
+      return;
+    }
+#endif
+    throw Unsupported(std::string("rw.ConvNhwc: this build has no TMA tiles (") + nt.name + ")");
+  }
   RW_CUDA_CHECK(launch_kernel(l.kernel, grid, dim3(l.threads), static_cast<std::size_t>(l.smem), stream, a));
   RW_CUDA_CHECK_LAUNCH("conv_nhwc_mma");
 }
@@ -187,6 +205,18 @@ const std::vector<NhwcTile>& nhwc_conv_tiles() {
       {.bm = 128, .bn = 64, .bk = 64, .threads = 384, .name = "ws128x64", .ws = 2},
       {.bm = 128, .bn = 128, .bk = 64, .threads = 384, .name = "ws128x128pp", .ws = 3},
       {.bm = 128, .bn = 64, .bk = 64, .threads = 384, .name = "ws128x64pp", .ws = 4},
+      // TMA-fed wgmma (conv_nhwc_wgmma_tma.cu), in its launch_of's order.
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 256, .name = "tma128x128", .tma = 0},
+      {.bm = 128, .bn = 256, .bk = 64, .threads = 256, .name = "tma128x256", .tma = 1},
+      {.bm = 256, .bn = 128, .bk = 64, .threads = 256, .name = "tma256x128", .tma = 2},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 256, .name = "tma128x64s3", .tma = 3},
+      {.bm = 64, .bn = 128, .bk = 64, .threads = 128, .name = "tma64x128", .tma = 4},
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 256, .name = "tma128x128s3", .tma = 5},
+      // … warp-specialized: a producer warp issues the copies (288 threads).
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 288, .name = "tmaws128x128", .tma = 6},
+      {.bm = 128, .bn = 128, .bk = 64, .threads = 288, .name = "tmaws128x128s3", .tma = 7},
+      {.bm = 128, .bn = 64, .bk = 64, .threads = 288, .name = "tmaws128x64", .tma = 8},
+      {.bm = 128, .bn = 256, .bk = 64, .threads = 288, .name = "tmaws128x256", .tma = 9},
 #endif
       // The narrow kernel (conv_nhwc_narrow.cu) for layers of few channels, narrow_variant()'s order.
       {16, 16, 32, 128, "narrow16", -1, 1}, {16, 32, 32, 128, "narrow32", -1, 2},
@@ -227,6 +257,17 @@ bool nhwc_wgmma_usable() {
 #endif
 }
 
+bool nhwc_tma_fits(const ConvShape& p, NhwcStorage storage) {
+#ifdef REDWOOD_HAVE_CONV_WGMMA
+  if (const char* v = std::getenv("REDWOOD_CUDA_TMA"); v != nullptr && std::string_view(v) == "0") return false;
+  return nhwc::conv_nhwc_tma_fits(p, storage == NhwcStorage::kF32 ? 4 : 2);
+#else
+  (void)p;
+  (void)storage;
+  return false;
+#endif
+}
+
 bool nhwc_wgmma_ws_enabled() {
   // Opt-in: slower than the wgmma tiles on every ResNet-50 layer measured (docs/cuda.md), they
   // would only add candidates to every layer's tuning.
@@ -241,6 +282,7 @@ std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multipr
     if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma >= 0 && !wgmma) continue;
     const NhwcTile& t = nhwc_conv_tiles()[static_cast<std::size_t>(tile)];
     if (t.ws >= 0 && !(wgmma && nhwc_wgmma_ws_enabled())) continue;
+    if (t.tma >= 0 && !(wgmma && nhwc_tma_fits(p, storage))) continue;
     // A shortcut input (p.c2 > 0): the tiles that have its instantiation (kShortcutTile, every wgmma one).
     if (p.c2 > 0 && (t.ws >= 0 || t.narrow > 0 || (t.wgmma < 0 && !(tile < kTiles && kShortcutTile[tile])))) continue;
     if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow > 0 &&

@@ -24,6 +24,8 @@ struct NhwcTile {
                      // nominal: a warp's pixels a step depend on the variant and K-dim), 16-bit only
   int ws = -1;       // ≥ 0: the warp-specialized persistent wgmma kernel of that index
                      // (conv_nhwc_wgmma_ws.hpp; "ws" first; split 1 only; where the wgmma tiles run)
+  int tma = -1;      // ≥ 0: the TMA-fed wgmma kernel of that index (conv_nhwc_wgmma_tma.hpp; "tma"
+                     // first; where the wgmma tiles run and nhwc_tma_fits says yes)
 };
 
 /// One way to run: a tile (index into nhwc_conv_tiles()) and the number of K-dim ranges.
@@ -59,6 +61,12 @@ bool nhwc_wgmma_usable();
 /// wgmma tiles on every ResNet-50 layer measured; docs/cuda.md, "The warp-specialized wgmma tiles").
 bool nhwc_wgmma_ws_enabled();
 
+/// Whether the TMA-fed wgmma tiles (tma ≥ 0) take this layer at this storage: the build has them,
+/// no shortcut input, C a multiple of 64 16-bit channels (32 fp32), square stride, padding,
+/// dilation and filter (conv_nhwc_wgmma_tma.hpp). The environment's REDWOOD_CUDA_TMA=0 says no
+/// everywhere (to compare against the other tiles). Host only.
+bool nhwc_tma_fits(const ConvShape& p, NhwcStorage storage);
+
 /// Split counts worth trying for a tile: 1, then powers of two up to 16 while the grid stays
 /// within about four blocks per multiprocessor and each split keeps at least 4 of the tile's K tiles
 /// (`storage` sets the K tile: bk elements of a 16-bit type, bk / 2 of fp32).
@@ -66,7 +74,8 @@ std::vector<int> nhwc_split_choices(const ConvShape& p, int tile, int multiproce
                                     NhwcStorage storage = NhwcStorage::kF16);
 /// Every (tile, splits) pair the tuner may time, in a fixed order; the wgmma tiles only with
 /// `wgmma` (the caller's nhwc_wgmma_usable(), and a 16-bit storage type or fp32 at tf32), the
-/// warp-specialized ones among them unless nhwc_wgmma_ws_enabled() says no; the
+/// warp-specialized ones among them unless nhwc_wgmma_ws_enabled() says no, the TMA ones where
+/// nhwc_tma_fits(p, storage); the
 /// narrow kernel's (split 1) only with `narrow` (a 16-bit storage type) and where
 /// conv_nhwc_narrow_fits(p).
 std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma = false,

@@ -181,6 +181,24 @@ __device__ __forceinline__ void wgmma_k_tile(float (&acc)[MI][ACC], std::uint32_
   fence_accumulators(acc);
 }
 
+/// Writes a thread's accumulators (MI blocks of m64nBN) into the fp32 output tile cs[BM][LDC],
+/// warpgroup wg's WG_ROWS rows, in the m16n8 fragment order per n8 block (Wgmma above); both
+/// wgmma kernels end with it, after a barrier that frees the pipeline's memory.
+template <int BN, int WG_ROWS, int LDC, int MI, int ACC>
+__device__ __forceinline__ void stage_accumulators(const float (&acc)[MI][ACC], float* cs, int wg, int warp,
+                                                   int lane) {
+  const int g = lane >> 2, tq = lane & 3;
+  const int wrow = wg * WG_ROWS + (warp % 4) * 16 + g;
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int row = wrow + 64 * i, col = 8 * j + 2 * tq;
+      *reinterpret_cast<float2*>(cs + row * LDC + col) = make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
+      *reinterpret_cast<float2*>(cs + (row + 8) * LDC + col) = make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
+    }
+}
+
 // SC: the projection shortcut's instantiation (ConvLoader's SC; a.x2 set).
 template <typename T, int BM, int BN, int WGS, int STAGES, bool SC = false>
 __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv_nhwc_wgmma(ConvArgs<T> a) {
@@ -249,18 +267,7 @@ __global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv
 
   float* const cs = reinterpret_cast<float*>(smem);
   constexpr int LDC = Tl::kLDC;
-  {
-    const int g = lane >> 2, tq = lane & 3;
-    const int wrow = wg * Tl::kWgRows + (warp % 4) * 16 + g;
-#pragma unroll
-    for (int i = 0; i < Tl::kMI; ++i)
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int row = wrow + 64 * i, col = 8 * j + 2 * tq;
-        *reinterpret_cast<float2*>(cs + row * LDC + col) = make_float2(acc[i][4 * j], acc[i][4 * j + 1]);
-        *reinterpret_cast<float2*>(cs + (row + 8) * LDC + col) = make_float2(acc[i][4 * j + 2], acc[i][4 * j + 3]);
-      }
-  }
+  stage_accumulators<BN, Tl::kWgRows, LDC>(acc, cs, wg, warp, lane);
   __syncthreads();
   conv_epilogue<T, BM, BN, LDC, kThreads>(a, cs, blk.m0, blk.n0, blk.tile_id, blk.split, blk.splits, t);
 #else

@@ -53,6 +53,7 @@
 // store; each role calls pdl_launch_dependents once it starts its CTA's last tile.
 
 #include "backends/cuda/kernels/conv_nhwc_wgmma.cuh"
+#include "backends/cuda/kernels/mbarrier.cuh"
 
 namespace redwood::cuda::kernels::nhwc {
 
@@ -85,33 +86,6 @@ template <int BM, int BN, int STAGES, int EC, bool PP> struct WsTile {
   static_assert(kSmemBytes + 64 <= 227 * 1024, "shared memory of one multiprocessor");
 };
 
-__device__ __forceinline__ void mbar_init(std::uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(std::uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-// Returns once the phase of parity `parity` has completed (acquire).
-__device__ __forceinline__ void mbar_wait(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (done == 0);
-}
-// Whether the phase of parity `parity` has completed, without waiting (acquire).
-__device__ __forceinline__ bool mbar_test(std::uint32_t bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
 // cp.async.wait_group n for a run-time n ≤ N (the instruction takes an immediate).
 template <int N> __device__ __forceinline__ void cp_async_wait_upto(int n) {
   if constexpr (N == 0) {

@@ -97,8 +97,11 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
     if (tiles[static_cast<std::size_t>(t)].narrow > 0 && !kernels::conv_nhwc_narrow_fits(p, storage)) continue;
     // The wgmma tiles where they run (compute capability 9.0; 16-bit storage, or fp32 at tf32, not
     // 3xTF32; conv_nhwc_wgmma_test.cpp).
-    const bool hopper = tiles[static_cast<std::size_t>(t)].wgmma >= 0 || tiles[static_cast<std::size_t>(t)].ws >= 0;
+    const kernels::NhwcTile& tile = tiles[static_cast<std::size_t>(t)];
+    const bool hopper = tile.wgmma >= 0 || tile.ws >= 0 || tile.tma >= 0;
     if (hopper && (x3 || !kernels::nhwc_wgmma_usable())) continue;
+    // The TMA tiles where they take the layer (conv_nhwc_wgmma_tma_test.cpp).
+    if (tile.tma >= 0 && !kernels::nhwc_tma_fits(p, storage)) continue;
     for (int sp : splits) {
       // The warp-specialized tiles run unsplit whatever the split (conv_nhwc_wgmma_ws_test.cpp): once.
       if (tiles[static_cast<std::size_t>(t)].ws >= 0 && sp > 1) continue;

@@ -1,6 +1,6 @@
 #pragma once
 // What the tests of rw.ConvNhwc's kernels share (conv_nhwc_test.cpp, conv_nhwc_wgmma_test.cpp,
-// conv_nhwc_narrow_test.cpp): a convolution case, its ConvShape at a storage type, its attributes,
+// conv_nhwc_wgmma_ws_test.cpp, conv_nhwc_wgmma_tma_test.cpp, conv_nhwc_narrow_test.cpp): a convolution case, its ConvShape at a storage type, its attributes,
 // and its operands with the reference's expected output, computed on the CPU (the reference NCHW
 // Conv) from the inputs, weights and residual already rounded to the storage type (bias fp32),
 // so the bounds measure the kernel: fp32 accumulation and one rounding of the output.
@@ -10,8 +10,11 @@
 #include "core/error.hpp"
 #include "core/layout.hpp"
 #include "core/tf32.hpp"
+#include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
@@ -116,24 +119,45 @@ inline int tile_index(const char* name) {
   return -1;
 }
 
-/// The wgmma tiles of nhwc_conv_tiles() (none in a build without sm_90).
-inline std::vector<int> wgmma_tiles() {
+/// The tiles of nhwc_conv_tiles() whose entry satisfies `in`, in the list's order.
+template <typename Pred> std::vector<int> tiles_where(Pred in) {
   std::vector<int> out;
   const auto& tiles = kernels::nhwc_conv_tiles();
   for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
-    if (tiles[static_cast<std::size_t>(t)].wgmma >= 0) out.push_back(t);
+    if (in(tiles[static_cast<std::size_t>(t)])) out.push_back(t);
   }
   return out;
 }
+// The Hopper families (none in a build without sm_90): the wgmma tiles, the warp-specialized
+// persistent ones, the TMA-fed ones.
+inline std::vector<int> wgmma_tiles() { return tiles_where([](const kernels::NhwcTile& t) { return t.wgmma >= 0; }); }
+inline std::vector<int> ws_tiles() { return tiles_where([](const kernels::NhwcTile& t) { return t.ws >= 0; }); }
+inline std::vector<int> tma_tiles() { return tiles_where([](const kernels::NhwcTile& t) { return t.tma >= 0; }); }
 
-/// The warp-specialized persistent wgmma tiles of nhwc_conv_tiles() (none in a build without sm_90).
-inline std::vector<int> ws_tiles() {
-  std::vector<int> out;
-  const auto& tiles = kernels::nhwc_conv_tiles();
-  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
-    if (tiles[static_cast<std::size_t>(t)].ws >= 0) out.push_back(t);
+/// Empty when the Hopper `tiles` (wgmma_tiles(), ws_tiles() or tma_tiles()) can run here, else why not.
+inline std::string hopper_unavailable(const std::vector<int>& tiles) {
+  if (const std::string why = testing::gpu_unavailable(); !why.empty()) return why;
+  if (tiles.empty()) return "this build has no wgmma tiles (sm_90 is not among CMAKE_CUDA_ARCHITECTURES)";
+  if (!kernels::nhwc_wgmma_usable()) return "the GPU is not compute capability 9.0 (the wgmma tiles are sm_90a code)";
+  return "";
+}
+
+/// A case at a storage type: the parameter of the Hopper tile tests, each case at fp16, bf16 and
+/// fp32 (tf32 products), named "<case>_<dtype>".
+struct CaseAt {
+  NhwcCase conv;
+  DType storage;
+};
+inline void PrintTo(const CaseAt& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
+inline std::vector<CaseAt> at_every_storage(const std::vector<NhwcCase>& cases) {
+  std::vector<CaseAt> out;
+  for (const NhwcCase& c : cases) {
+    for (DType s : {DType::kF16, DType::kBF16, DType::kF32}) out.push_back({c, s});
   }
   return out;
+}
+inline std::string case_at_name(const ::testing::TestParamInfo<CaseAt>& info) {
+  return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
 }
 
 /// What rw.ConvNhwc's CUDA plan() throws for these inputs (an undefined one is absent) and

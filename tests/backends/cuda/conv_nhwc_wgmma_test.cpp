@@ -45,27 +45,13 @@ std::vector<NhwcCase> wg_cases() {
   };
 }
 
-// Empty when the wgmma tiles can run here, else why not.
-std::string wgmma_unavailable() {
-  if (const std::string why = testing::gpu_unavailable(); !why.empty()) return why;
-  if (wgmma_tiles().empty()) return "this build has no wgmma tiles (sm_90 is not among CMAKE_CUDA_ARCHITECTURES)";
-  if (!kernels::nhwc_wgmma_usable()) return "the GPU is not compute capability 9.0 (the wgmma tiles are sm_90a code)";
-  return "";
-}
-
 #define RW_SKIP_WITHOUT_WGMMA()                                \
   do {                                                         \
-    if (const std::string why = wgmma_unavailable(); !why.empty()) \
+    if (const std::string why = hopper_unavailable(wgmma_tiles()); !why.empty()) \
       GTEST_SKIP() << why;                                     \
   } while (0)
 
-struct WgParam {
-  NhwcCase conv;
-  DType storage;
-};
-void PrintTo(const WgParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
-
-class ConvNhwcWgmma : public ::testing::TestWithParam<WgParam> {};
+class ConvNhwcWgmma : public ::testing::TestWithParam<CaseAt> {};
 
 TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   RW_SKIP_WITHOUT_WGMMA();
@@ -112,18 +98,8 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   }
 }
 
-std::vector<WgParam> wg_params() {
-  std::vector<WgParam> out;
-  for (const NhwcCase& c : wg_cases()) {
-    for (DType s : {DType::kF16, DType::kBF16, DType::kF32}) out.push_back({c, s});
-  }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmma, ::testing::ValuesIn(wg_params()),
-                         [](const ::testing::TestParamInfo<WgParam>& info) {
-                           return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
-                         });
+INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmma, ::testing::ValuesIn(at_every_storage(wg_cases())),
+                         case_at_name);
 
 // Precision tf32 as the graph runner sets it up (choose_gpu_layout's round_tf32): x, w and the
 // residual arrive already rounded to tf32 (the pass rounds the weights, every NHWC kernel its
@@ -222,9 +198,9 @@ TEST(ConvNhwcWgmmaTiles, CandidatesOnlyWhenAsked) {
   const ConvShape big{32, 256, 14, 14, 256, 3, 3, 14, 14, 1, 1, 1, 1, 1, 1, 1};
   const ConvShape small{1, 512, 7, 7, 512, 3, 3, 7, 7, 1, 1, 1, 1, 1, 1, 1};
   for (const ConvShape& p : {big, small}) {
-    auto is_wgmma = [](const NhwcConvConfig& c) {  // either wgmma family (the ws ones too)
+    auto is_wgmma = [](const NhwcConvConfig& c) {  // any wgmma family (the ws and TMA ones too)
       const kernels::NhwcTile& t = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)];
-      return t.wgmma >= 0 || t.ws >= 0;
+      return t.wgmma >= 0 || t.ws >= 0 || t.tma >= 0;
     };
     const auto without = kernels::nhwc_conv_candidates(p, 132, false);
     EXPECT_EQ(std::count_if(without.begin(), without.end(), is_wgmma), 0);
@@ -265,7 +241,7 @@ TEST(ConvNhwcWgmmaTiles, CandidatesAtFp32StorageCountK32Floats) {
   std::vector<NhwcConvConfig> rest;
   std::copy_if(with.begin(), with.end(), std::back_inserter(rest), [](const NhwcConvConfig& c) {
     const kernels::NhwcTile& t = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)];
-    return t.wgmma < 0 && t.ws < 0;
+    return t.wgmma < 0 && t.ws < 0 && t.tma < 0;
   });
   EXPECT_EQ(rest, without);
   EXPECT_GT(with.size(), without.size());

@@ -46,23 +46,10 @@ std::vector<NhwcCase> ws_cases() {
   };
 }
 
-std::string ws_unavailable() {
-  if (const std::string why = testing::gpu_unavailable(); !why.empty()) return why;
-  if (ws_tiles().empty()) return "this build has no wgmma tiles (sm_90 is not among CMAKE_CUDA_ARCHITECTURES)";
-  if (!kernels::nhwc_wgmma_usable()) return "the GPU is not compute capability 9.0 (the wgmma tiles are sm_90a code)";
-  return "";
-}
-
-struct WsParam {
-  NhwcCase conv;
-  DType storage;
-};
-void PrintTo(const WsParam& p, std::ostream* os) { *os << p.conv.name << "_" << dtype_name(p.storage); }
-
-class ConvNhwcWgmmaWs : public ::testing::TestWithParam<WsParam> {};
+class ConvNhwcWgmmaWs : public ::testing::TestWithParam<CaseAt> {};
 
 TEST_P(ConvNhwcWgmmaWs, EveryWsTileAgrees) {
-  if (const std::string why = ws_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = hopper_unavailable(ws_tiles()); !why.empty()) GTEST_SKIP() << why;
   const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
   const ConvShape p = shape_of(c, s);
@@ -96,21 +83,11 @@ TEST_P(ConvNhwcWgmmaWs, EveryWsTileAgrees) {
   }
 }
 
-std::vector<WsParam> ws_params() {
-  std::vector<WsParam> out;
-  for (const NhwcCase& c : ws_cases()) {
-    for (DType s : {DType::kF16, DType::kBF16, DType::kF32}) out.push_back({c, s});
-  }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmmaWs, ::testing::ValuesIn(ws_params()),
-                         [](const ::testing::TestParamInfo<WsParam>& info) {
-                           return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
-                         });
+INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcWgmmaWs, ::testing::ValuesIn(at_every_storage(ws_cases())),
+                         case_at_name);
 
 TEST(ConvNhwcWgmmaWsRun, ManyTileCasesGiveEachCtaSeveralTiles) {
-  if (const std::string why = ws_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = hopper_unavailable(ws_tiles()); !why.empty()) GTEST_SKIP() << why;
   // What the many-tile cases are for: on this GPU every ws tile has more tiles than the
   // persistent grid has CTAs (one a multiprocessor), so CTAs go round the ring across tiles.
   for (const NhwcCase& c : ws_cases()) {
@@ -124,7 +101,7 @@ TEST(ConvNhwcWgmmaWsRun, ManyTileCasesGiveEachCtaSeveralTiles) {
 
 // The same launch twice gives the same bits (no arrival-order dependence in the persistent walk).
 TEST(ConvNhwcWgmmaWsRun, RepeatsBitForBit) {
-  if (const std::string why = ws_unavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (const std::string why = hopper_unavailable(ws_tiles()); !why.empty()) GTEST_SKIP() << why;
   const NhwcCase c = ws_cases()[5];
   const ConvShape p = shape_of(c, DType::kF16);
   const Operands o = make_operands(c, DType::kF16, 59);
