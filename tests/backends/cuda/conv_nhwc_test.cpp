@@ -73,13 +73,8 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
   const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
   const bool x3 = GetParam().split_tf32;
-  const ConvShape p = shape_of(c, s);
-  const Operands o = make_operands(c, s, 31);
-  const Tensor x = to_device(o.x), w = to_device(o.w);
-  const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
-  const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
-  kernels::Epilogue e;
-  e.act = act_code(c.act);
+  const DeviceCase d = device_case(c, s, 31);
+  const ConvShape& p = d.p;
   const std::vector<int> splits = {1, 2, 3, 8};
   const auto& tiles = kernels::nhwc_conv_tiles();
   std::size_t ws_bytes = 0;
@@ -107,12 +102,10 @@ TEST_P(ConvNhwcVsReference, EveryTileAndSplitAgrees) {
       if (tiles[static_cast<std::size_t>(t)].ws >= 0 && sp > 1) continue;
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      kernels::launch_conv_nhwc(p, storage, x.raw_data(), w.raw_data(), y.raw_data(),
-                                c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
-                                NhwcConvConfig{t, sp}, ws.raw_data(), nullptr, nullptr, x3);
+      d.launch(storage, y.raw_data(), NhwcConvConfig{t, sp}, ws.raw_data(), x3);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const Tensor got = to_channels_first(to_host(y));
-      const double err = testing::relative_l2(got, o.expected);
+      const double err = testing::relative_l2(got, d.o.expected);
       if (s == DType::kF32 && sp == 1 && (t == 0 || tiles[static_cast<std::size_t>(t)].wgmma == 0)) {
         std::printf("[ measured ] %s fp32/%s %s: relative L2 %.3g\n", c.name.c_str(), x3 ? "3xtf32" : "tf32",
                     tiles[static_cast<std::size_t>(t)].name, err);

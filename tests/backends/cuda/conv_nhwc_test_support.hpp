@@ -6,6 +6,7 @@
 // so the bounds measure the kernel: fp32 accumulation and one rounding of the output.
 
 #include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
@@ -158,6 +159,35 @@ inline std::vector<CaseAt> at_every_storage(const std::vector<NhwcCase>& cases) 
 }
 inline std::string case_at_name(const ::testing::TestParamInfo<CaseAt>& info) {
   return info.param.conv.name + "_" + std::string(dtype_name(info.param.storage));
+}
+
+/// A case on the device: its shape, host operands and reference output (o), the operands on the
+/// device (bias and residual only where the case has them) and its epilogue. What the per-tile
+/// tests launch over and over.
+struct DeviceCase {
+  kernels::ConvShape p;
+  Operands o;
+  Tensor x, w, bias, residual;
+  kernels::Epilogue e;
+  /// launch_conv_nhwc of the case into y (device, NHWC) with `cfg` (no counters from a pool).
+  void launch(kernels::NhwcStorage storage, void* y, kernels::NhwcConvConfig cfg, void* workspace,
+              bool split_tf32 = false, bool round_tf32 = false) const {
+    kernels::launch_conv_nhwc(p, storage, x.raw_data(), w.raw_data(), y, bias.defined() ? bias.data<float>() : nullptr,
+                              residual.defined() ? residual.raw_data() : nullptr, e, cfg, workspace, nullptr, nullptr,
+                              split_tf32, round_tf32);
+  }
+};
+/// make_operands(c, s, seed, tf32), uploaded, with c's activation.
+inline DeviceCase device_case(const NhwcCase& c, DType s, std::uint32_t seed, bool tf32 = false) {
+  DeviceCase d;
+  d.p = shape_of(c, s);
+  d.o = make_operands(c, s, seed, tf32);
+  d.x = to_device(d.o.x);
+  d.w = to_device(d.o.w);
+  if (c.bias) d.bias = to_device(d.o.bias);
+  if (c.residual) d.residual = to_device(d.o.residual);
+  d.e.act = act_code(c.act);
+  return d;
 }
 
 /// What rw.ConvNhwc's CUDA plan() throws for these inputs (an undefined one is absent) and

@@ -57,13 +57,8 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   RW_SKIP_WITHOUT_WGMMA();
   const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
-  const ConvShape p = shape_of(c, s);
-  const Operands o = make_operands(c, s, 41);
-  const Tensor x = to_device(o.x), w = to_device(o.w);
-  const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
-  const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
-  kernels::Epilogue e;
-  e.act = act_code(c.act);
+  const DeviceCase d = device_case(c, s, 41);
+  const ConvShape& p = d.p;
   const auto& tiles = kernels::nhwc_conv_tiles();
   const std::vector<int> splits = {1, 2, 3};
   std::size_t ws_bytes = 0;
@@ -81,12 +76,10 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
     for (int sp : splits) {
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      kernels::launch_conv_nhwc(p, storage, x.raw_data(), w.raw_data(), y.raw_data(),
-                                c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
-                                NhwcConvConfig{t, sp}, ws.raw_data(), nullptr);
+      d.launch(storage, y.raw_data(), NhwcConvConfig{t, sp}, ws.raw_data());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << tiles[static_cast<std::size_t>(t)].name;
       const Tensor got = redwood::to_channels_first(to_host(y), p.k);
-      const double err = testing::relative_l2(got, o.expected);
+      const double err = testing::relative_l2(got, d.o.expected);
       if (s == DType::kF32 && sp == 1) {
         std::printf("[ measured ] %s fp32/tf32 %s: relative L2 %.3g\n", c.name.c_str(),
                     tiles[static_cast<std::size_t>(t)].name, err);
@@ -114,25 +107,18 @@ TEST(ConvNhwcWgmmaRun, Tf32OperandsRoundedOnceMultiplyExactly) {
   tiles.push_back(tile_index("128x128"));  // an mma.sync tile
   ASSERT_GE(tiles.back(), 0);
   for (const NhwcCase& c : wg_cases()) {
-    const ConvShape p = shape_of(c, DType::kF32);
-    const Operands o = make_operands(c, DType::kF32, 47, /*tf32=*/true);
-    const Tensor x = to_device(o.x), w = to_device(o.w);
-    const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
-    const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
-    kernels::Epilogue e;
-    e.act = act_code(c.act);
+    const DeviceCase d = device_case(c, DType::kF32, 47, /*tf32=*/true);
+    const ConvShape& p = d.p;
     for (int t : tiles) {
       const char* name = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name;
       Tensor y[2];
       for (int round = 0; round < 2; ++round) {
         y[round] = device_empty(DType::kF32, {p.n, p.oh, p.ow, p.k});
-        kernels::launch_conv_nhwc(p, kernels::NhwcStorage::kF32, x.raw_data(), w.raw_data(), y[round].raw_data(),
-                                  c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
-                                  NhwcConvConfig{t, 1}, nullptr, nullptr, nullptr, false, round == 1);
+        d.launch(kernels::NhwcStorage::kF32, y[round].raw_data(), NhwcConvConfig{t, 1}, nullptr, false, round == 1);
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
         y[round] = to_host(y[round]);
       }
-      const double err = testing::relative_l2(redwood::to_channels_first(y[0], p.k), o.expected);
+      const double err = testing::relative_l2(redwood::to_channels_first(y[0], p.k), d.o.expected);
       std::printf("[ measured ] %s tf32 operands %s: relative L2 %.3g\n", c.name.c_str(), name, err);
       EXPECT_LE(err, 1e-5) << c.name << " tile " << name;
       const Tensor want = rounded_tf32(y[0]);

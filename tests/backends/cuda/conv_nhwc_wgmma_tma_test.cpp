@@ -52,14 +52,9 @@ TEST_P(ConvNhwcWgmmaTma, EveryTmaTileAndSplitAgrees) {
   if (const std::string why = hopper_unavailable(tma_tiles()); !why.empty()) GTEST_SKIP() << why;
   const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
-  const ConvShape p = shape_of(c, s);
+  const DeviceCase d = device_case(c, s, 67);
+  const ConvShape& p = d.p;
   ASSERT_TRUE(kernels::nhwc_tma_fits(p, storage_of(s))) << c.name;
-  const Operands o = make_operands(c, s, 67);
-  const Tensor x = to_device(o.x), w = to_device(o.w);
-  const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
-  const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
-  kernels::Epilogue e;
-  e.act = act_code(c.act);
   const double bound = s == DType::kF32 ? 1e-3 : 1e-2;
   std::size_t ws_bytes = 256;
   for (int t : tma_tiles()) ws_bytes = std::max(ws_bytes, kernels::nhwc_conv_workspace_bytes(p, {t, 2}));
@@ -70,11 +65,9 @@ TEST_P(ConvNhwcWgmmaTma, EveryTmaTileAndSplitAgrees) {
     for (int sp : {1, 2}) {
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      kernels::launch_conv_nhwc(p, storage_of(s), x.raw_data(), w.raw_data(), y.raw_data(),
-                                c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
-                                NhwcConvConfig{t, sp}, ws.raw_data(), nullptr);
+      d.launch(storage_of(s), y.raw_data(), NhwcConvConfig{t, sp}, ws.raw_data());
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
-      const double err = testing::relative_l2(redwood::to_channels_first(to_host(y), p.k), o.expected);
+      const double err = testing::relative_l2(redwood::to_channels_first(to_host(y), p.k), d.o.expected);
       if (sp == 1) {
         std::printf("[ measured ] %s %s %s: relative L2 %.3g\n", c.name.c_str(), std::string(dtype_name(s)).c_str(),
                     name, err);

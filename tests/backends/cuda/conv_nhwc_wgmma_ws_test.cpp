@@ -52,13 +52,8 @@ TEST_P(ConvNhwcWgmmaWs, EveryWsTileAgrees) {
   if (const std::string why = hopper_unavailable(ws_tiles()); !why.empty()) GTEST_SKIP() << why;
   const NhwcCase& c = GetParam().conv;
   const DType s = GetParam().storage;
-  const ConvShape p = shape_of(c, s);
-  const Operands o = make_operands(c, s, 53);
-  const Tensor x = to_device(o.x), w = to_device(o.w);
-  const Tensor bias = c.bias ? to_device(o.bias) : Tensor();
-  const Tensor residual = c.residual ? to_device(o.residual) : Tensor();
-  kernels::Epilogue e;
-  e.act = act_code(c.act);
+  const DeviceCase d = device_case(c, s, 53);
+  const ConvShape& p = d.p;
   const double bound = s == DType::kF32 ? 1e-3 : 1e-2;
   cudaGetLastError();
   for (int t : ws_tiles()) {
@@ -67,11 +62,9 @@ TEST_P(ConvNhwcWgmmaWs, EveryWsTileAgrees) {
     for (int sp : {1, 2}) {
       Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
       ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      kernels::launch_conv_nhwc(p, storage_of(s), x.raw_data(), w.raw_data(), y.raw_data(),
-                                c.bias ? bias.data<float>() : nullptr, c.residual ? residual.raw_data() : nullptr, e,
-                                NhwcConvConfig{t, sp}, nullptr, nullptr);
+      d.launch(storage_of(s), y.raw_data(), NhwcConvConfig{t, sp}, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
-      const double err = testing::relative_l2(redwood::to_channels_first(to_host(y), p.k), o.expected);
+      const double err = testing::relative_l2(redwood::to_channels_first(to_host(y), p.k), d.o.expected);
       const long long tiles = kernels::nhwc_conv_tile_count(p, {t, 1});
       if (sp == 1) {
         std::printf("[ measured ] %s %s %s: %lld tiles on %d multiprocessors, relative L2 %.3g\n", c.name.c_str(),
