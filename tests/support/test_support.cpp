@@ -48,6 +48,33 @@ std::shared_ptr<Graph> make_x_to_y_graph(std::string name) {
   return graph;
 }
 
+ValueInfo batched_nchw(std::string name, std::int64_t c, std::int64_t h, std::int64_t w) {
+  ValueInfo v;
+  v.name = std::move(name);
+  v.dtype = DType::kF32;
+  v.has_shape = true;
+  v.dims = {{-1, "N"}, {c, ""}, {h, ""}, {w, ""}};
+  return v;
+}
+
+ScopedEnv::ScopedEnv(std::string name, const char* value) : name_(std::move(name)) {
+  if (const char* v = std::getenv(name_.c_str()); v != nullptr) {
+    had_ = true;
+    before_ = v;
+  }
+  set(value);
+}
+
+ScopedEnv::~ScopedEnv() { set(had_ ? before_.c_str() : nullptr); }
+
+void ScopedEnv::set(const char* value) const {
+  if (value != nullptr) {
+    setenv(name_.c_str(), value, 1);
+  } else {
+    unsetenv(name_.c_str());
+  }
+}
+
 Node make_node(std::string name, std::string op_type, std::vector<std::string> inputs,
                std::vector<std::string> outputs) {
   Node n;

@@ -39,6 +39,28 @@ Node make_node(std::string name, std::string op_type, std::vector<std::string> i
 /// for tests that add the nodes and initializers between them.
 std::shared_ptr<Graph> make_x_to_y_graph(std::string name);
 
+/// An fp32 [N, c, h, w] value whose batch is the symbol "N" (known channels and extent), as the
+/// ONNX importer leaves an image input, for graphs built by hand.
+ValueInfo batched_nchw(std::string name, std::int64_t c, std::int64_t h, std::int64_t w);
+
+/// Sets (or, with nullptr, unsets) an environment variable for its scope and restores what was
+/// there on destruction, also when an assertion leaves the test early: for tests of switches
+/// such as REDWOOD_CUDA_TMA.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  /// Sets the variable to `value` (nullptr: unsets it), still restored on destruction.
+  void set(const char* value) const;
+
+ private:
+  std::string name_;
+  bool had_ = false;
+  std::string before_;
+};
+
 /// ‖actual − expected‖₂ / ‖expected‖₂ over float tensors of one shape, compared as fp32 (infinity
 /// for a shape mismatch or a NaN anywhere; the plain norm of `actual` when `expected` is all 0).
 double relative_l2(const Tensor& actual, const Tensor& expected);

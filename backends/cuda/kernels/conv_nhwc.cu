@@ -278,17 +278,18 @@ bool nhwc_wgmma_ws_enabled() {
 std::vector<NhwcConvConfig> nhwc_conv_candidates(const ConvShape& p, int multiprocessors, bool wgmma, bool narrow,
                                                  NhwcStorage storage) {
   std::vector<NhwcConvConfig> out;
+  // Once per layer, not per tile (the switches read the environment). No shortcut input on the
+  // narrow kernel.
+  const bool ws = wgmma && nhwc_wgmma_ws_enabled(), tma = wgmma && nhwc_tma_fits(p, storage);
+  const bool narrow_fits = narrow && p.c2 == 0 && conv_nhwc_narrow_fits(p, NhwcStorage::kF16);
   for (int tile = 0; tile < static_cast<int>(nhwc_conv_tiles().size()); ++tile) {
-    if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].wgmma >= 0 && !wgmma) continue;
     const NhwcTile& t = nhwc_conv_tiles()[static_cast<std::size_t>(tile)];
-    if (t.ws >= 0 && !(wgmma && nhwc_wgmma_ws_enabled())) continue;
-    if (t.tma >= 0 && !(wgmma && nhwc_tma_fits(p, storage))) continue;
+    if (t.wgmma >= 0 && !wgmma) continue;
+    if (t.ws >= 0 && !ws) continue;
+    if (t.tma >= 0 && !tma) continue;
     // A shortcut input (p.c2 > 0): the tiles that have its instantiation (kShortcutTile, every wgmma one).
     if (p.c2 > 0 && (t.ws >= 0 || t.narrow > 0 || (t.wgmma < 0 && !(tile < kTiles && kShortcutTile[tile])))) continue;
-    if (nhwc_conv_tiles()[static_cast<std::size_t>(tile)].narrow > 0 &&
-        !(narrow && p.c2 == 0 && conv_nhwc_narrow_fits(p, NhwcStorage::kF16))) {  // no shortcut input there
-      continue;
-    }
+    if (t.narrow > 0 && !narrow_fits) continue;
     for (int s : nhwc_split_choices(p, tile, multiprocessors, storage)) out.push_back({tile, s});
   }
   return out;

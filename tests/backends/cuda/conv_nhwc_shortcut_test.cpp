@@ -214,24 +214,17 @@ TEST(ConvNhwcShortcutPlan, AcceptsAndRejectsNamingTheNode) {
 
 TEST(ConvNhwcShortcutSwitch, OnByDefaultTheEnvironmentDecidesWhereSet) {
   // Host only: whether the runner's pipeline fuses projection shortcuts.
-  const char* saved = std::getenv("REDWOOD_CUDA_FUSE_SHORTCUT");
-  const std::string before = saved != nullptr ? saved : "";
-  unsetenv("REDWOOD_CUDA_FUSE_SHORTCUT");
+  const redwood::testing::ScopedEnv env("REDWOOD_CUDA_FUSE_SHORTCUT", nullptr);
   RunnerOptions o;
   EXPECT_TRUE(fuse_conv_shortcuts(o));
   o.fuse_conv_shortcuts = false;
   EXPECT_FALSE(fuse_conv_shortcuts(o));
   o.fuse_conv_shortcuts = true;
-  setenv("REDWOOD_CUDA_FUSE_SHORTCUT", "0", 1);
+  env.set("0");
   EXPECT_FALSE(fuse_conv_shortcuts(o));
   o.fuse_conv_shortcuts = false;
-  setenv("REDWOOD_CUDA_FUSE_SHORTCUT", "1", 1);
+  env.set("1");
   EXPECT_TRUE(fuse_conv_shortcuts(o));
-  if (saved != nullptr) {
-    setenv("REDWOOD_CUDA_FUSE_SHORTCUT", before.c_str(), 1);
-  } else {
-    unsetenv("REDWOOD_CUDA_FUSE_SHORTCUT");
-  }
 }
 
 }  // namespace

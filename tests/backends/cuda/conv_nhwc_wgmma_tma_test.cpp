@@ -115,9 +115,7 @@ TEST(ConvNhwcWgmmaTmaTiles, OfferedWhereTheyFitUnlessTurnedOff) {
       return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].tma >= 0;
     });
   };
-  const char* saved = std::getenv("REDWOOD_CUDA_TMA");
-  const std::string before = saved != nullptr ? saved : "";
-  unsetenv("REDWOOD_CUDA_TMA");
+  const redwood::testing::ScopedEnv env("REDWOOD_CUDA_TMA", nullptr);
   EXPECT_EQ(count_tma(kernels::nhwc_conv_candidates(p, 132, false)), 0);  // only with the wgmma tiles
   const auto with = kernels::nhwc_conv_candidates(p, 132, true);
   for (int t : tma_tiles()) {
@@ -126,13 +124,8 @@ TEST(ConvNhwcWgmmaTmaTiles, OfferedWhereTheyFitUnlessTurnedOff) {
           << kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name << " split " << sp;
     }
   }
-  setenv("REDWOOD_CUDA_TMA", "0", 1);
+  env.set("0");
   EXPECT_EQ(count_tma(kernels::nhwc_conv_candidates(p, 132, true)), 0);
-  if (saved != nullptr) {
-    setenv("REDWOOD_CUDA_TMA", before.c_str(), 1);
-  } else {
-    unsetenv("REDWOOD_CUDA_TMA");
-  }
 }
 
 TEST(ConvNhwcWgmmaTmaTiles, ThreeTf32ProductsAreRefusedClearly) {

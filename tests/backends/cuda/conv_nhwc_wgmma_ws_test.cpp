@@ -147,25 +147,18 @@ TEST(ConvNhwcWgmmaWsTiles, OfferedWithTheWgmmaTilesOnlyWhenSwitchedOn) {
       return kernels::nhwc_conv_tiles()[static_cast<std::size_t>(c.tile)].ws >= 0;
     });
   };
-  const char* before = std::getenv("REDWOOD_CUDA_WGMMA_WS");
-  const std::string saved = before != nullptr ? before : "";
-  setenv("REDWOOD_CUDA_WGMMA_WS", "1", 1);
+  const redwood::testing::ScopedEnv env("REDWOOD_CUDA_WGMMA_WS", "1");
   EXPECT_TRUE(kernels::nhwc_wgmma_ws_enabled());
   EXPECT_EQ(count_ws(kernels::nhwc_conv_candidates(big, 132, true)), static_cast<long>(ws_tiles().size()));
   EXPECT_EQ(count_ws(kernels::nhwc_conv_candidates(big, 132, false)), 0) << "only where the wgmma tiles run";
   for (const char* off : {"0", ""}) {  // and by default (unset) they are not offered
-    if (*off != 0) setenv("REDWOOD_CUDA_WGMMA_WS", off, 1); else unsetenv("REDWOOD_CUDA_WGMMA_WS");
+    env.set(*off != 0 ? off : nullptr);
     EXPECT_FALSE(kernels::nhwc_wgmma_ws_enabled()) << "REDWOOD_CUDA_WGMMA_WS='" << off << "'";
   }
   const auto without = kernels::nhwc_conv_candidates(big, 132, true);
   EXPECT_EQ(count_ws(without), 0);
   // Everything else stays offered: the first wgmma tile among them.
   EXPECT_NE(std::find(without.begin(), without.end(), NhwcConvConfig{wgmma_tiles().front(), 1}), without.end());
-  if (before != nullptr) {
-    setenv("REDWOOD_CUDA_WGMMA_WS", saved.c_str(), 1);
-  } else {
-    unsetenv("REDWOOD_CUDA_WGMMA_WS");
-  }
 }
 
 }  // namespace

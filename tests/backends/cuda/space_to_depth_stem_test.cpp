@@ -100,14 +100,7 @@ std::shared_ptr<Graph> stem_network(std::int64_t c, std::int64_t h, std::int64_t
   auto g = std::make_shared<Graph>();
   g->name = "stem";
   g->opset = 17;
-  const auto info = [](const std::string& name, std::int64_t ch, std::int64_t hh, std::int64_t ww) {
-    ValueInfo v;
-    v.name = name;
-    v.dtype = DType::kF32;
-    v.has_shape = true;
-    v.dims = {{-1, "N"}, {ch, ""}, {hh, ""}, {ww, ""}};
-    return v;
-  };
+  const auto info = redwood::testing::batched_nchw;
   const std::int64_t oh = (h + pads[0] + pads[2] - window) / 2 + 1, ow = (w + pads[1] + pads[3] - window) / 2 + 1;
   g->inputs = {info("image", c, h, w)};
   for (const ValueInfo& v : {g->inputs[0], info("s", 16, oh, ow), info("a", 16, oh, ow), info("y", 16, oh, ow)}) {
@@ -199,9 +192,7 @@ TEST(SpaceToDepthStem, StemNetworksMatchTheReference) {
 
 TEST(SpaceToDepthStem, TheSwitchFollowsTheOptionsAndTheEnvironment) {
   // Host only: which runner options take the stem by space-to-depth.
-  const char* saved = std::getenv("REDWOOD_CUDA_S2D_STEM");
-  const std::string before = saved != nullptr ? saved : "";
-  unsetenv("REDWOOD_CUDA_S2D_STEM");
+  const redwood::testing::ScopedEnv env("REDWOOD_CUDA_S2D_STEM", nullptr);
   RunnerOptions o;
   for (const Precision p : {Precision::kFp16, Precision::kBf16, Precision::kTf32, Precision::kFp32}) {
     o.precision = p;
@@ -212,11 +203,10 @@ TEST(SpaceToDepthStem, TheSwitchFollowsTheOptionsAndTheEnvironment) {
     o.space_to_depth_stem = false;
     EXPECT_FALSE(space_to_depth_stem(o)) << precision_name(p) << " switched off";
     o.space_to_depth_stem = true;
-    setenv("REDWOOD_CUDA_S2D_STEM", "0", 1);
+    env.set("0");
     EXPECT_FALSE(space_to_depth_stem(o)) << precision_name(p) << " with REDWOOD_CUDA_S2D_STEM=0";
-    unsetenv("REDWOOD_CUDA_S2D_STEM");
+    env.set(nullptr);
   }
-  if (saved != nullptr) setenv("REDWOOD_CUDA_S2D_STEM", before.c_str(), 1);
 }
 
 }  // namespace

@@ -16,14 +16,7 @@
 namespace redwood {
 namespace {
 
-ValueInfo image(const std::string& name, std::int64_t c, std::int64_t h, std::int64_t w) {
-  ValueInfo v;
-  v.name = name;
-  v.dtype = DType::kF32;
-  v.has_shape = true;
-  v.dims = {{-1, "N"}, {c, ""}, {h, ""}, {w, ""}};
-  return v;
-}
+using testing::batched_nchw;
 
 // ResNet's bottleneck entry block on a 16-channel 10x10 input: 1x1 16→8 + Relu, 3x3/`stride`
 // 8→8 + Relu, 1x1 8→32, plus the downsample 1x1/`stride` 16→32 of the input, Add, Relu.
@@ -32,7 +25,7 @@ std::shared_ptr<Graph> block(std::int64_t stride, bool tap = false) {
   auto g = std::make_shared<Graph>();
   g->name = "block";
   g->opset = 17;
-  g->inputs = {image("x", 16, 10, 10)};
+  g->inputs = {batched_nchw("x", 16, 10, 10)};
   g->value_info["x"] = g->inputs[0];
   const std::int64_t o = (10 - 1) / stride + 1;
   std::uint32_t seed = 40;
@@ -45,12 +38,12 @@ std::shared_ptr<Graph> block(std::int64_t stride, bool tap = false) {
     const std::int64_t pad = window / 2;
     n.attributes["pads"] = std::vector<std::int64_t>{pad, pad, pad, pad};
     g->nodes.push_back(std::move(n));
-    g->value_info[out] = image(out, k, extent, extent);
+    g->value_info[out] = batched_nchw(out, k, extent, extent);
   };
   auto unary = [&](const std::string& op, const std::string& in, const std::string& out, std::int64_t c,
                    std::int64_t extent) {
     g->nodes.push_back(testing::make_node(out + "_" + op, op, {in}, {out}));
-    g->value_info[out] = image(out, c, extent, extent);
+    g->value_info[out] = batched_nchw(out, c, extent, extent);
   };
   conv("conv1", "x", "h1", 16, 8, 1, 1, 10);
   unary("Relu", "h1", "a1", 8, 10);
@@ -59,7 +52,7 @@ std::shared_ptr<Graph> block(std::int64_t stride, bool tap = false) {
   conv("conv3", "a2", "h3", 8, 32, 1, 1, o);
   conv("downsample", "x", "d", 16, 32, 1, stride, o);
   g->nodes.push_back(testing::make_node("add", "Add", {"h3", "d"}, {"sum"}));
-  g->value_info["sum"] = image("sum", 32, o, o);
+  g->value_info["sum"] = batched_nchw("sum", 32, o, o);
   unary("Relu", "sum", "y", 32, o);
   g->outputs = {g->value_info.at("y")};
   if (tap) g->outputs.push_back(g->value_info.at("d"));
