@@ -196,6 +196,60 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
   }
 };
 
+/// conv_epilogue's single-split path where every thread keeps one 8-channel column (THREADS a
+/// multiple of BN / 8) and the same number of rows (BM·BN/8 a multiple of THREADS): the thread
+/// loads its residual vectors for up to 8 rows back to back before it adds, activates and stores
+/// any of them. A loop of load → add → store per row waits one memory latency per row (the
+/// compiler cannot move a row's residual load above the previous row's store: y and residual
+/// may alias as far as it knows), which made the 1×1 expansions with a residual, whose blocks are
+/// mostly epilogue, latency-bound (docs/cuda.md, "Where the time goes"). The bias is read once
+/// (the column is fixed); the sums are those of the general path, in its order.
+/// ACT: the activation, known at compile time (kActNone or kActRelu).
+template <typename T, int BM, int BN, int LDC, int THREADS, int ACT>
+__device__ __forceinline__ void conv_epilogue_rows(const ConvArgs<T>& a, const float* cs, int m0, int n0, int t) {
+  constexpr int kCols = BN / 8, kRowStep = THREADS / kCols, kRows = BM * kCols / THREADS;
+  constexpr int kBatch = kRows < 8 ? kRows : 8;
+  static_assert(kRows % kBatch == 0, "rows a thread are a power of two");
+  const ConvShape& p = a.p;
+  const int col = (t % kCols) * 8, row0 = t / kCols, n = n0 + col;
+  if (n >= p.k) return;
+  float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if (a.bias != nullptr) {
+    const float4 b0 = __ldg(reinterpret_cast<const float4*>(a.bias + n));
+    const float4 b1 = __ldg(reinterpret_cast<const float4*>(a.bias + n + 4));
+    b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
+  }
+  // Row r of this thread is pixel m0 + row0 + r·kRowStep: pointers step kRowStep pixels a row.
+  const long long first = static_cast<long long>(m0 + row0) * p.k + n, step = static_cast<long long>(kRowStep) * p.k;
+  const T* res_at = a.residual != nullptr ? a.residual + first : nullptr;
+  T* y_at = a.y + first;
+  const float* cs_at = cs + row0 * LDC + col;
+  const int rows_left = a.m_total - (m0 + row0);  // rows r with r·kRowStep < rows_left exist
+#pragma unroll
+  for (int r0 = 0; r0 < kRows; r0 += kBatch) {
+    Raw8<T> res[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      res[i] = Raw8<T>{};
+      if (res_at != nullptr && (r0 + i) * kRowStep < rows_left) res[i] = load_raw8(res_at + (r0 + i) * step);
+    }
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      const int r = r0 + i;
+      if (r * kRowStep >= rows_left) break;
+      const float4 lo = *reinterpret_cast<const float4*>(cs_at + r * kRowStep * LDC);
+      const float4 hi = *reinterpret_cast<const float4*>(cs_at + r * kRowStep * LDC + 4);
+      float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      float rv[8];
+      widen8(res[i], rv);  // zeros without a residual
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[q] = activate(v[q] + b[q] + rv[q], ACT, a.alpha, a.beta);
+      if constexpr (std::is_same_v<T, float>) round_tf32_if(a.round_tf32, v);
+      store8(y_at + r * step, v);
+    }
+  }
+}
+
 /// The end of both kernels, after the accumulators are staged as fp32 cs[BM][LDC] (and a barrier):
 /// each step takes 8 adjacent output channels of one pixel, + bias (fp32), + residual (8 values of
 /// T), activation (kernels::activate, the Conv's codes), rounded to T once and stored (nhwc_vec.cuh:
@@ -229,6 +283,18 @@ __device__ __forceinline__ void conv_epilogue(const ConvArgs<T>& a, const float*
     store8(a.y + at, v);
   };
   constexpr int kCols = BN / 8, kSteps = BM * kCols;
+  if constexpr (kSteps % THREADS == 0 && THREADS % kCols == 0) {
+    // Other activations (MobileNet's hard-swish layers, which carry no residual) take the loop
+    // below: unrolled over the rows, the activation's switch would cost code for no saved latency.
+    if (splits == 1 && a.act == kActRelu) {
+      conv_epilogue_rows<T, BM, BN, LDC, THREADS, kActRelu>(a, cs, m0, n0, t);
+      return;
+    }
+    if (splits == 1 && a.act == kActNone) {
+      conv_epilogue_rows<T, BM, BN, LDC, THREADS, kActNone>(a, cs, m0, n0, t);
+      return;
+    }
+  }
   if (splits == 1) {
     for (int idx = t; idx < kSteps; idx += THREADS) {
       const int row = idx / kCols, col = (idx % kCols) * 8;

@@ -49,6 +49,10 @@ template <int BM, int BN, int WGS, int STAGES> struct WgTile {
   static constexpr int kEpiBytes = BM * kLDC * 4;
   // + 1024: the dynamic shared memory is aligned up to the swizzle atom in the kernel.
   static constexpr int kSmemBytes = (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes) + 1024;
+  // Blocks a multiprocessor that the shared memory allows (227 KiB): registers are capped to
+  // leave room for as many (__launch_bounds__), so that they never lower the occupancy the
+  // shared memory gives (128×64 with 3 stages: three blocks, 80 registers a thread).
+  static constexpr int kMinBlocks = 227 * 1024 / kSmemBytes < 1 ? 1 : 227 * 1024 / kSmemBytes;
   static_assert(STAGES >= 3, "a stage multiplied, one maybe still read by wgmma, copies ahead");
   static_assert(kWgRows % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "m64 per instruction, n 64/128/256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one multiprocessor");
@@ -201,7 +205,8 @@ __device__ __forceinline__ void stage_accumulators(const float (&acc)[MI][ACC], 
 
 // SC: the projection shortcut's instantiation (ConvLoader's SC; a.x2 set).
 template <typename T, int BM, int BN, int WGS, int STAGES, bool SC = false>
-__global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, 1) conv_nhwc_wgmma(ConvArgs<T> a) {
+__global__ void __launch_bounds__(WgTile<BM, BN, WGS, STAGES>::kThreads, WgTile<BM, BN, WGS, STAGES>::kMinBlocks)
+    conv_nhwc_wgmma(ConvArgs<T> a) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using Tl = WgTile<BM, BN, WGS, STAGES>;
   // BK: elements of T a stage row of 128 bytes (64 of a 16-bit type, 32 floats).

@@ -154,7 +154,15 @@ __global__ void __launch_bounds__(TmaTile<BM, BN, WGS, STAGES, WS>::kThreads, 1)
   constexpr int LDC = Tl::kLDC;
   if (t < Tl::kConsumers) stage_accumulators<BN, Tl::kWgRows, LDC>(acc, cs, wg, warp, lane);
   __syncthreads();
-  conv_epilogue<T, BM, BN, LDC, kThreads>(a, cs, blk.m0, blk.n0, blk.tile_id, blk.split, blk.splits, t);
+  if (WS && blk.splits == 1) {
+    // The consumers alone: 256 threads divide the tile's rows evenly (conv_epilogue's batched
+    // path), 288 do not; a single split has no barrier in the epilogue to wait for the producer.
+    if (t < Tl::kConsumers) {
+      conv_epilogue<T, BM, BN, LDC, Tl::kConsumers>(a, cs, blk.m0, blk.n0, blk.tile_id, 0, 1, t);
+    }
+  } else {
+    conv_epilogue<T, BM, BN, LDC, kThreads>(a, cs, blk.m0, blk.n0, blk.tile_id, blk.split, blk.splits, t);
+  }
 #else
   __trap();  // built for another architecture: never launched (offered only on sm_90a)
 #endif
