@@ -202,8 +202,9 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
 /// any of them. A loop of load → add → store per row waits one memory latency per row (the
 /// compiler cannot move a row's residual load above the previous row's store: y and residual
 /// may alias as far as it knows), which made the 1×1 expansions with a residual, whose blocks are
-/// mostly epilogue, latency-bound (docs/cuda.md, "Where the time goes"). The bias is read once
-/// (the column is fixed); the sums are those of the general path, in its order.
+/// mostly epilogue, latency-bound (docs/cuda.md, "The batched epilogue"). The bias is read once
+/// (the column is fixed); the sums are those of the general path, in its order. Rows past the
+/// last pixel (M's tail) and columns past K are neither loaded nor stored.
 /// ACT: the activation, known at compile time (kActNone or kActRelu).
 template <typename T, int BM, int BN, int LDC, int THREADS, int ACT>
 __device__ __forceinline__ void conv_epilogue_rows(const ConvArgs<T>& a, const float* cs, int m0, int n0, int t) {
@@ -253,7 +254,8 @@ __device__ __forceinline__ void conv_epilogue_rows(const ConvArgs<T>& a, const f
 /// The end of both kernels, after the accumulators are staged as fp32 cs[BM][LDC] (and a barrier):
 /// each step takes 8 adjacent output channels of one pixel, + bias (fp32), + residual (8 values of
 /// T), activation (kernels::activate, the Conv's codes), rounded to T once and stored (nhwc_vec.cuh:
-/// 16 bytes of a 16-bit type, 32 of fp32).
+/// 16 bytes of a 16-bit type, 32 of fp32). A single split with Relu or no activation takes
+/// conv_epilogue_rows (above), the same sums with the residual loads batched.
 ///
 /// Split-K (splits > 1): each split writes its fp32 tile to the workspace, and the last block of
 /// a tile to arrive (a counter per tile, which launch_conv_nhwc zeroes before the kernel and the

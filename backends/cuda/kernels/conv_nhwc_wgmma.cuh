@@ -49,10 +49,12 @@ template <int BM, int BN, int WGS, int STAGES> struct WgTile {
   static constexpr int kEpiBytes = BM * kLDC * 4;
   // + 1024: the dynamic shared memory is aligned up to the swizzle atom in the kernel.
   static constexpr int kSmemBytes = (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes) + 1024;
-  // Blocks a multiprocessor that the shared memory allows (227 KiB): registers are capped to
-  // leave room for as many (__launch_bounds__), so that they never lower the occupancy the
-  // shared memory gives (128×64 with 3 stages: three blocks, 80 registers a thread).
-  static constexpr int kMinBlocks = 227 * 1024 / kSmemBytes < 1 ? 1 : 227 * 1024 / kSmemBytes;
+  // Blocks a multiprocessor that the shared memory allows (227 KiB; at most 2048 threads):
+  // registers are capped to leave room for as many (__launch_bounds__), so that they never lower
+  // the occupancy the shared memory gives (128×64 with 3 stages: three blocks, 80 registers a
+  // thread; docs/cuda.md, "The batched epilogue").
+  static constexpr int kBySmem = 227 * 1024 / kSmemBytes < 1 ? 1 : 227 * 1024 / kSmemBytes;
+  static constexpr int kMinBlocks = kBySmem < 2048 / kThreads ? kBySmem : 2048 / kThreads;
   static_assert(STAGES >= 3, "a stage multiplied, one maybe still read by wgmma, copies ahead");
   static_assert(kWgRows % 64 == 0 && (BN == 64 || BN == 128 || BN == 256), "m64 per instruction, n 64/128/256");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one multiprocessor");
