@@ -28,6 +28,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace redwood::cuda {
 namespace {
@@ -127,6 +128,87 @@ std::vector<NhwcParam> nhwc_params() {
 
 INSTANTIATE_TEST_SUITE_P(Tiles, ConvNhwcVsReference, ::testing::ValuesIn(nhwc_params()),
                          [](const ::testing::TestParamInfo<NhwcParam>& info) { return param_name(info.param); });
+
+// conv_epilogue's two single-split paths give the same values: the batched one
+// (conv_epilogue_rows: Relu or no activation) against the loop, reached with an activation that
+// computes the same function (LeakyRelu with slope 0 for Relu, Clip to ±inf for none). Both add
+// bias then residual to the same fp32 sums and round once, so they agree exactly (a -0 against
+// a +0 compares equal). Every tile at split 1, on M and N tails (rows past the last pixel and
+// channels past K left alone), with and without a residual or bias, at every storage type.
+struct EpiloguePair {
+  const char* name;
+  int batched_act, loop_act;
+  float loop_alpha, loop_beta;
+};
+
+class ConvNhwcEpilogue : public ::testing::TestWithParam<CaseAt> {};
+
+TEST_P(ConvNhwcEpilogue, BatchedRowsEqualTheLoop) {
+  RW_SKIP_WITHOUT_GPU();
+  const NhwcCase& c = GetParam().conv;
+  const DType s = GetParam().storage;
+  DeviceCase d = device_case(c, s, 53);
+  const ConvShape& p = d.p;
+  const kernels::NhwcStorage storage = storage_of(s);
+  const auto& tiles = kernels::nhwc_conv_tiles();
+  std::size_t ws_bytes = 256;
+  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
+    ws_bytes = std::max(ws_bytes, kernels::nhwc_conv_workspace_bytes(p, {t, 1}));
+  }
+  const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)});
+  const float inf = std::numeric_limits<float>::infinity();
+  const EpiloguePair pairs[] = {{"relu", kernels::kActRelu, kernels::kActLeakyRelu, 0.f, 0.f},
+                                {"none", kernels::kActNone, kernels::kActClip, -inf, inf}};
+  auto run = [&](int tile, int act, float alpha, float beta) {
+    d.e.act = act;
+    d.e.alpha = alpha;
+    d.e.beta = beta;
+    Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
+    EXPECT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
+    d.launch(storage, y.raw_data(), NhwcConvConfig{tile, 1}, ws.raw_data());
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return to_host(y).to_float_vector();
+  };
+  int compared = 0;
+  for (int t = 0; t < static_cast<int>(tiles.size()); ++t) {
+    const kernels::NhwcTile& tile = tiles[static_cast<std::size_t>(t)];
+    if (tile.narrow > 0) continue;  // the narrow kernel has its own epilogue
+    if ((tile.wgmma >= 0 || tile.ws >= 0 || tile.tma >= 0) && !kernels::nhwc_wgmma_usable()) continue;
+    if (tile.tma >= 0 && !kernels::nhwc_tma_fits(p, storage)) continue;
+    for (const EpiloguePair& e : pairs) {
+      const std::vector<float> a = run(t, e.batched_act, 0.f, 0.f);
+      const std::vector<float> b = run(t, e.loop_act, e.loop_alpha, e.loop_beta);
+      ASSERT_EQ(a.size(), b.size());
+      std::int64_t differ = 0, first = -1;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!(a[i] == b[i])) {  // also a NaN: an element one path left unwritten
+          if (first < 0) first = static_cast<std::int64_t>(i);
+          ++differ;
+        }
+      }
+      EXPECT_EQ(differ, 0) << c.name << " " << dtype_name(s) << " tile " << tile.name << " (" << e.name
+                           << "): " << differ << " differ, the first at " << first << ": "
+                           << (first >= 0 ? a[static_cast<std::size_t>(first)] : 0.f) << " against "
+                           << (first >= 0 ? b[static_cast<std::size_t>(first)] : 0.f);
+      ++compared;
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
+std::vector<NhwcCase> epilogue_cases() {
+  return {
+      // M 2·11·13 = 286 and K 40: tails in both for every tile; bias and residual.
+      {"3x3_tails_residual", 2, 32, 11, 13, 40, 3, 3, 1, {1, 1, 1, 1}, 1, true, true},
+      // C 64 (the TMA tiles take it), K 200: N tails of BN 64, 128 and 256; residual, no bias.
+      {"1x1_c64_k200_residual_no_bias", 3, 64, 9, 7, 200, 1, 1, 1, {0, 0, 0, 0}, 1, false, true},
+      // Neither bias nor residual.
+      {"1x1_c64_k72_plain", 2, 64, 7, 9, 72, 1, 1, 1, {0, 0, 0, 0}, 1, false, false},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ConvNhwcEpilogue, ::testing::ValuesIn(at_every_storage(epilogue_cases())),
+                         case_at_name);
 
 TEST(ConvNhwc, SplitKIsDeterministic) {
   RW_SKIP_WITHOUT_GPU();
