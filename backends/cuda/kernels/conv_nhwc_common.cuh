@@ -215,11 +215,7 @@ __device__ __forceinline__ void conv_epilogue_rows(const ConvArgs<T>& a, const f
   const int col = (t % kCols) * 8, row0 = t / kCols, n = n0 + col;
   if (n >= p.k) return;
   float b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  if (a.bias != nullptr) {
-    const float4 b0 = __ldg(reinterpret_cast<const float4*>(a.bias + n));
-    const float4 b1 = __ldg(reinterpret_cast<const float4*>(a.bias + n + 4));
-    b[0] = b0.x, b[1] = b0.y, b[2] = b0.z, b[3] = b0.w, b[4] = b1.x, b[5] = b1.y, b[6] = b1.z, b[7] = b1.w;
-  }
+  if (a.bias != nullptr) load8_f32(a.bias + n, b);
   // Row r of this thread is pixel m0 + row0 + r·kRowStep: pointers step kRowStep pixels a row.
   const long long first = static_cast<long long>(m0 + row0) * p.k + n, step = static_cast<long long>(kRowStep) * p.k;
   const T* res_at = a.residual != nullptr ? a.residual + first : nullptr;
@@ -268,10 +264,10 @@ __device__ __forceinline__ void conv_epilogue(const ConvArgs<T>& a, const float*
   auto store = [&](int m, int n, float (&v)[8]) {
     const long long at = static_cast<long long>(m) * p.k + n;
     if (a.bias != nullptr) {
-      const float4 b0 = __ldg(reinterpret_cast<const float4*>(a.bias + n));
-      const float4 b1 = __ldg(reinterpret_cast<const float4*>(a.bias + n + 4));
-      v[0] += b0.x, v[1] += b0.y, v[2] += b0.z, v[3] += b0.w;
-      v[4] += b1.x, v[5] += b1.y, v[6] += b1.z, v[7] += b1.w;
+      float b[8];
+      load8_f32(a.bias + n, b);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[q] += b[q];
     }
     if (a.residual != nullptr) {
       float r[8];

@@ -47,8 +47,9 @@ template <int BM, int BN, int WGS, int STAGES> struct WgTile {
   static constexpr int kStageABytes = BM * 128, kStageBBytes = BN * 128;
   static constexpr int kPipeBytes = kStages * (kStageABytes + kStageBBytes);
   static constexpr int kEpiBytes = BM * kLDC * 4;
+  static constexpr int kDataBytes = kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes;  // the two share it
   // + 1024: the dynamic shared memory is aligned up to the swizzle atom in the kernel.
-  static constexpr int kSmemBytes = (kPipeBytes > kEpiBytes ? kPipeBytes : kEpiBytes) + 1024;
+  static constexpr int kSmemBytes = kDataBytes + 1024;
   // Blocks a multiprocessor that the shared memory allows (227 KiB; at most 2048 threads):
   // registers are capped to leave room for as many (__launch_bounds__), so that they never lower
   // the occupancy the shared memory gives (128×64 with 3 stages: three blocks, 80 registers a

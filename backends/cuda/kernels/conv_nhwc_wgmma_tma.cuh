@@ -58,7 +58,7 @@ __device__ __forceinline__ void tma_load_2d(std::uint32_t dst, const CUtensorMap
 template <int BM, int BN, int WGS, int STAGES, bool WS> struct TmaTile : WgTile<BM, BN, WGS, STAGES> {
   using Base = WgTile<BM, BN, WGS, STAGES>;
   static constexpr int kConsumers = Base::kThreads, kThreads = kConsumers + (WS ? 32 : 0);
-  static constexpr int kBarOffset = Base::kPipeBytes > Base::kEpiBytes ? Base::kPipeBytes : Base::kEpiBytes;
+  static constexpr int kBarOffset = Base::kDataBytes;
   static constexpr int kSmemBytes = kBarOffset + STAGES * 16 + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory of one multiprocessor");
 };

@@ -176,6 +176,20 @@ struct DeviceCase {
                               residual.defined() ? residual.raw_data() : nullptr, e, cfg, workspace, nullptr, nullptr,
                               split_tf32, round_tf32);
   }
+  /// launch() into a fresh output that starts as NaNs (where nothing is written), then waits: the
+  /// output on the host, NHWC; undefined, with the failing CUDA call added as a test failure,
+  /// where one fails (the caller asserts it is defined and names the tile).
+  Tensor output(DType s, kernels::NhwcConvConfig cfg, void* workspace, bool split_tf32 = false) const {
+    Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
+    const cudaError_t filled = cudaMemset(y.raw_data(), 0xff, y.nbytes());
+    EXPECT_EQ(filled, cudaSuccess);
+    if (filled != cudaSuccess) return Tensor();
+    launch(storage_of(s), y.raw_data(), cfg, workspace, split_tf32);
+    const cudaError_t done = cudaDeviceSynchronize();
+    EXPECT_EQ(done, cudaSuccess);
+    if (done != cudaSuccess) return Tensor();
+    return to_host(y);
+  }
 };
 /// make_operands(c, s, seed, tf32), uploaded, with c's activation.
 inline DeviceCase device_case(const NhwcCase& c, DType s, std::uint32_t seed, bool tf32 = false) {

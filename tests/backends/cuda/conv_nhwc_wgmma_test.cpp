@@ -68,17 +68,14 @@ TEST_P(ConvNhwcWgmma, EveryWgmmaTileAndSplitAgrees) {
   const Tensor ws = device_empty(DType::kU8, {static_cast<std::int64_t>(ws_bytes)});
   cudaGetLastError();
   ASSERT_EQ(cudaMemset(ws.raw_data(), 0x5a, ws_bytes), cudaSuccess);  // garbage counters must not matter
-  const kernels::NhwcStorage storage = storage_of(s);
   // fp32 storage: the tensor cores take tf32 from the fp32 bits (truncated, not rounded: the
   // mma.sync kernel rounds), so the bound is tf32's.
   const double bound = s == DType::kF32 ? 1e-3 : 1e-2;
   for (int t : wgmma_tiles()) {
     for (int sp : splits) {
-      Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
-      ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      d.launch(storage, y.raw_data(), NhwcConvConfig{t, sp}, ws.raw_data());
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << tiles[static_cast<std::size_t>(t)].name;
-      const Tensor got = redwood::to_channels_first(to_host(y), p.k);
+      const Tensor out = d.output(s, NhwcConvConfig{t, sp}, ws.raw_data());
+      ASSERT_TRUE(out.defined()) << tiles[static_cast<std::size_t>(t)].name;
+      const Tensor got = redwood::to_channels_first(out, p.k);
       const double err = testing::relative_l2(got, d.o.expected);
       if (s == DType::kF32 && sp == 1) {
         std::printf("[ measured ] %s fp32/tf32 %s: relative L2 %.3g\n", c.name.c_str(),

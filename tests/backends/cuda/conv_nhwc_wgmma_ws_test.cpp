@@ -60,11 +60,9 @@ TEST_P(ConvNhwcWgmmaWs, EveryWsTileAgrees) {
     const char* name = kernels::nhwc_conv_tiles()[static_cast<std::size_t>(t)].name;
     // Split 2 is asked for and ignored (no workspace needed): the tiles run unsplit.
     for (int sp : {1, 2}) {
-      Tensor y = device_empty(s, {p.n, p.oh, p.ow, p.k});
-      ASSERT_EQ(cudaMemset(y.raw_data(), 0xff, y.nbytes()), cudaSuccess);  // NaNs where nothing is written
-      d.launch(storage_of(s), y.raw_data(), NhwcConvConfig{t, sp}, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << name;
-      const double err = testing::relative_l2(redwood::to_channels_first(to_host(y), p.k), d.o.expected);
+      const Tensor out = d.output(s, NhwcConvConfig{t, sp}, nullptr);
+      ASSERT_TRUE(out.defined()) << name;
+      const double err = testing::relative_l2(redwood::to_channels_first(out, p.k), d.o.expected);
       const long long tiles = kernels::nhwc_conv_tile_count(p, {t, 1});
       if (sp == 1) {
         std::printf("[ measured ] %s %s %s: %lld tiles on %d multiprocessors, relative L2 %.3g\n", c.name.c_str(),
