@@ -10,7 +10,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 build_dir=${BUILD_DIR:-build}
 
-bash scripts/setup.sh
+BUILD_TARGETS=${BUILD_TARGETS:-redwood} bash scripts/setup.sh  # the launcher; scripts/test.sh builds the rest
 echo "run: redwood run configs/ocr-video.yaml --frames ${FRAMES:-150}, results over ZeroMQ on tcp://127.0.0.1:5555"
 /usr/bin/python3 apps/examples/subscribe.py tcp://127.0.0.1:5555 ocr-video/ --timeout 20 &
 subscriber=$!

@@ -5,6 +5,7 @@
 #
 #   bash scripts/setup.sh            # as root (CI), or with sudo available
 #   BUILD_DIR=build-asan bash scripts/setup.sh
+#   BUILD_TARGETS=redwood bash scripts/setup.sh   # only these targets (default: everything)
 #
 # CUDA: CMake picks up /usr/local/cuda by itself when it exists (backends/cuda then builds).
 set -euo pipefail
@@ -15,9 +16,12 @@ build_dir=${BUILD_DIR:-build}
 
 log() { echo "setup: $*"; }
 
+# --no-install-recommends below: every package the build needs is named here, including those
+# a -dev package only recommends (oneDNN's CMake package requires OpenCL's headers and loader,
+# which libdnnl-dev merely recommends: ocl-icd-opencl-dev).
 packages=(
   build-essential cmake ninja-build ccache pkg-config git xz-utils ca-certificates
-  libtbb-dev libopencv-dev libdnnl-dev libzmq3-dev cppzmq-dev libspdlog-dev libfmt-dev
+  libtbb-dev libopencv-dev libdnnl-dev ocl-icd-opencl-dev libzmq3-dev cppzmq-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-zmq ffmpeg fonts-dejavu-core
@@ -69,6 +73,7 @@ cmake "${cmake_args[@]}" >"$build_dir/configure.log" 2>&1 || {
   exit 1
 }
 
-log "building $build_dir (${SECONDS}s so far)"
-cmake --build "$build_dir"
+read -r -a targets <<<"${BUILD_TARGETS:-}"
+log "building $build_dir${targets[*]:+ (${targets[*]})} (${SECONDS}s so far)"
+cmake --build "$build_dir" ${targets[@]:+--target "${targets[@]}"}
 log "done in ${SECONDS}s"
