@@ -64,6 +64,18 @@ struct BroadcastCase {
   Shape a, b;
 };
 
+// "a2x3x4_b1x4x1": the case's name, and what a failure prints as its parameter (a rank-0
+// operand is "scalar").
+std::string case_name(const BroadcastCase& c) {
+  const auto dims = [](const Shape& s) {
+    std::string out;
+    for (auto d : s) out += (out.empty() ? "" : "x") + std::to_string(d);
+    return out.empty() ? std::string("scalar") : out;
+  };
+  return "a" + dims(c.a) + "_b" + dims(c.b);
+}
+void PrintTo(const BroadcastCase& c, std::ostream* os) { *os << case_name(c); }
+
 class BinaryBroadcast : public ::testing::TestWithParam<BroadcastCase> {};
 
 TEST_P(BinaryBroadcast, AllOpsMatchNumpyLoop) {
@@ -91,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BroadcastCase{{2, 3, 4, 5}, {3, 1, 5}},         // mixed
                       BroadcastCase{{1, 1}, {1}},                     // all ones
                       BroadcastCase{{4, 300, 300}, {4, 1, 300}},      // large: parallel chunks
-                      BroadcastCase{{0, 3}, {1, 3}}));                // empty
+                      BroadcastCase{{0, 3}, {1, 3}}),                 // empty
+    [](const ::testing::TestParamInfo<BroadcastCase>& info) { return case_name(info.param); });
 
 TEST(ElementwiseBinary, HandValues) {
   expect_close(run_binary("Sub", f32({2, 2}, {5, 6, 7, 8}), f32({2}, {1, 2})),
