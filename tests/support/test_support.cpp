@@ -148,20 +148,23 @@ void expect_close(const Tensor& actual, const Tensor& expected, double rtol, dou
   }
 }
 
-LauncherResult run_launcher(const std::string& args) {
-#ifdef REDWOOD_BINARY
-  const std::string command = std::string(REDWOOD_BINARY) + " " + args + " 2>&1";
-#else
-  const std::string command = "redwood " + args + " 2>&1";
-#endif
+LauncherResult run_command(const std::string& command) {
   LauncherResult r;
-  FILE* pipe = popen(command.c_str(), "r");
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return r;
   char buf[4096];
   while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) r.output.append(buf, n);
   const int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+LauncherResult run_launcher(const std::string& args) {
+#ifdef REDWOOD_BINARY
+  return run_command(std::string(REDWOOD_BINARY) + " " + args);
+#else
+  return run_command("redwood " + args);
+#endif
 }
 
 std::filesystem::path assets_dir() {

@@ -78,6 +78,8 @@ struct LauncherResult {
   std::string output;
 };
 
+/// Runs `command` through the shell, stderr joined to stdout.
+LauncherResult run_command(const std::string& command);
 /// Runs the built `redwood` binary (REDWOOD_BINARY) with `args` through the shell.
 LauncherResult run_launcher(const std::string& args);
 
