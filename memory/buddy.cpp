@@ -183,8 +183,8 @@ void BuddyResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignm
              "buddy pool '{}': deallocate of {} which is not a block of this pool (foreign pointer)",
              name(), p);
   // The block's order comes from the caller's bytes and alignment (the contract), not from its
-  // state byte: that byte is a cache miss for a block allocated long ago, and it was most of the
-  // cost of a free. The state is checked where it is read anyway (when the block leaves the
+  // state byte: that byte is a cache miss for a block allocated long ago, and reading it would be
+  // most of the cost of a free. The state is checked where it is read anyway (when the block leaves the
   // thread cache); with debug checks on, MemoryResource's tracking has checked the call already.
   const std::uint32_t order = block_order(bytes, alignment);
   RW_EXPECTS(order != 0 && (offset & ((std::size_t{1} << order) - 1)) == 0, InvalidArgument,

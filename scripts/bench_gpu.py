@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Redwood's GPU runner against PyTorch on the same GPU and the same weights (issue 6, item 5).
+"""Redwood's GPU runner against PyTorch on the same GPU and the same weights.
 
 Run on the GPU host with plain `python3` (PyTorch and torchvision there), after building and
 bundling `redwood_gpu_bench` (docs/cuda.md says how):
@@ -21,7 +21,9 @@ bundling `redwood_gpu_bench` (docs/cuda.md says how):
    and ONNX Runtime's CPU build (the `onnxruntime` Python package, default threads), wall clock,
    median of --cpu-runs after 2 warm-ups; a second table with the ratios.
 
---tables pytorch,det picks the parts (e.g. `--tables det` for the PP-OCR table alone).
+--tables pytorch,det picks the parts (e.g. `--tables det` for the PP-OCR table alone). Each part
+also writes its table in markdown into --out (det_table.md, pytorch_table.md), which
+scripts/cuda_device_run.sh puts into the dated results file.
 
 PyTorch's "fp32" convolutions use TF32 by default (torch.backends.cudnn.allow_tf32); the table
 states which Redwood precision runs against it (fp32 exact and tf32 both, with --precisions).
@@ -168,7 +170,7 @@ def ort_cpu_time(path, batch, runs):
 
 
 def det_table(a):
-    """PP-OCRv4 det: Redwood GPU against Redwood CPU and ONNX Runtime CPU (issue 6, item 5)."""
+    """PP-OCRv4 det: Redwood GPU against Redwood CPU and ONNX Runtime CPU."""
     rows = []
     if not os.path.exists(a.det):
         log(f"PP-OCRv4 det: {a.det} is missing (--det, or REDWOOD_ASSETS); the det table is skipped")
@@ -203,6 +205,78 @@ def print_det(rows):
         # Ratios are speed-ups: how many times faster the first is than the second.
         print(f"{r['batch']:>3} {r['redwood_precision']:<9}{g:>11.3f}{h:>9.3f}{c:>9.1f}{o:>9.1f}"
               f"{c / g:>10.1f}x{o / g:>8.1f}x{o / h:>8.1f}x{o / c:>10.2f}x")
+
+
+MODEL_NAMES = {"resnet50": "ResNet-50", "mobilenet_v3_large": "MobileNetV3-L"}
+
+
+def ratio(x, target=1.25):
+    """A speed-up as the tables print it: bold where it meets the 1.25x aim."""
+    if x != x:
+        return "n/a"
+    text = f"{x:.2f}\u00d7"
+    return f"**{text}**" if x >= target else text
+
+
+def det_markdown(rows):
+    """The det table in markdown, with ONNX Runtime's version and the CPU-GPU agreement."""
+    nan = float("nan")
+    out = ["| batch | GPU precision | GPU replay ms | GPU host to host ms | Redwood CPU ms | ORT CPU ms "
+           "| GPU / Redwood CPU | GPU / ORT | host-to-host / ORT | Redwood CPU / ORT |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    ort_versions, agreement = set(), {}
+    for r in rows:
+        rw, cpu, ort_t = r["redwood"] or {}, r["redwood_cpu"] or {}, r["ort_cpu"] or {}
+        g, h = rw.get("median_ms", nan), rw.get("host_median_ms", nan)
+        c, o = cpu.get("median_ms", nan), ort_t.get("median_ms", nan)
+        if "version" in ort_t:
+            ort_versions.add(ort_t["version"])
+        if "vs_gpu_rel_l2" in cpu:
+            agreement[r["batch"]] = cpu["vs_gpu_rel_l2"]
+        out.append(f"| {r['batch']} | {r['redwood_precision']} | {g:.3f} | {h:.3f} | {c:.1f} | {o:.1f} "
+                   f"| {c / g:.1f}\u00d7 | {o / g:.1f}\u00d7 | {o / h:.1f}\u00d7 | {o / c:.2f}\u00d7 |")
+    out.append("")
+    out.append("ONNX Runtime " + (", ".join(sorted(ort_versions)) or "not importable") + ", CPU execution provider, "
+               f"default threads ({os.cpu_count()} cores). Redwood CPU against GPU outputs, relative L2: "
+               + (", ".join(f"batch {b} {v:.2g}" for b, v in sorted(agreement.items())) or "not measured") + ".")
+    return "\n".join(out) + "\n"
+
+
+def pytorch_markdown(rows, ceil):
+    """The PyTorch table in markdown, after the versions and the ceilings it was measured with."""
+    nan = float("nan")
+    out = [f"torch {torch.__version__} (CUDA {torch.version.cuda}), torchvision {torchvision.__version__}; "
+           f"ceilings measured in the same call: fp16 {ceil['fp16_flops'] / 1e12:.0f} TFLOP/s, "
+           f"TF32 {ceil['tf32_flops'] / 1e12:.0f}, fp32 {ceil['fp32_flops'] / 1e12:.1f}, "
+           f"{ceil['bandwidth'] / 1e12:.1f} TB/s.", "",
+           "| model | batch | PyTorch precision | Redwood | eager ms | compile ms | reduce-overhead ms | Redwood ms "
+           "| Redwood speed vs fastest | floor ms | Redwood / floor | PyTorch no-TF32 ms | speed vs it |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        pt, rw = r["pytorch"], r["redwood"]
+        finite = [v for v in pt.values() if v == v]
+        best = min(finite) if finite else nan
+        rw_ms, floor = nan, nan
+        if rw:
+            rate = ceil["fp16_flops"] if r["redwood_precision"] == "fp16" else (
+                ceil["tf32_flops"] if r["redwood_precision"] == "tf32" else ceil["fp32_flops"])
+            floor = max(rw["flops"] / rate, rw["min_bytes"] / ceil["bandwidth"]) * 1e3
+            rw_ms = rw["median_ms"]
+        over_floor = rw_ms / floor
+        over_floor_text = f"{over_floor:.0f}\u00d7" if over_floor >= 100 else f"{over_floor:.1f}\u00d7"
+        exact = [v for v in r.get("pytorch_exact", {}).values() if v == v]
+        exact_cells = f"{min(exact):.3f} | {ratio(min(exact) / rw_ms)}" if exact else " | "
+        # Redwood's fp32 is exact through 3xTF32 products (its NHWC groups, on by default).
+        label = "fp32 (3xTF32)" if r["redwood_precision"] == "fp32" else r["redwood_precision"]
+        out.append(f"| {MODEL_NAMES.get(r['model'], r['model'])} | {r['batch']} | {r['precision']} | {label} "
+                   f"| {pt.get('eager', nan):.3f} | {pt.get('compile', nan):.3f} | {pt.get('reduce-overhead', nan):.3f} "
+                   f"| {rw_ms:.3f} | {ratio(best / rw_ms)} | {floor:.3f} | {over_floor_text} | {exact_cells} |")
+    return "\n".join(out) + "\n"
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def exact_cols(pt_exact, rw_ms):
@@ -242,6 +316,7 @@ def main():
         with open(os.path.join(a.out, "det_results.json"), "w") as f:
             json.dump({"rows": det_rows}, f, indent=1)
         print_det(det_rows)
+        write_text(os.path.join(a.out, "det_table.md"), det_markdown(det_rows))
         sys.stdout.flush()
     if "pytorch" not in tables:
         return
@@ -268,6 +343,7 @@ def main():
                     json.dump({"ceilings": ceil, "rows": rows}, f, indent=1)
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"ceilings": ceil, "rows": rows}, f, indent=1)
+    write_text(os.path.join(a.out, "pytorch_table.md"), pytorch_markdown(rows, ceil))
     print(f"\n{'model':<20}{'bs':>4} {'prec':<5}{'rw':<5}{'eager':>9}{'compile':>9}{'reduce-oh':>10}"
           f"{'redwood':>10}{'speed vs best':>15}{'floor':>9}{'rw/floor':>9}{'pt exact':>10}{'vs exact':>10}")
     for r in rows:

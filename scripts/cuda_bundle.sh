@@ -2,7 +2,7 @@
 # Builds the GPU test and benchmark binaries (Release, CUDA, sm_90) here and packs them for the
 # GPU host into .device-cuda/ (ignored by git), with the models and ONNX's node tests. Neither
 # binary links OpenCV, so the bundle stays under the device tool's 60 MiB. Then, on the host, one
-# command runs everything (scripts/cuda_device_run.sh; docs/cuda.md, "On the GPU host"):
+# command runs everything (scripts/cuda_device_run.sh; docs/cuda.md, "Running on the GPU host"):
 #
 #   scripts/cuda_bundle.sh [BUILD_DIR]      # default build-cuda
 set -euo pipefail
@@ -19,6 +19,13 @@ strip -o "$stage/redwood_gpu_bench" "$build/bin/redwood_gpu_bench"
 ../shared/tools/device-bundle -o .device-cuda "$stage/redwood_gpu_tests" "$stage/redwood_gpu_bench" \
   -d assets/models -d /usr/share/libonnx-testdata/data/node
 grep -qx '/.device-cuda/' .git/info/exclude || echo '/.device-cuda/' >>.git/info/exclude
+# The GPU host gets no .git: cuda_device_run.sh reads the commit (with -dirty when the tree has
+# changes) and the CUDA toolkit's version from here for its results file's header.
+commit=$(git rev-parse --short HEAD)
+[[ -z $(git status --porcelain) ]] || commit+=-dirty
+echo "$commit" >.device-cuda/commit
+nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+{ "${nvcc:-nvcc}" --version 2>/dev/null || true; } | sed -n 's/.*release \([0-9.]*\).*/\1/p' >.device-cuda/toolkit
 size=$(stat -c %s .device-cuda/bundle.tar.xz)
 echo "bundle: $((size / 1048576)) MiB (limit 60)"
 ((size < 60 * 1048576)) || { echo "cuda_bundle.sh: the bundle is over 60 MiB" >&2; exit 1; }

@@ -3,10 +3,10 @@
 
 Redwood's `redwood_gpu_bench --check` compares its fp16 output with the fp32 reference executor.
 For torchvision's MobileNetV3-Large built with weights=None that error is 1.0 (docs/cuda.md,
-"What is next"): either a Redwood kernel is wrong at fp16 on that network, or the randomly
-initialized network's activations fall below fp16's range, so that any fp16 run gives about
-zero. This script runs the same model (same constructor, same seed as bench_gpu.export) in
-PyTorch at fp32 and at fp16 on the GPU and prints, per model:
+"Known limits"): a wrong fp16 kernel would give that, and so would a randomly initialized network
+whose activations fall below fp16's range, so that any fp16 run gives about zero. This script
+runs the same model (same constructor, same seed as bench_gpu.export) in PyTorch at fp32 and at
+fp16 on the GPU and prints, per model:
 
 - the relative L2 error of PyTorch's own fp16 logits against its fp32 logits (and the logits' RMS);
 - per module output (forward hooks, fp32 run): the RMS of the activation, and how many modules'

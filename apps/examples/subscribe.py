@@ -44,7 +44,7 @@ def main() -> int:
             label = d.get("text") or d["kind"]
             x, y, w, h = d["box"]
             found.append(f"{label!r} {d['score']:.2f} at ({x:.0f},{y:.0f} {w:.0f}x{h:.0f})")
-        # Per-stage times (ms after capture), present since the timestamps addition to the schema.
+        # Per-stage times (ms after capture); an addition to redwood.frame/1, so read with .get().
         stages = frame.get("timestamps", {}).get("stages", [])
         breakdown = " [" + " ".join(f"{s['stage']} {s['done_ms']:.0f}" for s in stages) + "]" if stages else ""
         print(f"{topic.decode()} #{frame['seq']} {frame['latency_ms']:.0f} ms{breakdown}: " + ("; ".join(found) or "-"),

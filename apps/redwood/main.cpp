@@ -13,8 +13,8 @@
 int main(int argc, char** argv) {
   // Keep freed tensor memory in the heap instead of returning it to the kernel: glibc otherwise
   // serves every block over 128 KiB-32 MiB with a fresh mmap, and a model run that allocates its
-  // intermediates anew pays a page fault per 4 KiB on each run (on this VM that was 60 of BlazeFace's
-  // 87 ms and most of det's elementwise time). 32 MiB is glibc's largest mmap threshold.
+  // intermediates anew pays a page fault per 4 KiB on each run (on the 2-core VM, without this, 60
+  // of BlazeFace's 87 ms and most of det's elementwise time). 32 MiB is glibc's largest mmap threshold.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"Redwood: video-analytics runtime over CPU and GPU"};

@@ -66,7 +66,7 @@
 // the pads the algebra's. At fp32 storage (Cp = 4C) only a 7x7 kernel qualifies, and saves next
 // to no K-dim (7·7·4 = 196 against 4·4·12 = 192); it is taken for the loads' sake: three
 // contiguous 16-byte chunks per window position instead of one (the stem 15 % faster on the H200,
-// docs/cuda.md).
+// docs/results/2026-11-30-h200-kernels.md).
 
 #include "core/error.hpp"
 #include "core/layout.hpp"

@@ -262,7 +262,7 @@ bool tiled_window(const NhwcDepthwiseParams& p) {
 
 bool tiled(const NhwcDepthwiseParams& p) { return tiled_window(p) && tiled_threads(p, {}) < (1LL << 31); }
 
-// The variants the tuner may pick (the first is the default, the kernel before there were others):
+// The variants the tuner may pick (the first is the default):
 // 8 channels × 4 outputs along W; fewer outputs a thread (more threads, more loads in flight, for
 // the small late layers bound by latency); two output rows a thread (an input row loaded once for
 // both, for the large early layers: 4 rows of loads for 2 output rows of a 3×3 filter, not 6); at

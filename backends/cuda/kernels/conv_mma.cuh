@@ -244,7 +244,7 @@ __global__ void __launch_bounds__(MmaTile<BM, BN, WM, WN>::kThreads, MmaTile<BM,
   const int ktiles = (kr.k_end - kr.k_begin + BK - 1) / BK;
   // Programmatic launch (pdl.cuh): constant weights of the first stages are copied while the
   // previous kernel finishes; x, which it may still be writing, only after pdl_wait(). The early
-  // copies join the first commit group, so the waits below count groups as before.
+  // copies join the first commit group, so the waits below count the same groups either way.
   const bool early_b = (flags & kConstW) != 0;
   if (early_b) {
 #pragma unroll

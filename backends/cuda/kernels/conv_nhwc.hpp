@@ -58,7 +58,7 @@ bool nhwc_wgmma_usable();
 
 /// Whether the tuner may offer the warp-specialized wgmma tiles (ws ≥ 0) where the wgmma tiles are
 /// offered: only with the environment variable REDWOOD_CUDA_WGMMA_WS=1 (they are slower than the
-/// wgmma tiles on every ResNet-50 layer measured; docs/cuda.md, "The warp-specialized wgmma tiles").
+/// wgmma tiles on every ResNet-50 layer measured; docs/results/2026-11-30-h200-kernels.md).
 bool nhwc_wgmma_ws_enabled();
 
 /// Whether the TMA-fed wgmma tiles (tma ≥ 0) take this layer at this storage: the build has them,

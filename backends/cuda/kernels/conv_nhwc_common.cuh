@@ -106,8 +106,8 @@ template <int BM, int BN, int BK> struct ConvBlock {
 /// plan() checks): k < C reads x at the output pixel and k ≥ C reads x2 at (oy·stride2,
 /// ox·stride2), channel k − C; C is a multiple of E, so a chunk lies in one of the two. pix_off
 /// then holds x2's offsets and ix0 x's (m·C; no window, no padding). A compile-time flag, not a
-/// branch on a.x2: the runtime test and its registers in every kernel's main loop made ResNet-50
-/// 10 % slower; without SC the loader is the one of before, instruction for instruction.
+/// branch on a.x2: a runtime test and its registers in every kernel's main loop make ResNet-50
+/// 10 % slower; without SC the loader carries nothing of the shortcut.
 template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> struct ConvLoader {
   static constexpr int E = 16 / static_cast<int>(sizeof(T)), BK = CHUNKS * E, kRowStep = THREADS / CHUNKS;
   static constexpr int kAJ = BM * CHUNKS / THREADS, kBJ = BN * CHUNKS / THREADS;  // copies per thread
@@ -202,7 +202,7 @@ template <typename T, int CHUNKS, int BM, int BN, int THREADS, bool SC = false> 
 /// any of them. A loop of load → add → store per row waits one memory latency per row (the
 /// compiler cannot move a row's residual load above the previous row's store: y and residual
 /// may alias as far as it knows), which made the 1×1 expansions with a residual, whose blocks are
-/// mostly epilogue, latency-bound (docs/cuda.md, "The batched epilogue"). The bias is read once
+/// mostly epilogue, latency-bound (docs/cuda.md, Kernels). The bias is read once
 /// (the column is fixed); the sums are those of the general path, in its order. Rows past the
 /// last pixel (M's tail) and columns past K are neither loaded nor stored.
 /// ACT: the activation, known at compile time (kActNone or kActRelu).

@@ -1,6 +1,6 @@
 #pragma once
-// rw.ConvNhwc's wgmma kernel fed by the Tensor Memory Accelerator (sm_90a; docs/cuda.md, "The
-// TMA tiles"). The wgmma kernel (conv_nhwc_wgmma.cuh, read that first) has every thread compute
+// rw.ConvNhwc's wgmma kernel fed by the Tensor Memory Accelerator (sm_90a; docs/cuda.md,
+// Kernels). The wgmma kernel (conv_nhwc_wgmma.cuh, read that first) has every thread compute
 // the implicit im2col's addresses, bounds and cp.async of every K tile; profiled on the H200,
 // its 3×3 layers issue an instruction on 59 % of cycles and run at 185–250 TFLOP/s, a third of
 // the tensor cores' rate. Here one thread asks the TMA for each stage: the activations through an

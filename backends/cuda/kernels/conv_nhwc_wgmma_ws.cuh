@@ -1,11 +1,10 @@
 #pragma once
-// rw.ConvNhwc's warp-specialized, persistent wgmma kernel (sm_90a; docs/cuda.md, Kernels, the
-// rw.ConvNhwc row, and "The warp-specialized wgmma tiles"). The same implicit GEMM, operand
+// rw.ConvNhwc's warp-specialized, persistent wgmma kernel (sm_90a; docs/cuda.md, Kernels,
+// rw.ConvNhwc's families). The same implicit GEMM, operand
 // layout (stage rows of 128 bytes with the 128-byte swizzle, read by wgmma through descriptors),
 // loader and epilogue math as conv_nhwc_wgmma.cuh (read that first); what differs is who does
-// what and when. (Measured on an H200, 2026-11-30: 11–29 % slower than conv_nhwc_wgmma.cuh's
-// tiles on every ResNet-50 layer, so the tuner does not pick them there; docs/cuda.md says what
-// is next.)
+// what and when. (Slower than conv_nhwc_wgmma.cuh's tiles on every ResNet-50 layer measured, so
+// they are offered only with REDWOOD_CUDA_WGMMA_WS=1; docs/results/2026-11-30-h200-kernels.md.)
 //
 //   * 384 threads: warpgroup 0 is the producer, warpgroups 1 and 2 the consumers. setmaxnreg
 //     moves registers from the producer to the consumers, which alone hold accumulators.
@@ -46,7 +45,8 @@
 // barrier counts its "previous" phase, parity 1, as complete, so the first round never waits).
 // A parity wait is right only while the waiter is at most one phase ahead of the barrier: the
 // producer and cooperative consumers are (each passed the stage's previous round itself);
-// ping-pong consumers are by their turns (without them the first version hung).
+// ping-pong consumers are by their turns (without them a consumer could wait on a stage's second
+// phase while its first was pending, take it as complete, and the kernel would hang).
 //
 // No split-K (the tuner offers split 1 only; launch_conv_nhwc runs these tiles unsplit).
 // Programmatic dependent launch (pdl.cuh): every thread waits (pdl_wait) before any copy or

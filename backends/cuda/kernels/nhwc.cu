@@ -309,7 +309,7 @@ NhwcGapPlan global_avg_pool_nhwc_plan(int n, long long hw, int c, int multiproce
   NhwcGapPlan plan;
   const int groups = c / kNhwcVec;
   if (groups <= 0 || n <= 0 || hw <= 0) return plan;
-  // Only the vectors there are (the old plan left 23 of 32 idle at 72 channels), the rest of the
+  // Only the vectors there are (a fixed 32 would leave 23 of 32 idle at 72 channels), the rest of the
   // block's 256 threads on more slices (at most 64: the slices' sums are added one by one).
   plan.vecs = std::min(groups, 32);
   plan.slices = std::min(kThreads / plan.vecs, 64);

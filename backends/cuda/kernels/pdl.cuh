@@ -56,7 +56,8 @@ std::string programmatic_launch_status();
 int programmatic_edge_count(cudaGraph_t graph);
 
 /// kernel<<<grid, block, smem, stream>>>(args...), with the programmatic-launch attribute when
-/// enabled. Returns the launch's error (callers check it with RW_CUDA_CHECK_LAUNCH as before).
+/// enabled. Returns the launch's error (callers check it with RW_CUDA_CHECK_LAUNCH, as after a
+/// <<<>>> launch).
 template <typename... Params, typename... Args>
 cudaError_t launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                           Args&&... args) {

@@ -6,7 +6,7 @@
 // The reference runs on the inputs, weights and residual already rounded to the storage type (the
 // bias stays fp32, as the op takes it), so the bound (relative L2 ≤ 1e-2) measures the kernel:
 // its fp32 accumulation and the one rounding of the output. At fp32 storage the reference is the
-// exact fp32 convolution and the bound is tf32's (the 1e-3): the kernel rounds x and w to
+// exact fp32 convolution and the bound is tf32's (1e-3): the kernel rounds x and w to
 // tf32 inside; a kernel that mixed up fragments or chunks would be off by about 1. With 3xTF32
 // products (fp32 storage at precision fp32, "_3xtf32") the bound is 5e-5 (bound() below). Layouts
 // are converted on the host.

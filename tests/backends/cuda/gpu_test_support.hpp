@@ -28,7 +28,7 @@ inline std::string gpu_unavailable() {
       GTEST_SKIP() << why;                                                             \
   } while (0)
 
-/// The bounds on relative L2 error against the reference kernels.
+/// The per-kernel bounds on relative L2 error against the reference kernels, by precision.
 inline double tolerance(Precision p) {
   switch (p) {
     case Precision::kFp32: return 1e-4;

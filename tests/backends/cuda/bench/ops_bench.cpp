@@ -1,5 +1,5 @@
-// redwood_ops_bench: the GPU kernels of issue 6's elementwise chains and tensor-core matrix
-// products against the paths they replace, each pair in the same process on the same data.
+// redwood_ops_bench: the GPU's elementwise-chain and tensor-core matrix-product kernels against
+// the paths they replace, each pair in the same process on the same data.
 //
 //   redwood_ops_bench chains MODEL.onnx --shape N,C,H,W [--precision fp32] [--runs 50] [--warmup 20]
 //       The model through the GPU runner twice: its graph optimized without fuse_elementwise
