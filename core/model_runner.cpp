@@ -1,24 +1,366 @@
 #include "core/model_runner.hpp"
 
+#include "core/error.hpp"
 #include "core/executor.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <thread>
 
 namespace redwood {
+
+// ---- statistics ----
+
+double RunnerStats::overlap() const {
+  const double copy = copy_in_ms + copy_out_ms;
+  if (copy <= 0) return 0;
+  // Time copies ran, less the time nothing but copies ran: busy = compute ∪ copy, so the copy
+  // time hidden under compute is compute_busy + copy_busy - busy.
+  const double hidden = std::max(0.0, compute_busy_ms + copy_busy_ms - busy_ms);
+  return std::min(1.0, hidden / copy_busy_ms);
+}
+
+double RunnerStats::copy_gbps() const {
+  const double ms = copy_in_ms + copy_out_ms;
+  return ms > 0 ? static_cast<double>(bytes_in + bytes_out) / (ms * 1e6) : 0;
+}
+
+RunnerStatsRecorder::RunnerStatsRecorder(std::string description, int slots, int device, bool copies_overlap) {
+  stats_.description = std::move(description);
+  stats_.slots = slots;
+  stats_.device = device;
+  stats_.copies_overlap = copies_overlap;
+}
+
+void IntervalUnion::add(double start, double end) {
+  start = std::max(start, floor_);
+  if (end <= start) return;
+  // Merge with every piece that touches [start, end].
+  auto it = pieces_.upper_bound(start);
+  if (it != pieces_.begin() && std::prev(it)->second >= start) --it;
+  while (it != pieces_.end() && it->first <= end) {
+    start = std::min(start, it->first);
+    end = std::max(end, it->second);
+    it = pieces_.erase(it);
+  }
+  pieces_.emplace(start, end);
+  constexpr std::size_t kWindow = 256;
+  while (pieces_.size() > kWindow) {
+    const auto first = pieces_.begin();
+    finalized_ += first->second - first->first;
+    floor_ = first->second;
+    pieces_.erase(first);
+  }
+}
+
+double IntervalUnion::length() const {
+  double total = finalized_;
+  for (const auto& [start, end] : pieces_) total += end - start;
+  return total;
+}
+
+void RunnerStatsRecorder::record(const BatchTiming& t, bool failed) {
+  std::lock_guard lock(mutex_);
+  RunnerStats& s = stats_;
+  s.wait_ms += t.wait_ms;
+  if (failed) {
+    ++s.failed;
+    return;
+  }
+  ++s.batches;
+  s.rows += t.rows;
+  s.run_rows += t.run_rows;
+  ++s.batch_rows[t.rows];
+  s.copy_in_ms += t.compute_start - t.copy_in_start;
+  s.compute_ms += t.compute_end - t.compute_start;
+  s.copy_out_ms += t.copy_out_end - t.compute_end;
+  s.bytes_in += t.bytes_in;
+  s.bytes_out += t.bytes_out;
+  compute_.add(t.compute_start, t.compute_end);
+  copy_.add(t.copy_in_start, t.compute_start);
+  copy_.add(t.compute_end, t.copy_out_end);
+  busy_.add(t.copy_in_start, t.copy_out_end);
+  s.compute_busy_ms = compute_.length();
+  s.copy_busy_ms = copy_.length();
+  s.busy_ms = busy_.length();
+  first_start_ = std::min(first_start_, t.copy_in_start);
+  last_end_ = std::max(last_end_, t.copy_out_end);
+  s.span_ms = last_end_ - first_start_;
+}
+
+void RunnerStatsRecorder::set_pinned_peak(double h2d_gbps, double d2h_gbps) {
+  std::lock_guard lock(mutex_);
+  stats_.pinned_h2d_gbps = h2d_gbps;
+  stats_.pinned_d2h_gbps = d2h_gbps;
+}
+
+RunnerStats RunnerStatsRecorder::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+// ---- batches ----
+
+std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts) {
+  std::vector<std::int64_t> rows;
+  rows.reserve(parts.size());
+  for (const Tensor& t : parts) rows.push_back(t.rank() == 0 ? 1 : t.dim(0));
+  return rows;
+}
+
+void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes) {
+  auto* dst = static_cast<std::byte*>(out);
+  std::size_t at = 0;
+  for (const Tensor& part : parts) {
+    const Tensor c = part.contiguous();
+    RW_EXPECTS(at + c.nbytes() <= out_bytes, InvalidArgument, "gather_rows: {} bytes of parts for {} bytes", at + c.nbytes(),
+               out_bytes);
+    if (c.nbytes() > 0) std::memcpy(dst + at, c.raw_data(), c.nbytes());
+    at += c.nbytes();
+  }
+  if (at < out_bytes) std::memset(dst + at, 0, out_bytes - at);
+}
+
+void check_batch(const Graph& graph, const InferBatch& batch) {
+  const std::string model = graph.source.empty() ? graph.name : graph.source;
+  RW_EXPECTS(batch.inputs.size() == graph.inputs.size(), InvalidArgument, "{}: a batch of {} input(s) for {} graph input(s)",
+             model, batch.inputs.size(), graph.inputs.size());
+  RW_EXPECTS(!batch.inputs.empty() && !batch.inputs[0].empty(), InvalidArgument, "{}: an empty batch", model);
+  const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+  std::int64_t total = 0;
+  for (auto r : rows) total += r;
+  for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
+    const ValueInfo& vi = graph.inputs[i];
+    const auto& parts = batch.inputs[i];
+    RW_EXPECTS(part_rows(parts) == rows, InvalidArgument, "{}: input '{}' is split into other rows than input '{}'", model,
+               vi.name, graph.inputs[0].name);
+    for (const Tensor& p : parts) {
+      RW_EXPECTS(p.defined() && p.device() == Device::kCpu, InvalidArgument, "{}: input '{}' must be a host tensor", model,
+                 vi.name);
+      RW_EXPECTS(vi.dtype == DType::kUndefined || p.dtype() == vi.dtype, InvalidArgument,
+                 "{}: input '{}' is {}, the graph declares {}", model, vi.name, p.description(), vi.description());
+      RW_EXPECTS(p.rank() >= 1 && p.rank() == parts[0].rank() &&
+                     std::equal(p.shape().begin() + 1, p.shape().end(), parts[0].shape().begin() + 1),
+                 InvalidArgument, "{}: the parts of input '{}' differ beyond dim 0 ({} and {})", model, vi.name,
+                 p.description(), parts[0].description());
+    }
+  }
+  RW_EXPECTS(batch.run_rows == 0 || batch.run_rows >= total, InvalidArgument, "{}: run_rows {} is below the batch's {} rows",
+             model, batch.run_rows, total);
+}
+
+std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
+  InferBatch batch;
+  for (const auto& name : input_names_) {
+    auto it = inputs.find(name);
+    RW_EXPECTS(it != inputs.end(), InvalidArgument, "input '{}' is not given", name);
+    batch.inputs.push_back({it->second});
+  }
+  for (const auto& [name, t] : inputs) {
+    RW_EXPECTS(std::find(input_names_.begin(), input_names_.end(), name) != input_names_.end(), InvalidArgument,
+               "'{}' is not an input of the model (its inputs: {})", name, fmt::join(input_names_, ", "));
+  }
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+  InferResult r = future.get();
+  if (r.error) std::rethrow_exception(r.error);
+  std::vector<Tensor> out;
+  for (auto& parts : r.outputs) out.push_back(std::move(parts.at(0)));
+  return out;
+}
+
+// ---- the CPU runner ----
+
 namespace {
+
+std::vector<std::string> input_names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const auto& vi : graph.inputs) names.push_back(vi.name);
+  return names;
+}
+
+double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(t - epoch).count();
+}
+
+/// Splits `whole` (rows on dim 0) into parts of `rows` rows, the first rows first, each a new
+/// tensor from `allocate`. A batch of one part that runs exactly its rows keeps the tensor.
+std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                               const TensorAllocator& allocate, const std::string& what) {
+  std::int64_t total = 0;
+  for (auto r : rows) total += r;
+  RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
+             "{} is {}, expected {} rows (one per item: every output of a batched model must be)", what,
+             whole.description(), run_rows);
+  if (rows.size() == 1 && run_rows == total && !allocate) return {whole};
+  const Tensor c = whole.contiguous();
+  const std::size_t row_bytes = run_rows > 0 ? c.nbytes() / static_cast<std::size_t>(run_rows) : 0;
+  std::vector<Tensor> parts;
+  parts.reserve(rows.size());
+  const auto* src = static_cast<const std::byte*>(c.raw_data());
+  for (auto r : rows) {
+    Shape shape = c.shape();
+    shape[0] = r;
+    Tensor part = allocate ? allocate(c.dtype(), shape) : Tensor::empty(c.dtype(), shape);
+    if (!part.defined()) part = Tensor::empty(c.dtype(), shape);
+    if (part.nbytes() > 0) std::memcpy(part.raw_data(), src, part.nbytes());
+    src += row_bytes * static_cast<std::size_t>(r);
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
 
 class CpuRunner final : public ModelRunner {
  public:
-  explicit CpuRunner(std::shared_ptr<const Graph> graph) : executor_(std::move(graph)) {}
-  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override { return executor_.run(inputs); }
-  std::string description() const override { return "cpu"; }
+  CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
+      : ModelRunner(input_names(*graph)),
+        executor_(std::move(graph)),
+        slots_(config.slots),
+        recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots) {
+    RW_EXPECTS(slots_ >= 1 && slots_ <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slots_);
+    worker_ = std::thread([this] { work(); });
+  }
+
+  ~CpuRunner() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_cv_.notify_all();
+    worker_.join();
+  }
+
+  void submit(InferBatch batch, InferDone done) override {
+    check_batch(executor_.graph(), batch);
+    const auto asked = std::chrono::steady_clock::now();
+    std::unique_lock lock(mutex_);
+    free_cv_.wait(lock, [&] { return in_flight_ < slots_; });
+    ++in_flight_;
+    queue_.push_back({std::move(batch), std::move(done), ms_since(asked, std::chrono::steady_clock::now())});
+    lock.unlock();
+    work_cv_.notify_one();
+  }
+
+  void drain() override {
+    std::unique_lock lock(mutex_);
+    free_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+
+  int in_flight() const override {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+  }
+
+  std::string description() const override { return fmt::format("cpu, {} slot(s)", slots_); }
+  RunnerStats stats() const override { return recorder_.stats(); }
 
  private:
+  struct Job {
+    InferBatch batch;
+    InferDone done;
+    double wait_ms = 0;
+  };
+
+  void work() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(mutex_);
+        work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        if (queue_.empty()) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      InferResult result;
+      BatchTiming timing;
+      timing.wait_ms = job.wait_ms;
+      try {
+        result.outputs = run_batch(job.batch, timing);
+      } catch (...) {
+        result.outputs.clear();
+        result.error = std::current_exception();
+      }
+      recorder_.record(timing, result.error != nullptr);
+      try {
+        job.done(result);
+      } catch (const std::exception& e) {
+        // A continuation must handle its own errors; this thread must not die of one.
+        log().error("cpu runner: a batch's completion threw: {}", e.what());
+      }
+      job = Job{};  // the batch's tensors go back to their pool before the slot does
+      {
+        std::lock_guard lock(mutex_);
+        --in_flight_;
+      }
+      free_cv_.notify_all();
+    }
+  }
+
+  std::vector<std::vector<Tensor>> run_batch(const InferBatch& batch, BatchTiming& timing) {
+    const Graph& graph = executor_.graph();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+    std::int64_t total = 0;
+    for (auto r : rows) total += r;
+    const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
+    std::map<std::string, Tensor> feeds;
+    for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
+      const auto& parts = batch.inputs[i];
+      Tensor in;
+      if (parts.size() == 1 && run_rows == total) {
+        in = parts[0];
+      } else {
+        Shape shape = parts[0].shape();
+        shape[0] = run_rows;
+        in = batch.allocate ? batch.allocate(parts[0].dtype(), shape) : Tensor();
+        if (!in.defined()) in = Tensor::empty(parts[0].dtype(), shape);
+        gather_rows(parts, in.raw_data(), in.nbytes());
+      }
+      timing.bytes_in += in.nbytes();
+      feeds.emplace(graph.inputs[i].name, std::move(in));
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    std::vector<Tensor> outs = executor_.run(feeds);
+    feeds.clear();
+    const auto t2 = std::chrono::steady_clock::now();
+    std::vector<std::vector<Tensor>> parts;
+    for (std::size_t o = 0; o < outs.size(); ++o) {
+      timing.bytes_out += outs[o].nbytes();
+      parts.push_back(split_rows(outs[o], rows, run_rows, batch.allocate, fmt::format("output '{}'", graph.outputs[o].name)));
+    }
+    const auto t3 = std::chrono::steady_clock::now();
+    timing.copy_in_start = ms_since(epoch_, t0);
+    timing.compute_start = ms_since(epoch_, t1);
+    timing.compute_end = ms_since(epoch_, t2);
+    timing.copy_out_end = ms_since(epoch_, t3);
+    timing.rows = total;
+    timing.run_rows = run_rows;
+    return parts;
+  }
+
   Executor executor_;
+  int slots_;
+  RunnerStatsRecorder recorder_;
+  const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  mutable std::mutex mutex_;
+  std::condition_variable free_cv_, work_cv_;
+  std::deque<Job> queue_;
+  int in_flight_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;  // last: starts once everything above exists
 };
 
 }  // namespace
 
-std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph) {
-  return std::make_unique<CpuRunner>(std::move(graph));
+std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config) {
+  return std::make_unique<CpuRunner>(std::move(graph), config);
 }
 
 std::map<std::string, DeviceRunnerFactory>& device_runner_registry() {

@@ -1,40 +1,198 @@
 #pragma once
-// ModelRunner: what the infer stage calls to run one model, whatever the device: host tensors in,
-// host tensors out. The CPU runner wraps the Executor; other devices register a factory here
-// from their backend ("cuda": backends/cuda/cuda_model_runner.cpp, a whole-archive link), so
-// stages need no backend's headers or libraries, and a build without CUDA simply has no "cuda"
-// entry and says so.
+// ModelRunner: what the infer stage hands batches to, whatever the device. The contract is
+// asynchronous, submit and complete:
+//
+//   infer stage ──submit(batch, done)──► runner ──► slot: copy in, run, copy out ──► done(result)
+//               returns once a slot holds            (a CUDA stream, or a CPU         on the runner's
+//               the batch; waits only while          worker thread)                   completion thread,
+//               every slot is busy (back-pressure)                                    in submit order
+//
+// A batch is the row blocks ("parts") of each graph input: one part per frame, concatenated on
+// dim 0 where the runner stages them (on the GPU, straight into a slot's device input), run as
+// one, and every output is split back into parts of the same rows. A batch may ask to run more
+// rows than it has (`run_rows`, a preferred batch size): the extra rows are zeros and their
+// outputs are dropped. run() is the synchronous form, for tools and tests.
+//
+// The CPU runner wraps the Executor on worker threads of its own; other devices register a
+// factory here from their backend ("cuda": backends/cuda/cuda_model_runner.cpp, a whole-archive
+// link), so stages need no backend's headers or libraries, and a build without CUDA simply has
+// no "cuda" entry and says so.
 
 #include "core/graph/graph.hpp"
 #include "core/tensor.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace redwood {
 
+namespace memory {
+class MemoryResource;
+}
+
+/// Where a runner puts output parts (the frames' pool); empty: Tensor::empty (the heap).
+using TensorAllocator = std::function<Tensor(DType, const Shape&)>;
+
+struct InferBatch {
+  /// [graph input][part]: part k of every input holds the rows of the k-th frame (dim 0).
+  std::vector<std::vector<Tensor>> inputs;
+  /// Rows the model runs: 0 for the parts' total, else at least that total; the rows beyond it
+  /// are zeros and their outputs are dropped (a size the runner keeps a plan for).
+  std::int64_t run_rows = 0;
+  TensorAllocator allocate;
+};
+
+struct InferResult {
+  /// [graph output][part], the same rows as the inputs' parts; empty when `error` is set.
+  std::vector<std::vector<Tensor>> outputs;
+  std::exception_ptr error;
+};
+
+/// Called once per batch, on the runner's completion thread (never inside submit).
+using InferDone = std::function<void(InferResult&)>;
+
+/// What a runner measured of one batch. Times are milliseconds; the phase marks are on the
+/// runner's own clock (device events since its epoch on a GPU, the steady clock on the CPU), so
+/// that busy time is the union of intervals, not their sum.
+struct BatchTiming {
+  double wait_ms = 0;  // in submit, waiting for a free slot
+  double copy_in_start = 0, compute_start = 0, compute_end = 0, copy_out_end = 0;
+  std::size_t bytes_in = 0, bytes_out = 0;
+  std::int64_t rows = 0, run_rows = 0;
+};
+
+/// A runner's totals since it was made.
+struct RunnerStats {
+  std::string description;
+  int device = -1;    // the GPU's index; -1 for the CPU
+  int slots = 0;
+  /// Whether copies run beside compute (a GPU with more than one slot): then the device sustains
+  /// what its busiest engine allows, else what whole batches allow.
+  bool copies_overlap = false;
+  std::int64_t batches = 0, rows = 0, run_rows = 0, failed = 0;
+  std::map<std::int64_t, std::int64_t> batch_rows;  // rows in a batch -> batches
+  double wait_ms = 0;                        // summed over submits
+  double copy_in_ms = 0, compute_ms = 0, copy_out_ms = 0;  // summed over batches
+  double compute_busy_ms = 0;                // union of compute intervals
+  double copy_busy_ms = 0;                   // union of copy intervals (in and out)
+  double busy_ms = 0;                        // union of whole batches (copy in to copy out)
+  double span_ms = 0;                        // first copy in to last copy out
+  std::size_t bytes_in = 0, bytes_out = 0;
+  double pinned_h2d_gbps = 0, pinned_d2h_gbps = 0;  // the device's measured pinned-copy peak (GPU)
+
+  /// Share of the copy time that ran while compute ran too (0 when nothing was copied).
+  double overlap() const;
+  /// Bytes per second while copying, in GB/s (0 when nothing was copied).
+  double copy_gbps() const;
+  /// The time that bounds the runner's throughput: its busiest engine's when copies overlap
+  /// compute, else whole batches'.
+  double bound_busy_ms() const { return copies_overlap ? std::max(compute_busy_ms, copy_busy_ms) : busy_ms; }
+};
+
+/// The length of a union of intervals that arrive in any order. The most recent ones are kept
+/// merged; the oldest beyond a window are counted and forgotten, and a later interval reaching
+/// back behind them counts only its part after them (batches complete nearly in start order, so
+/// the window of 256 disjoint pieces is far more than they ever reach back).
+class IntervalUnion {
+ public:
+  void add(double start, double end);
+  double length() const;
+
+ private:
+  std::map<double, double> pieces_;  // start -> end, disjoint
+  double finalized_ = 0;             // length of the pieces forgotten
+  double floor_ = -1e300;            // end of the last piece forgotten
+};
+
+/// Accumulates BatchTiming into RunnerStats; thread-safe.
+class RunnerStatsRecorder {
+ public:
+  RunnerStatsRecorder(std::string description, int slots, int device = -1, bool copies_overlap = false);
+  void record(const BatchTiming& t, bool failed);
+  void set_pinned_peak(double h2d_gbps, double d2h_gbps);
+  RunnerStats stats() const;
+
+ private:
+  mutable std::mutex mutex_;
+  RunnerStats stats_;
+  IntervalUnion compute_, copy_, busy_;
+  double first_start_ = 1e300, last_end_ = -1e300;
+};
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
-  /// Every graph input by name; returns the graph outputs in the graph's order, on the host.
-  virtual std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) = 0;
-  /// "cpu", "cuda:0 (NVIDIA H200), fp16": for logs.
+
+  /// Hands a batch over; returns once a slot holds it, waiting while every slot is busy. `done`
+  /// is called once, on the runner's completion thread, with the outputs or the error. Throws
+  /// InvalidArgument, without calling `done`, for a batch that does not fit the model.
+  virtual void submit(InferBatch batch, InferDone done) = 0;
+  /// Blocks until every batch submitted so far is done.
+  virtual void drain() = 0;
+  /// Batches submitted and not yet done.
+  virtual int in_flight() const = 0;
+  /// "cpu", "cuda:0 (NVIDIA H200), fp16, 3 slots": for logs.
   virtual std::string description() const = 0;
+  virtual RunnerStats stats() const = 0;
+
+  /// Synchronous: every graph input by name (one part each), the graph outputs in the graph's
+  /// order; throws what the batch failed with.
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+
+ protected:
+  /// The graph's input names, in order (run() orders the parts by them).
+  explicit ModelRunner(std::vector<std::string> input_names) : input_names_(std::move(input_names)) {}
+
+ private:
+  std::vector<std::string> input_names_;
 };
 
-/// The CPU runner: the default Executor (optimized, oneDNN before the reference kernels).
-std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph);
+/// How many batches a runner keeps in flight, and where.
+struct RunnerConfig {
+  /// Batches in flight per runner (1-4): on the GPU each slot has its own stream, device buffers
+  /// and events, so copy in, compute and copy out of different batches overlap; on the CPU each
+  /// is a batch queued for the runner's worker.
+  int slots = 3;
+  /// The GPU's index (device runners only).
+  int device = 0;
+  /// The precision of the convolutions on the GPU ("fp32", "tf32", "fp16", "bf16").
+  std::string precision = "fp32";
+};
+
+/// The CPU runner: the default Executor (optimized, oneDNN before the reference kernels) on one
+/// worker thread, `config.slots` batches queued at most.
+std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config = {});
+
+/// Concatenates parts on dim 0 into `out`'s first rows (contiguous, same dtype and trailing
+/// dims), zeroing the rows after them; the staging of every runner.
+void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes);
+/// Rows of every part, and their total.
+std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts);
+/// Checks a batch against the graph's inputs and outputs (counts, dtypes, matching part rows,
+/// run_rows); throws InvalidArgument naming the model and what differs.
+void check_batch(const Graph& graph, const InferBatch& batch);
 
 /// How a backend other than the CPU makes runners.
 struct DeviceRunnerFactory {
   /// Why this process cannot run models on the device ("" when it can), e.g. CUDA's error for
   /// "no device". Cheap enough to ask once per model at load.
   std::function<std::string()> unavailable;
-  /// A runner for `graph` at `precision` ("fp32", "tf32", "fp16", "bf16"); throws redwood::Error.
-  std::function<std::unique_ptr<ModelRunner>(std::shared_ptr<const Graph> graph, const std::string& precision)> make;
+  /// A runner for `graph`; throws redwood::Error.
+  std::function<std::unique_ptr<ModelRunner>(std::shared_ptr<const Graph> graph, const RunnerConfig& config)> make;
+  /// Host memory the device copies from and to at full speed (page-locked): the upstream of the
+  /// frames' pool while a model runs on this device, so that copies in and out of a slot go
+  /// straight from and to the frames' tensors. Process-wide, lives until exit.
+  std::function<memory::MemoryResource&()> pinned_memory;
+  /// How many devices of this kind the process sees.
+  std::function<int()> device_count;
 };
 
 /// Device name ("cuda") -> factory; filled by static registration in the backends.

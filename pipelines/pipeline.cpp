@@ -47,7 +47,10 @@ std::vector<std::pair<YAML::Node, std::string>> list_section(const Params& root,
 
 }  // namespace
 
-Pipeline::Pipeline(const PipelineFile& file) {
+Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : options_(options) {
+  RW_EXPECTS(options.streams >= 1 && options.streams <= 4096, InvalidArgument, "--streams must be from 1 to 4096, not {}",
+             options.streams);
+  RW_EXPECTS(options.fps >= 0, InvalidArgument, "--fps must be >= 0, not {}", options.fps);
   const auto origin = std::shared_ptr<const ConfigOrigin>(file.origin);
   Params root(file.root, origin, "pipeline");
   const int version = root.require<int>("version");
@@ -82,11 +85,20 @@ Pipeline::Pipeline(const PipelineFile& file) {
     Params p(node, origin, fmt::format("source '{}'", name));
     p.get<std::string>("name", "");
     const auto type = p.get<std::string>("type", "");
-    streams_.push_back({name, source_registry().at(type)(p)});
+    const int priority = p.get<int>("priority", 0);
+    for (int k = 0; k < options.streams; ++k) {
+      std::unique_ptr<Source> source = source_registry().at(type)(p);
+      if ((options.realtime || options.fps > 0) && source->live()) {
+        p.fail("type", "--realtime paces files; this source is live already (drop --realtime, or use a file)");
+      }
+      const std::string stream = options.streams > 1 ? fmt::format("{}-{}", name, k + 1) : name;
+      streams_.push_back({stream, std::move(source), priority, 0.0});
+      // Copies start spread over one frame period (the pacing is Run::read_loop's).
+      streams_.back().start_phase = static_cast<double>(k) / options.streams;
+    }
     p.finish();
   }
   if (streams_.empty()) root.fail("sources", "needs at least one source");
-  memory_ = std::make_unique<FrameMemory>(service_.memory);
 
   if (root.has("models")) {
     const YAML::Node models = root.node("models");
@@ -100,6 +112,19 @@ Pipeline::Pipeline(const PipelineFile& file) {
       entry.precision = p.choice("precision", "fp32", {"fp32", "tf32", "fp16", "bf16"});
       if (entry.device == "cpu" && entry.precision != "fp32") {
         p.fail("precision", fmt::format("'{}' needs device cuda or auto (the CPU runs fp32)", entry.precision));
+      }
+      entry.slots = p.get<int>("slots", entry.slots);
+      if (entry.slots < 1 || entry.slots > 4) p.fail("slots", "must be from 1 to 4 (batches in flight per runner)");
+      entry.instances = p.get<int>("instances", entry.instances);
+      if (entry.instances < 1 || entry.instances > 16) p.fail("instances", "must be from 1 to 16 (runners per device)");
+      if (p.has("devices")) {
+        entry.devices = p.get<std::vector<int>>("devices", {});
+        if (entry.device == "cpu") p.fail("devices", "lists GPUs; this model runs on the CPU (device: cuda or auto)");
+        if (entry.devices.empty()) p.fail("devices", "expected a list of GPU indices, e.g. [0, 1]");
+        std::set<int> seen;
+        for (int d : entry.devices) {
+          if (d < 0 || !seen.insert(d).second) p.fail("devices", "expected distinct GPU indices >= 0");
+        }
       }
       entry.device_where = origin->where(p.has("device") ? p.node("device") : kv.second);
       try {
@@ -124,6 +149,16 @@ Pipeline::Pipeline(const PipelineFile& file) {
     for (const auto& [key, spec] : stage->produces()) available[key] = spec;
     stages_.push_back(std::move(stage));
   }
+
+  // The frames' pool: page-locked memory when a model runs on a GPU (its runners then copy the
+  // frames' tensors in and the outputs back with no staging), else plain host memory.
+  for (const auto& stage : stages_) {
+    const std::string device = stage->runner_device();
+    if (device == "cpu" || service_.memory.upstream != nullptr) continue;
+    const auto it = device_runner_registry().find(device);
+    if (it != device_runner_registry().end() && it->second.pinned_memory) service_.memory.upstream = &it->second.pinned_memory();
+  }
+  memory_ = std::make_unique<FrameMemory>(service_.memory);
 
   const auto names = stream_names();
   for (const auto& [node, name] : list_section(root, root, "sinks", sink_registry(), "sink", false)) {

@@ -36,6 +36,21 @@ struct ServiceSettings {
   FrameMemoryConfig memory;     // the frame pool (pictures, tensors, batches, crops)
 };
 
+/// How the launcher asks a pipeline to run its sources (redwood run --streams, --realtime).
+struct PipelineOptions {
+  /// Copies of every source, named "<name>-1" ... "<name>-N" when N > 1: the multi-stream
+  /// benchmark. Their starts are staggered over one frame period, so that frames of the copies
+  /// arrive spread out as those of independent cameras do.
+  int streams = 1;
+  /// Files are read at their frame rate (or at `fps` when > 0), as a camera delivers them: the
+  /// reader waits for each frame's time, and a stream that falls behind drops its oldest
+  /// waiting frame and counts it, as a live source does.
+  bool realtime = false;
+  double fps = 0;
+  /// Files start over at their end (with realtime: an endless camera).
+  bool loop = false;
+};
+
 struct RunOptions {
   std::int64_t max_frames = 0;                 // per stream (0: until the sources end)
   const std::atomic<bool>* stop = nullptr;     // set (e.g. by SIGINT) to stop and drain
@@ -56,7 +71,7 @@ class RunError : public Error {
 class Pipeline {
  public:
   /// Builds and checks everything the file names; throws ConfigError at file:line:column.
-  explicit Pipeline(const PipelineFile& file);
+  explicit Pipeline(const PipelineFile& file, const PipelineOptions& options = {});
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -76,6 +91,8 @@ class Pipeline {
   struct Stream {
     std::string name;
     std::unique_ptr<Source> source;
+    int priority = 0;          // batching stages take frames of higher priority first
+    double start_phase = 0;    // realtime copies: this copy's start, in frame periods (0 to 1)
   };
   struct NamedSink {
     std::string name;
@@ -84,6 +101,7 @@ class Pipeline {
 
  private:
   std::string name_;
+  PipelineOptions options_;
   ServiceSettings service_;
   ModelTable models_;
   std::vector<Stream> streams_;

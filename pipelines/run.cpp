@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <map>
 #include <optional>
@@ -35,13 +36,19 @@ struct StreamRun {
 class Run {
  public:
   Run(const std::string& pipeline, std::vector<Pipeline::Stream>& streams, std::vector<std::unique_ptr<Stage>>& stages,
-      std::vector<Pipeline::NamedSink>& sinks, const ServiceSettings& service, const RunOptions& options,
-      FrameMemory& memory)
-      : streams_(streams), stages_(stages), sinks_(sinks), service_(service), options_(options), memory_(memory) {
+      std::vector<Pipeline::NamedSink>& sinks, const ServiceSettings& service, const PipelineOptions& pipeline_options,
+      const RunOptions& options, FrameMemory& memory)
+      : streams_(streams), stages_(stages), sinks_(sinks), service_(service), pipeline_options_(pipeline_options),
+        options_(options), memory_(memory) {
+    const bool paced = pipeline_options.realtime || pipeline_options.fps > 0;
     for (const auto& s : streams) {
       stats_.streams.push_back({});
       stats_.streams.back().name = s.name;
-      runs_.push_back(std::make_unique<StreamRun>(service.queue, s.source->live(), service.max_in_flight));
+      // A file read in real time behaves as a camera: it drops its oldest frames when behind.
+      runs_.push_back(std::make_unique<StreamRun>(service.queue, s.source->live() || paced, service.max_in_flight));
+      if (paced && pace_fps(s) <= 0) {
+        throw InvalidArgument(fmt::format("--realtime: source '{}' has no frame rate to pace it at; give --fps", s.name));
+      }
     }
     for (const auto& s : sinks) stats_.sinks.push_back({s.name, 0, 0});
   }
@@ -80,6 +87,7 @@ class Run {
     for (auto& b : batchers_) {
       if (b) b->finish();
     }
+    for (auto& stage : stages_) stage->drain();
     graph_.wait_for_all();
     for (auto& r : runs_) {
       r->reader.join();
@@ -99,10 +107,17 @@ class Run {
     batchers_.resize(stages_.size());
     for (std::size_t i = stages_.size(); i-- > 0;) {
       Stage* stage = stages_[i].get();
-      if (stage->max_batch() > 1) {
-        batchers_[i] = std::make_unique<Batcher>(
-            stage->max_batch(), stage->batch_timeout_ms(), [this, stage](std::vector<FramePtr>& batch) { run_stage(*stage, batch); },
-            [next](FramePtr f) { next->try_put(f); });
+      if (stage->max_batch() > 1 || stage->asynchronous()) {
+        // Batches, and stages that complete frames later, run from a batcher's own thread: no
+        // oneTBB worker waits for a batch to fill or for a device.
+        BatchPolicy policy;
+        policy.max_batch = stage->max_batch();
+        policy.timeout_ms = stage->batch_timeout_ms();
+        policy.latency_budget_ms = stage->latency_budget_ms();
+        policy.expected_batch_ms = [stage] { return stage->expected_batch_ms(); };
+        batchers_[i] = std::make_unique<Batcher>(std::move(policy), [this, stage, next](std::vector<FramePtr> batch) {
+          run_stage_async(*stage, std::move(batch), next);
+        });
         Batcher* batcher = batchers_[i].get();
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::unlimited, [batcher](FramePtr f) { batcher->push(std::move(f)); return flow::continue_msg(); });
@@ -140,6 +155,43 @@ class Run {
     }
   }
 
+  /// Hands frames to a stage that completes them later (or at once); they go on to `next` when
+  /// complete. An error fails them and stops the run, as in run_stage.
+  void run_stage_async(Stage& stage, std::vector<FramePtr> frames, flow::receiver<FramePtr>* next) {
+    auto held = std::make_shared<std::vector<FramePtr>>(std::move(frames));
+    std::vector<Frame*> live;
+    for (auto& f : *held) {
+      if (failed_) f->failed = true;
+      if (!f->failed) live.push_back(f.get());
+    }
+    const auto forward = [next, held] {
+      for (auto& f : *held) next->try_put(f);
+    };
+    if (live.empty()) {
+      forward();
+      return;
+    }
+    stage.process_async(live, [this, &stage, held, forward](std::exception_ptr error) {
+      if (error) {
+        std::vector<Frame*> failed;
+        for (auto& f : *held) {
+          if (!f->failed) failed.push_back(f.get());
+        }
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          fail(fmt::format("stage '{}' failed on frame {} of stream '{}': {}", stage.name(),
+                           failed.empty() ? 0 : failed.front()->seq, failed.empty() ? "" : failed.front()->stream_name,
+                           e.what()));
+        } catch (...) {
+          fail(fmt::format("stage '{}' failed with an unknown exception", stage.name()));
+        }
+        for (Frame* f : failed) f->failed = true;
+      }
+      forward();
+    });
+  }
+
   void fail(std::string message) {
     std::lock_guard lock(error_mutex_);
     if (failed_) return;
@@ -157,17 +209,36 @@ class Run {
     stop_readers_ = true;
   }
 
+  double pace_fps(const Pipeline::Stream& s) const {
+    return pipeline_options_.fps > 0 ? pipeline_options_.fps : s.source->frame_rate();
+  }
+
   void read_loop(std::size_t i) {
     StreamRun& r = *runs_[i];
     Source& source = *streams_[i].source;
     std::int64_t seq = 0;
+    // Realtime: frame n is due at start + (phase + n) / fps, as a camera would deliver it; its
+    // latency counts from then (what the reader does after that, decoding too, is the pipeline's).
+    const bool paced = pipeline_options_.realtime || pipeline_options_.fps > 0;
+    const double fps = paced ? pace_fps(streams_[i]) : 0;
+    const auto period = std::chrono::duration<double>(fps > 0 ? 1.0 / fps : 0.0);
     while (!stop_readers_ && (options_.max_frames <= 0 || seq < options_.max_frames)) {
       FramePtr f = frames_.acquire();  // a recycled Frame once warmed up
       // The picture's buffer comes from the frame pool (the source writes into it).
       f->memory = &memory_;
       f->image = frame_mat(&memory_);
+      Clock::time_point due{};
+      if (paced) {
+        due = start_ + std::chrono::duration_cast<Clock::duration>(period * (streams_[i].start_phase + static_cast<double>(seq)));
+        sleep_until(due);
+        if (stop_readers_) break;
+      }
       try {
-        if (source.read(f->image, f->pts_ms, stop_readers_) != ReadStatus::kFrame) break;
+        ReadStatus status = source.read(f->image, f->pts_ms, stop_readers_);
+        if (status != ReadStatus::kFrame && pipeline_options_.loop && !stop_readers_ && seq > 0 && source.rewind()) {
+          status = source.read(f->image, f->pts_ms, stop_readers_);
+        }
+        if (status != ReadStatus::kFrame) break;
       } catch (const std::exception& e) {
         // A source's exception (OpenCV's, say) must not end a reader thread with terminate().
         // The frames it read are good: stop every source and drain them through the sinks, then
@@ -177,8 +248,9 @@ class Run {
       }
       f->stream = static_cast<int>(i);
       f->stream_name = streams_[i].name;
+      f->priority = streams_[i].priority;
       f->seq = seq++;
-      f->read_at = Clock::now();
+      f->read_at = paced ? due : Clock::now();
       f->captured = std::chrono::system_clock::now();
       {
         std::lock_guard lock(stats_mutex_);
@@ -214,6 +286,15 @@ class Run {
       entry_->try_put(*f);
     }
     ++pumps_done_;
+  }
+
+  /// Sleeps until `t`, waking early when the readers are told to stop.
+  void sleep_until(Clock::time_point t) {
+    while (!stop_readers_) {
+      const auto now = Clock::now();
+      if (now >= t) return;
+      std::this_thread::sleep_for(std::min<Clock::duration>(t - now, std::chrono::milliseconds(50)));
+    }
   }
 
   /// The sequencer: frames of a stream reach the sinks in admission (= read) order.
@@ -261,6 +342,32 @@ class Run {
       s.sinks[k].written = sinks_[k].sink->written();
       s.sinks[k].dropped = sinks_[k].sink->dropped();
     }
+    const int threads = service_.threads > 0 ? service_.threads : oneapi::tbb::this_task_arena::max_concurrency();
+    for (const auto& stage : stages_) {
+      StageStats st;
+      st.name = stage->name();
+      st.calls = stage->calls();
+      st.frames = stage->frames();
+      st.busy_ms = stage->busy_ms();
+      const bool own_thread = stage->max_batch() > 1 || stage->asynchronous();
+      st.parallelism = own_thread || stage->serial() ? 1 : threads;
+      if (st.busy_ms > 0) st.bound_fps = 1000.0 * static_cast<double>(st.frames) * st.parallelism / st.busy_ms;
+      // A model's device: the frames over the busiest device's time (runners on one GPU share it;
+      // each CPU runner is a worker of its own).
+      std::map<int, double> device_ms;
+      int cpu_runner = -1000;
+      for (RunnerStats& r : stage->runner_stats()) {
+        device_ms[r.device >= 0 ? r.device : cpu_runner--] += r.bound_busy_ms();
+        s.runners.push_back(std::move(r));
+      }
+      double busiest = 0;
+      for (const auto& [d, ms] : device_ms) busiest = std::max(busiest, ms);
+      if (busiest > 0) {
+        const double device_fps = 1000.0 * static_cast<double>(st.frames) / busiest;
+        st.bound_fps = st.bound_fps > 0 ? std::min(st.bound_fps, device_fps) : device_fps;
+      }
+      s.stages.push_back(std::move(st));
+    }
     return s;
   }
 
@@ -268,6 +375,7 @@ class Run {
   std::vector<std::unique_ptr<Stage>>& stages_;
   std::vector<Pipeline::NamedSink>& sinks_;
   const ServiceSettings& service_;
+  const PipelineOptions& pipeline_options_;
   const RunOptions& options_;
   FrameMemory& memory_;
   FramePool frames_;
@@ -298,7 +406,7 @@ class Run {
 PipelineStats Pipeline::run(const RunOptions& options) {
   std::optional<oneapi::tbb::global_control> threads;
   if (service_.threads > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, service_.threads);
-  Run run(name_, streams_, stages_, sinks_, service_, options, *memory_);
+  Run run(name_, streams_, stages_, sinks_, service_, options_, options, *memory_);
   return run.execute();
 }
 

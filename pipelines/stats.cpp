@@ -7,6 +7,19 @@
 
 namespace redwood {
 
+namespace {
+
+// Streams are shown one by one up to this many; beyond, as totals and the slowest ones.
+constexpr std::size_t kStreamsShown = 4;
+
+std::string histogram_text(const std::map<std::int64_t, std::int64_t>& h) {
+  std::string out;
+  for (const auto& [rows, n] : h) out += fmt::format("{}{}x{}", out.empty() ? "" : " ", rows, n);
+  return out.empty() ? "-" : out;
+}
+
+}  // namespace
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -17,29 +30,110 @@ double percentile(std::vector<double> v, double p) {
 std::string status_line(const PipelineStats& now, const PipelineStats& previous) {
   const double window = std::max(1e-3, now.elapsed_s - previous.elapsed_s);
   std::string line = fmt::format("[{:7.1f}s]", now.elapsed_s);
+  std::vector<double> all_recent;
+  double total_fps = 0, min_fps = 1e300, max_fps = 0;
+  std::int64_t delivered = 0, drops = 0;
   for (std::size_t i = 0; i < now.streams.size(); ++i) {
     const StreamStats& s = now.streams[i];
     const std::int64_t before = i < previous.streams.size() ? previous.streams[i].delivered : 0;
     const std::size_t from = i < previous.streams.size() ? previous.streams[i].latencies_ms.size() : 0;
     const std::vector<double> recent(s.latencies_ms.begin() + static_cast<std::ptrdiff_t>(std::min(from, s.latencies_ms.size())),
                                      s.latencies_ms.end());
-    line += fmt::format("{} {}: {} frames {:.1f} fps p50 {:.0f} ms p99 {:.0f} ms drops {}", i ? " |" : "", s.name,
-                        s.delivered, static_cast<double>(s.delivered - before) / window, percentile(recent, 50),
-                        percentile(recent, 99), s.dropped);
-    if (s.reconnects) line += fmt::format(" reconnects {} outage {:.1f} s", s.reconnects, s.outage_ms / 1000.0);
+    const double fps = static_cast<double>(s.delivered - before) / window;
+    if (now.streams.size() <= kStreamsShown) {
+      line += fmt::format("{} {}: {} frames {:.1f} fps p50 {:.0f} ms p99 {:.0f} ms drops {}", i ? " |" : "", s.name,
+                          s.delivered, fps, percentile(recent, 50), percentile(recent, 99), s.dropped);
+      if (s.reconnects) line += fmt::format(" reconnects {} outage {:.1f} s", s.reconnects, s.outage_ms / 1000.0);
+      continue;
+    }
+    all_recent.insert(all_recent.end(), recent.begin(), recent.end());
+    total_fps += fps;
+    min_fps = std::min(min_fps, fps);
+    max_fps = std::max(max_fps, fps);
+    delivered += s.delivered;
+    drops += s.dropped;
+  }
+  if (now.streams.size() > kStreamsShown) {
+    line += fmt::format(" {} streams: {} frames {:.0f} fps (per stream {:.1f} to {:.1f}) p50 {:.0f} ms p99 {:.0f} ms drops {}",
+                        now.streams.size(), delivered, total_fps, min_fps, max_fps, percentile(all_recent, 50),
+                        percentile(all_recent, 99), drops);
   }
   return line;
 }
 
 std::string summary_text(const PipelineStats& st) {
   std::string out = fmt::format("summary: {:.1f} s\n", st.elapsed_s);
-  for (const StreamStats& s : st.streams) {
-    out += fmt::format("  stream {}: read {}, delivered {}, dropped {}, {:.2f} fps, latency p50 {:.1f} ms p99 {:.1f} ms, "
+  const auto stream_line = [&](const StreamStats& s) {
+    return fmt::format("  stream {}: read {}, delivered {}, dropped {}, {:.2f} fps, latency p50 {:.1f} ms p99 {:.1f} ms, "
                        "max in flight {}{}\n",
                        s.name, s.read, s.delivered, s.dropped, st.elapsed_s > 0 ? s.delivered / st.elapsed_s : 0.0,
                        percentile(s.latencies_ms, 50), percentile(s.latencies_ms, 99), s.max_in_flight,
                        s.reconnects ? fmt::format(", reconnects {}, outage {:.2f} s", s.reconnects, s.outage_ms / 1000.0)
                                     : std::string());
+  };
+  if (st.streams.size() <= kStreamsShown) {
+    for (const StreamStats& s : st.streams) out += stream_line(s);
+  } else {
+    std::vector<double> all;
+    std::int64_t read = 0, delivered = 0, dropped = 0;
+    for (const StreamStats& s : st.streams) {
+      all.insert(all.end(), s.latencies_ms.begin(), s.latencies_ms.end());
+      read += s.read;
+      delivered += s.delivered;
+      dropped += s.dropped;
+    }
+    out += fmt::format("  {} streams: read {}, delivered {}, dropped {}, {:.1f} fps in all ({:.2f} per stream), "
+                       "latency p50 {:.1f} ms p99 {:.1f} ms\n",
+                       st.streams.size(), read, delivered, dropped, st.elapsed_s > 0 ? delivered / st.elapsed_s : 0.0,
+                       st.elapsed_s > 0 ? delivered / st.elapsed_s / static_cast<double>(st.streams.size()) : 0.0,
+                       percentile(all, 50), percentile(all, 99));
+    // The slowest streams, by delivered frames, then by p99.
+    std::vector<const StreamStats*> order;
+    for (const StreamStats& s : st.streams) order.push_back(&s);
+    std::sort(order.begin(), order.end(), [](const StreamStats* a, const StreamStats* b) {
+      return a->delivered != b->delivered ? a->delivered < b->delivered : a->dropped > b->dropped;
+    });
+    out += "  the slowest streams:\n";
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, order.size()); ++i) out += "  " + stream_line(*order[i]);
+  }
+  double bound = 0;
+  std::string bottleneck;
+  for (const StageStats& s : st.stages) {
+    if (s.calls == 0) continue;
+    out += fmt::format("  stage {}: {} frame(s) in {} call(s), {:.2f} ms per call, bound {:.0f} fps{}\n", s.name, s.frames,
+                       s.calls, s.busy_ms / static_cast<double>(s.calls), s.bound_fps,
+                       s.parallelism > 1 ? fmt::format(" ({} threads)", s.parallelism) : std::string());
+    if (s.bound_fps > 0 && (bound == 0 || s.bound_fps < bound)) {
+      bound = s.bound_fps;
+      bottleneck = s.name;
+    }
+  }
+  if (bound > 0 && st.elapsed_s > 0) {
+    std::int64_t delivered = 0;
+    for (const StreamStats& s : st.streams) delivered += s.delivered;
+    const double fps = delivered / st.elapsed_s;
+    out += fmt::format("  throughput {:.1f} fps, {:.0f} % of the bottleneck's bound ({}: {:.0f} fps)\n", fps,
+                       100.0 * fps / bound, bottleneck, bound);
+  }
+  for (const RunnerStats& r : st.runners) {
+    if (r.batches == 0 && r.failed == 0) continue;
+    const double wall_ms = st.elapsed_s * 1000.0;
+    out += fmt::format("  {}: {} batch(es), {} row(s), {:.1f} per batch{}, {:.1f} rows/s\n", r.description, r.batches, r.rows,
+                       r.batches ? static_cast<double>(r.rows) / static_cast<double>(r.batches) : 0.0,
+                       r.run_rows > r.rows ? fmt::format(" ({} run, with padding)", r.run_rows) : std::string(),
+                       wall_ms > 0 ? 1000.0 * static_cast<double>(r.rows) / wall_ms : 0.0);
+    out += fmt::format("    per batch: copy in {:.2f} ms, compute {:.2f} ms, copy out {:.2f} ms, waiting for a slot {:.2f} ms\n",
+                       r.batches ? r.copy_in_ms / r.batches : 0.0, r.batches ? r.compute_ms / r.batches : 0.0,
+                       r.batches ? r.copy_out_ms / r.batches : 0.0, r.batches ? r.wait_ms / r.batches : 0.0);
+    out += fmt::format("    busy {:.0f} % of the run (compute {:.0f} %), copies {:.0f} % hidden under compute", 
+                       wall_ms > 0 ? 100.0 * r.busy_ms / wall_ms : 0.0, wall_ms > 0 ? 100.0 * r.compute_busy_ms / wall_ms : 0.0,
+                       100.0 * r.overlap());
+    if (r.bytes_in + r.bytes_out > 0) {
+      out += fmt::format(", copies at {:.1f} GB/s", r.copy_gbps());
+      if (r.pinned_h2d_gbps > 0) out += fmt::format(" (pinned peak {:.1f} in, {:.1f} out)", r.pinned_h2d_gbps, r.pinned_d2h_gbps);
+    }
+    out += fmt::format("\n    batch sizes (rows x batches): {}{}\n", histogram_text(r.batch_rows),
+                       r.failed ? fmt::format(", {} failed", r.failed) : std::string());
   }
   for (const SinkStats& s : st.sinks) out += fmt::format("  sink {}: written {}, dropped {}\n", s.name, s.written, s.dropped);
   const auto& m = st.memory;

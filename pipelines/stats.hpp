@@ -3,6 +3,7 @@
 // in flight (and its high water: back-pressure must keep it <= max_in_flight), reconnects, and
 // end-to-end latency (read to sinks) for p50/p99.
 
+#include "core/model_runner.hpp"
 #include "stages/frame_memory.hpp"
 
 #include <cstdint>
@@ -24,6 +25,18 @@ struct StreamStats {
   std::vector<double> latencies_ms;  // every delivered frame
 };
 
+/// A stage's work over the run, and what it could sustain alone (its bound).
+struct StageStats {
+  std::string name;
+  std::int64_t calls = 0, frames = 0;
+  double busy_ms = 0;        // in the stage's own code (asynchronous: handing frames over)
+  int parallelism = 1;       // threads that may run it at once
+  /// Frames per second the stage could sustain if nothing else ran: frames over its busy time
+  /// spread across its parallelism, and for a model also over its runners' busy time (the device:
+  /// a GPU's compute engine, or the CPU runner's worker).
+  double bound_fps = 0;
+};
+
 struct SinkStats {
   std::string name;
   std::int64_t written = 0, dropped = 0;
@@ -32,6 +45,8 @@ struct SinkStats {
 struct PipelineStats {
   double elapsed_s = 0;
   std::vector<StreamStats> streams;
+  std::vector<StageStats> stages;
+  std::vector<RunnerStats> runners;  // the models' runners (core/model_runner.hpp)
   std::vector<SinkStats> sinks;
   FrameMemoryStats memory;  // the frame pool: in steady state its upstream calls stay constant
   std::int64_t frames_created = 0;  // Frame objects made; the rest were recycled (FramePool)
@@ -40,10 +55,13 @@ struct PipelineStats {
 /// p in [0, 100]; 0 for no samples.
 double percentile(std::vector<double> values, double p);
 
-/// "cam0 120 frames 9.8 fps p50 85.1 ms p99 130.2 ms drops 0 | ..." — fps over `window_s`
-/// from the delivered counts of `previous` (same streams).
+/// "cam0 120 frames 9.8 fps p50 85.1 ms p99 130.2 ms drops 0 | ..." — fps over the time since
+/// `previous` (same streams). Over four streams, one line for all: total fps, the slowest and
+/// fastest stream, latency over every stream's frames, drops.
 std::string status_line(const PipelineStats& now, const PipelineStats& previous);
-/// A multi-line summary for the end of a run.
+/// A multi-line summary for the end of a run: per stream (over four: the totals, and the
+/// slowest streams), per stage (busy, bound), per model runner (throughput, batches, overlap,
+/// device busy, copy bandwidth), sinks and the frame pool.
 std::string summary_text(const PipelineStats& stats);
 
 }  // namespace redwood

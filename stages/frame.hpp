@@ -50,6 +50,7 @@ struct StageMark {
 struct Frame {
   int stream = 0;                 // index of the source in the pipeline
   std::string stream_name;
+  int priority = 0;               // the source's: batching stages take higher priorities first
   std::int64_t seq = 0;           // 0, 1, 2... per stream, in read order (gaps: dropped frames)
   std::int64_t admitted = 0;      // order of entry into the graph, gapless per stream (sequencer key)
   double pts_ms = 0;              // position in the source (video time, or since start when live)

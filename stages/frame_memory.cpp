@@ -22,7 +22,9 @@ class PoolMatAllocator;
 
 struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
   explicit State(const FrameMemoryConfig& c)
-      : upstream("frames upstream"), pool("frames", upstream, buddy_config(c)) {}
+      : own_upstream(c.upstream ? nullptr : std::make_unique<memory::HostResource>("frames upstream")),
+        upstream(c.upstream ? *c.upstream : *own_upstream),
+        pool("frames", upstream, buddy_config(c)) {}
   static memory::BuddyConfig buddy_config(const FrameMemoryConfig& c) {
     memory::BuddyConfig b;
     b.max_block_bytes = c.chunk_bytes;
@@ -36,7 +38,8 @@ struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
     b.cache_blocks_per_order = 0;
     return b;
   }
-  memory::HostResource upstream;
+  std::unique_ptr<memory::HostResource> own_upstream;
+  memory::MemoryResource& upstream;
   memory::BuddyResource pool;
   // REDWOOD_MEMORY_TRACE=FILE records every call on the pool (memory/tracing_resource.hpp), the
   // trace redwood_memory_bench's BM_PipelineTrace replays. calls() is what buffers come from.

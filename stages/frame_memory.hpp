@@ -3,7 +3,8 @@
 // the tensors preprocess writes, the batches infer concatenates and splits, the crops of a
 // secondary model — so that a pipeline in steady state takes no memory from the system for them:
 //
-//   HostResource (posix_memalign)  ◄── chunks, only while warming up (upstream counters)
+//   HostResource (posix_memalign),  ◄── chunks, only while warming up (upstream counters)
+//   or pinned memory (a GPU model)
 //        ▲
 //   BuddyResource "frames"  ◄── allocate / free per buffer: pictures (cv::Mat through
 //                                mat_allocator()), tensors (empty/zeros), freed when the last
@@ -29,6 +30,9 @@ namespace redwood {
 struct FrameMemoryConfig {
   std::size_t chunk_bytes = 64ull << 20;   // the upstream's unit; also the largest buffer
   std::size_t limit_bytes = 1ull << 30;    // most bytes the pool takes from the system
+  /// Where chunks come from: null for plain host memory (posix_memalign); page-locked memory
+  /// (a device backend's pinned resource) when models run on a GPU. Must outlive the pool.
+  memory::MemoryResource* upstream = nullptr;
 };
 
 struct FrameMemoryStats {

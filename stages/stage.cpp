@@ -49,6 +49,41 @@ void Stage::process(std::span<Frame* const> frames) {
   for (Frame* f : frames) f->stage_done.push_back({name_, done});
   busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(done - start).count();
   ++calls_;
+  frames_ += static_cast<std::int64_t>(frames.size());
+}
+
+void Stage::process_async(std::span<Frame* const> frames, Completion done) {
+  const auto start = Clock::now();
+  // The frames' marks are set when they complete; the copy of the names keeps them valid after
+  // the caller's span is gone.
+  auto completion = [this, marked = std::vector<Frame*>(frames.begin(), frames.end()),
+                     done = std::move(done)](std::exception_ptr error) {
+    const auto at = Clock::now();
+    for (Frame* f : marked) f->stage_done.push_back({name_, at});
+    done(error);
+  };
+  // do_process_async reports errors through `done` once it has handed anything over; an
+  // exception out of it means nothing was handed over, so `done` gets it here.
+  std::exception_ptr error;
+  try {
+    do_process_async(frames, completion);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+  ++calls_;
+  frames_ += static_cast<std::int64_t>(frames.size());
+  if (error) completion(error);
+}
+
+void Stage::do_process_async(std::span<Frame* const> frames, Completion done) {
+  std::exception_ptr error;
+  try {
+    do_process(frames);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  done(error);
 }
 
 std::map<std::string, StageFactory>& stage_registry() {

@@ -7,9 +7,12 @@
 //
 // process() is the public shell (timing, counting); do_process() computes. A stage gets frames
 // in batches: infer stages batch across streams up to max_batch(); the others get one at a time.
+// An asynchronous stage (infer) takes frames with process_async() and completes them later, on
+// another thread (its runner's), so that no thread of the pipeline waits on a device.
 // Stages register by type name at the bottom of their file (RW_REGISTER_STAGE).
 
 #include "core/graph/graph.hpp"
+#include "core/model_runner.hpp"
 #include "stages/frame.hpp"
 #include "stages/params.hpp"
 
@@ -41,6 +44,11 @@ struct ModelEntry {
   std::string device = "cpu";
   std::string precision = "fp32";
   std::string device_where;  // "file:line:col" of `device:` (or of the model), for errors
+  /// Batches in flight per runner (1-4; core/model_runner.hpp, RunnerConfig::slots), runners per
+  /// device, and the GPUs (by index) that run the model.
+  int slots = 3;
+  int instances = 1;
+  std::vector<int> devices{0};
 };
 using ModelTable = std::map<std::string, ModelEntry>;
 
@@ -72,12 +80,37 @@ class Stage {
   virtual double batch_timeout_ms() const { return 0; }
   /// True when frames must go through one at a time (the stage holds per-call state).
   virtual bool serial() const { return false; }
+  /// True when the stage completes frames later, on a thread of its own (process_async).
+  virtual bool asynchronous() const { return false; }
+  /// How a batching stage waits for a fuller batch: the most a batch's frames may have aged
+  /// (since read) when the batch completes (0: no budget), and the time the stage expects a
+  /// batch to take, so that the batcher sends one early enough.
+  virtual double latency_budget_ms() const { return 0; }
+  virtual double expected_batch_ms() const { return 0; }
 
   /// Runs the stage on frames (the shell: do_process, then times and counts, and marks each
   /// frame's stage_done with this stage's name and the time it finished).
   void process(std::span<Frame* const> frames);
+  /// Called once every frame of a process_async call is complete: nullptr, or the error that
+  /// failed them (the frames then carry no output of this stage).
+  using Completion = std::function<void(std::exception_ptr)>;
+  /// Hands frames over and returns (waiting only for room, e.g. a free slot of a runner);
+  /// `done` runs once they are complete, possibly on another thread, possibly before this
+  /// returns. The frames must stay alive until then. Stages that are not asynchronous run
+  /// process() and call `done` at once. An error while handing over also reaches `done`.
+  void process_async(std::span<Frame* const> frames, Completion done);
+  /// Waits until every frame handed over has completed (the end of a run).
+  virtual void drain() {}
+  /// The model runners of this stage (infer), for the run's summary.
+  virtual std::vector<RunnerStats> runner_stats() const { return {}; }
+  /// Where the stage's runners run ("cpu", "cuda"): a pipeline with a model on a GPU takes the
+  /// frames' buffers from page-locked memory, so that copies to and from the GPU need no staging.
+  virtual std::string runner_device() const { return "cpu"; }
 
   std::int64_t calls() const { return calls_.load(); }
+  /// Frames handed to the stage.
+  std::int64_t frames() const { return frames_.load(); }
+  /// Time spent in do_process (for an asynchronous stage: handing frames over, not waiting).
   double busy_ms() const { return busy_us_.load() / 1000.0; }
 
  protected:
@@ -89,6 +122,8 @@ class Stage {
 
  private:
   virtual void do_process(std::span<Frame* const> frames) = 0;
+  /// For asynchronous stages: hands frames over, calls `done` once all are complete.
+  virtual void do_process_async(std::span<Frame* const> frames, Completion done);
 
   std::string name_;
   std::vector<std::string> consumes_;
@@ -96,6 +131,7 @@ class Stage {
   std::shared_ptr<const ConfigOrigin> origin_;
   YAML::Node where_;
   std::atomic<std::int64_t> calls_{0};
+  std::atomic<std::int64_t> frames_{0};
   std::atomic<std::int64_t> busy_us_{0};
 };
 

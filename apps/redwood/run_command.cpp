@@ -4,6 +4,7 @@
 // summary at the end; a mistake in the file or a stage's error ends in one message, exit 1.
 //
 //   redwood run configs/ocr-video.yaml --set stages.det.max_batch=2 --frames 20
+//   redwood run configs/ocr-video.yaml --streams 100 --fps 30 --loop --duration 60   # 100 cameras
 
 #include "apps/redwood/commands.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
@@ -23,7 +24,9 @@ struct RunArgs {
   std::string config;
   std::vector<std::string> sets;
   std::int64_t frames = 0;
+  double duration_s = 0;
   bool quiet = false;
+  PipelineOptions pipeline;
 };
 
 std::atomic<bool> g_stop{false};
@@ -37,7 +40,8 @@ extern "C" void on_signal(int) {
 
 int run_pipeline(const RunArgs& args) {
   RW_EXPECTS(args.frames >= 0, InvalidArgument, "--frames must be >= 0 (got {})", args.frames);
-  Pipeline pipeline(load_pipeline_file(args.config, args.sets));
+  RW_EXPECTS(args.duration_s >= 0, InvalidArgument, "--duration must be >= 0 (got {})", args.duration_s);
+  Pipeline pipeline(load_pipeline_file(args.config, args.sets), args.pipeline);
   // oneDNN's OpenMP teams follow service.threads as oneTBB does (0 keeps OpenMP's default: all
   // cores); docs/optimizer.md says why they are two pools.
   cpu::onednn::set_threads(pipeline.service().threads);
@@ -51,20 +55,17 @@ int run_pipeline(const RunArgs& args) {
   options.max_frames = args.frames;
   options.stop = &g_stop;
   PipelineStats previous;
-  if (!args.quiet) {
-    options.on_status = [&previous](const PipelineStats& now) {
-      fmt::print("{}\n", status_line(now, previous));
-      std::fflush(stdout);
-      previous = now;
-    };
-  }
-  const auto print_summary = [&pipeline](const PipelineStats& stats) {
+  const bool quiet = args.quiet;
+  const double duration_s = args.duration_s;
+  options.on_status = [&previous, quiet, duration_s](const PipelineStats& now) {
+    if (duration_s > 0 && now.elapsed_s >= duration_s) g_stop = true;  // --duration: stop and drain
+    if (quiet) return;
+    fmt::print("{}\n", status_line(now, previous));
+    std::fflush(stdout);
+    previous = now;
+  };
+  const auto print_summary = [](const PipelineStats& stats) {
     fmt::print("{}", summary_text(stats));
-    for (const auto& stage : pipeline.stages()) {
-      if (stage->calls() > 0) {
-        fmt::print("  stage {}: {} call(s), {:.1f} ms per call\n", stage->name(), stage->calls(), stage->busy_ms() / stage->calls());
-      }
-    }
     std::fflush(stdout);
   };
   PipelineStats stats;
@@ -100,6 +101,16 @@ Command make_run_command() {
     sub->add_option("--frames", args->frames, "stop after this many frames per stream (0: until the sources end)")
         ->default_val(0);
     sub->add_flag("--quiet", args->quiet, "no status line (the summary still prints)");
+    sub->add_option("--duration", args->duration_s, "stop after this many seconds, draining the frames in flight (0: no limit)")
+        ->default_val(0);
+    sub->add_option("--streams", args->pipeline.streams,
+                    "run N copies of every source (\"<name>-1\" ... \"<name>-N\"), their starts staggered: the multi-stream benchmark")
+        ->default_val(1);
+    sub->add_flag("--realtime", args->pipeline.realtime,
+                  "read files at their frame rate, as cameras deliver frames (a stream that falls behind drops its oldest frames)");
+    sub->add_option("--fps", args->pipeline.fps, "with or without --realtime: read files at this rate instead of their own")
+        ->default_val(0);
+    sub->add_flag("--loop", args->pipeline.loop, "files start over at their end (stop with --frames, --duration or a signal)");
     return sub;
   };
   c.run = [args] { return run_pipeline(*args); };

@@ -1,75 +1,445 @@
 // The "cuda" model runner: the infer stage's engine when a model says `device: cuda` (see
-// core/model_runner.hpp). A GraphRunner on device 0 at the model's precision; a plan (workspace,
-// CUDA graph) per distinct input shape, built on first use. Registered from a static
-// initializer, so binaries link redwood::backend_cuda with redwood_link_registered().
+// core/model_runner.hpp). A GraphRunner (the optimized graph, the weights) on one GPU, and a ring
+// of slots, each with its own stream, events, plans and pinned staging:
+//
+//   submit (the batcher's thread)                       completion thread
+//   ─────────────────────────────                       ─────────────────
+//   take a free slot (wait while all are busy)          take the oldest slot in flight
+//   on its stream: copy every part in (straight from    wait for its last event (sleeping)
+//     pinned memory, else through the slot's staging),  copy staged outputs into their parts
+//     zero the padding rows, replay the plan's CUDA     read the events' times
+//     graph, copy every output part out                 done(result), free the slot
+//   queue the slot for completion, return
+//
+// With three slots, batch n+1's copy in, batch n's compute and batch n-1's copy out run at once
+// on the GPU's copy and compute engines. A slot keeps one plan (workspace, captured graph) per
+// batch shape, made on the first batch of that shape; preferred batch sizes (the infer stage's
+// padding) keep their number small. Registered from a static initializer, so binaries link
+// redwood::backend_cuda with redwood_link_registered().
 
+#include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_arch.hpp"
+#include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/graph_runner.hpp"
+#include "core/log.hpp"
 #include "core/model_runner.hpp"
 
 #include <fmt/format.h>
 
+#include <condition_variable>
+#include <cstring>
+#include <deque>
 #include <mutex>
+#include <thread>
 
 namespace redwood::cuda {
 namespace {
 
-class CudaModelRunner final : public ModelRunner {
+std::vector<std::string> input_names(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const auto& vi : graph.inputs) names.push_back(vi.name);
+  return names;
+}
+
+std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+/// Page-locked host memory (a frame pool over pinned_upstream(), a cudaHostAlloc'ed buffer):
+/// the copy engines read and write it directly.
+bool is_pinned(const void* p) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+/// Pinned host memory from pinned_pool(), grown on demand (never shrinks).
+class PinnedBuffer {
  public:
-  CudaModelRunner(std::shared_ptr<const Graph> graph, Precision precision, std::string device_name)
-      : runner_(std::move(graph), RunnerOptions{.precision = precision}), device_name_(std::move(device_name)) {
-    // A model whose input shapes are all fixed is planned now, so that an op without a CUDA
-    // kernel fails at load rather than on the first frame.
-    std::vector<Shape> shapes;
-    for (const ValueInfo& in : runner_.graph().inputs) {
-      if (!in.has_shape) return;
-      Shape s;
-      for (const Dim& d : in.dims) {
-        if (!d.known()) return;
-        s.push_back(d.value);
-      }
-      shapes.push_back(std::move(s));
+  PinnedBuffer() = default;
+  ~PinnedBuffer() { release(); }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  std::byte* reserve(std::size_t bytes) {
+    if (bytes > bytes_) {
+      release();
+      bytes_ = align_up(bytes);
+      data_ = static_cast<std::byte*>(pinned_pool().allocate(bytes_));
     }
-    runner_.plan_for(shapes);
+    return data_;
   }
-
-  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs) override {
-    // One stream and one staging buffer per runner: runs take turns.
-    std::lock_guard lock(mutex_);
-    return runner_.run(inputs);
-  }
-
-  std::string description() const override {
-    return fmt::format("cuda:0 ({}), {}", device_name_, precision_name(runner_.options().precision));
-  }
+  std::byte* data() const { return data_; }
 
  private:
-  std::mutex mutex_;
-  GraphRunner runner_;
-  std::string device_name_;
+  void release() {
+    if (data_ != nullptr) pinned_pool().deallocate(data_, bytes_);
+    data_ = nullptr;
+    bytes_ = 0;
+  }
+  std::byte* data_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 
-// Why GPU 0 cannot run models, or "": no device (CUDA's reason), or a device this build carries
-// no code for (device_arch.hpp), which would otherwise fail at the first kernel launch.
-std::string unavailable_reason(const ProbeResult& probe) {
+/// The device's pinned-copy peak, measured once per device: 64 MiB each way, best of three.
+std::pair<double, double> pinned_peak_gbps(int device, cudaStream_t stream) {
+  static std::mutex mutex;
+  static std::map<int, std::pair<double, double>> measured;
+  std::lock_guard lock(mutex);
+  if (auto it = measured.find(device); it != measured.end()) return it->second;
+  constexpr std::size_t kBytes = 64ull << 20;
+  PinnedBuffer host;
+  std::byte* h = host.reserve(kBytes);
+  std::memset(h, 1, kBytes);
+  DeviceBuffer d(device_pool(device), kBytes, stream);
+  Event start(true), end(true);
+  double best[2] = {0, 0};
+  for (int dir = 0; dir < 2; ++dir) {
+    for (int rep = 0; rep < 3; ++rep) {
+      start.record(stream);
+      if (dir == 0) {
+        RW_CUDA_CHECK(cudaMemcpyAsync(d.data(), h, kBytes, cudaMemcpyHostToDevice, stream));
+      } else {
+        RW_CUDA_CHECK(cudaMemcpyAsync(h, d.data(), kBytes, cudaMemcpyDeviceToHost, stream));
+      }
+      end.record(stream);
+      end.synchronize();
+      best[dir] = std::max(best[dir], static_cast<double>(kBytes) / (end.elapsed_ms_since(start) * 1e6));
+    }
+  }
+  return measured[device] = {best[0], best[1]};
+}
+
+class CudaModelRunner final : public ModelRunner {
+ public:
+  CudaModelRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config, std::string device_name)
+      : ModelRunner(input_names(*graph)),
+        device_(config.device),
+        slot_count_(config.slots),
+        runner_(set_device(config.device, std::move(graph)), RunnerOptions{.precision = parse_precision(config.precision)}),
+        description_(fmt::format("cuda:{} ({}), {}, {} slot(s)", config.device, device_name, config.precision, config.slots)),
+        recorder_(description_, config.slots, config.device, config.slots > 1) {
+    RW_EXPECTS(slot_count_ >= 1 && slot_count_ <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slot_count_);
+    for (int i = 0; i < slot_count_; ++i) {
+      slots_.push_back(std::make_unique<Slot>());
+      free_.push_back(i);
+    }
+    // A model whose input shapes are all fixed is planned now, on every slot, so that an op
+    // without a CUDA kernel fails at load rather than on the first frame.
+    std::vector<Shape> shapes;
+    bool fixed = true;
+    for (const ValueInfo& in : runner_.graph().inputs) {
+      Shape s;
+      for (const Dim& d : in.dims) {
+        if (!d.known()) fixed = false;
+        s.push_back(d.value);
+      }
+      fixed = fixed && in.has_shape;
+      shapes.push_back(std::move(s));
+    }
+    if (fixed) {
+      for (auto& slot : slots_) plan_on(*slot, shapes);
+    }
+    const auto [h2d, d2h] = pinned_peak_gbps(device_, slots_[0]->stream.get());
+    recorder_.set_pinned_peak(h2d, d2h);
+    epoch_.record(slots_[0]->stream.get());
+    epoch_.synchronize();
+    completion_ = std::thread([this] { complete_loop(); });
+  }
+
+  ~CudaModelRunner() override {
+    drain();
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    completion_cv_.notify_all();
+    completion_.join();
+    for (auto& slot : slots_) cudaStreamSynchronize(slot->stream.get());
+  }
+
+  void submit(InferBatch batch, InferDone done) override {
+    check_batch(runner_.graph(), batch);
+    RW_CUDA_CHECK(cudaSetDevice(device_));
+    const auto asked = std::chrono::steady_clock::now();
+    int index = -1;
+    {
+      std::unique_lock lock(mutex_);
+      free_cv_.wait(lock, [&] { return !free_.empty(); });
+      index = free_.front();
+      free_.pop_front();
+      ++in_flight_;
+    }
+    Slot& slot = *slots_[static_cast<std::size_t>(index)];
+    slot.timing = BatchTiming{};
+    slot.timing.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+    try {
+      enqueue(slot, batch);
+    } catch (...) {
+      // Nothing of this batch is in flight on the device after a failed enqueue, but its stream
+      // may hold copies: wait for them before the slot is reused.
+      cudaStreamSynchronize(slot.stream.get());
+      cudaGetLastError();
+      slot.clear();
+      give_back(index);
+      throw;
+    }
+    slot.batch = std::move(batch);
+    slot.done = std::move(done);
+    {
+      std::lock_guard lock(mutex_);
+      in_order_.push_back(index);
+    }
+    completion_cv_.notify_one();
+  }
+
+  void drain() override {
+    std::unique_lock lock(mutex_);
+    free_cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+
+  int in_flight() const override {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+  }
+
+  std::string description() const override { return description_; }
+  RunnerStats stats() const override { return recorder_.stats(); }
+
+ private:
+  struct Slot {
+    Stream stream;
+    Event copy_in_start{true}, compute_start{true}, compute_end{true}, copy_out_end{true, true};
+    std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans;
+    PinnedBuffer staging_in, staging_out;
+    // The batch in flight.
+    InferBatch batch;
+    InferDone done;
+    std::vector<std::vector<Tensor>> outputs;  // [output][part]
+    struct Staged {
+      void* part;
+      std::size_t offset, bytes;
+    };
+    std::vector<Staged> staged_out;  // outputs copied into staging_out, to copy into their parts
+    BatchTiming timing;
+
+    void clear() {
+      batch = InferBatch{};
+      done = nullptr;
+      outputs.clear();
+      staged_out.clear();
+    }
+    ~Slot() {
+      // Plans (their graphs and buffers) go while their stream is idle.
+      cudaStreamSynchronize(stream.get());
+      plans.clear();
+    }
+  };
+
+  static std::shared_ptr<const Graph> set_device(int device, std::shared_ptr<const Graph> graph) {
+    RW_CUDA_CHECK(cudaSetDevice(device));
+    return graph;
+  }
+
+  Plan& plan_on(Slot& slot, const std::vector<Shape>& shapes) {
+    auto it = slot.plans.find(shapes);
+    if (it == slot.plans.end()) it = slot.plans.emplace(shapes, runner_.make_plan(shapes, slot.stream.get())).first;
+    return *it->second;
+  }
+
+  // Queues the batch's copies in, the replay and the copies out on the slot's stream.
+  void enqueue(Slot& slot, const InferBatch& batch) {
+    const Graph& graph = runner_.graph();
+    const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+    std::int64_t total = 0;
+    for (auto r : rows) total += r;
+    const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
+    std::vector<Shape> shapes;
+    for (const auto& parts : batch.inputs) {
+      Shape s = parts[0].shape();
+      s[0] = run_rows;
+      shapes.push_back(std::move(s));
+    }
+    Plan& plan = plan_on(slot, shapes);
+    const Schedule& s = plan.schedule();
+    // Every output must have a row per input row, to be split back into the parts.
+    for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
+      const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
+      RW_EXPECTS(!v.shape.empty() && v.shape[0] == run_rows, InvalidArgument,
+                 "{}: output '{}' is {} for a batch of {} rows; a batched model needs one output row per input row",
+                 graph.name, graph.outputs[o].name, shape_str(v.shape), run_rows);
+    }
+    cudaStream_t stream = slot.stream.get();
+
+    // Copy in: each part to its rows of the device input, the padding rows zeroed.
+    std::size_t staged = 0;
+    for (const auto& parts : batch.inputs) {
+      for (const Tensor& p : parts) {
+        if (!is_pinned(p.raw_data()) || !p.is_contiguous()) staged += align_up(p.nbytes());
+      }
+    }
+    std::byte* staging = staged > 0 ? slot.staging_in.reserve(staged) : nullptr;
+    slot.copy_in_start.record(stream);
+    std::size_t staging_at = 0;
+    for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
+      auto* dst = static_cast<std::byte*>(plan.input(i));
+      std::size_t at = 0;
+      for (const Tensor& part : batch.inputs[i]) {
+        const std::size_t bytes = part.nbytes();
+        if (bytes == 0) continue;
+        const void* src = part.raw_data();
+        if (!part.is_contiguous() || !is_pinned(src)) {
+          const Tensor c = part.contiguous();
+          std::memcpy(staging + staging_at, c.raw_data(), bytes);
+          src = staging + staging_at;
+          staging_at += align_up(bytes);
+        }
+        RW_CUDA_CHECK(cudaMemcpyAsync(dst + at, src, bytes, cudaMemcpyHostToDevice, stream));
+        slot.timing.bytes_in += bytes;
+        at += bytes;
+      }
+      const auto& v = s.values[static_cast<std::size_t>(s.graph_inputs[i])];
+      if (v.bytes() > at) RW_CUDA_CHECK(cudaMemsetAsync(dst + at, 0, v.bytes() - at, stream));
+    }
+    slot.compute_start.record(stream);
+    plan.enqueue(stream);
+    slot.compute_end.record(stream);
+
+    // Copy out: each output's rows into its parts (the padding rows stay behind).
+    std::size_t out_staged = 0;
+    slot.outputs.assign(s.graph_outputs.size(), {});
+    for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
+      const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
+      for (auto r : rows) {
+        Shape shape = v.shape;
+        shape[0] = r;
+        Tensor part = batch.allocate ? batch.allocate(v.dtype, shape) : Tensor();
+        if (!part.defined()) part = Tensor::empty(v.dtype, shape);
+        if (!is_pinned(part.raw_data())) out_staged += align_up(part.nbytes());
+        slot.outputs[o].push_back(std::move(part));
+      }
+    }
+    std::byte* out_staging = out_staged > 0 ? slot.staging_out.reserve(out_staged) : nullptr;
+    std::size_t out_at = 0;
+    for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
+      const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
+      std::size_t at = 0;
+      for (Tensor& part : slot.outputs[o]) {
+        const std::size_t bytes = part.nbytes();
+        if (bytes > 0 && v.kind == Schedule::Kind::kHost) {
+          std::memcpy(part.raw_data(), static_cast<const std::byte*>(v.host.raw_data()) + at, bytes);  // computed at plan time
+        } else if (bytes > 0) {
+          const auto* src = static_cast<const std::byte*>(plan.output(o)) + at;
+          if (is_pinned(part.raw_data())) {
+            RW_CUDA_CHECK(cudaMemcpyAsync(part.raw_data(), src, bytes, cudaMemcpyDeviceToHost, stream));
+          } else {
+            RW_CUDA_CHECK(cudaMemcpyAsync(out_staging + out_at, src, bytes, cudaMemcpyDeviceToHost, stream));
+            slot.staged_out.push_back({part.raw_data(), out_at, bytes});
+            out_at += align_up(bytes);
+          }
+          slot.timing.bytes_out += bytes;
+        }
+        at += bytes;
+      }
+    }
+    slot.copy_out_end.record(stream);
+    slot.timing.rows = total;
+    slot.timing.run_rows = run_rows;
+  }
+
+  void complete_loop() {
+    cudaSetDevice(device_);
+    for (;;) {
+      int index = -1;
+      {
+        std::unique_lock lock(mutex_);
+        completion_cv_.wait(lock, [&] { return !in_order_.empty() || stopping_; });
+        if (in_order_.empty()) return;
+        index = in_order_.front();
+        in_order_.pop_front();
+      }
+      Slot& slot = *slots_[static_cast<std::size_t>(index)];
+      InferResult result;
+      try {
+        slot.copy_out_end.synchronize();
+        for (const auto& st : slot.staged_out) {
+          std::memcpy(st.part, slot.staging_out.data() + st.offset, st.bytes);
+        }
+        BatchTiming& t = slot.timing;
+        t.copy_in_start = slot.copy_in_start.elapsed_ms_since(epoch_);
+        t.compute_start = slot.compute_start.elapsed_ms_since(epoch_);
+        t.compute_end = slot.compute_end.elapsed_ms_since(epoch_);
+        t.copy_out_end = slot.copy_out_end.elapsed_ms_since(epoch_);
+        result.outputs = std::move(slot.outputs);
+      } catch (...) {
+        result.outputs.clear();
+        result.error = std::current_exception();
+      }
+      recorder_.record(slot.timing, result.error != nullptr);
+      try {
+        slot.done(result);
+      } catch (const std::exception& e) {
+        log().error("{}: a batch's completion threw: {}", description_, e.what());
+      }
+      result = InferResult{};
+      slot.clear();  // the batch's tensors go back to their pool before the slot is reused
+      give_back(index);
+    }
+  }
+
+  void give_back(int index) {
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(index);
+      --in_flight_;
+    }
+    free_cv_.notify_all();
+  }
+
+  int device_;
+  int slot_count_;
+  GraphRunner runner_;
+  std::string description_;
+  RunnerStatsRecorder recorder_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // after runner_: their plans go first
+  Event epoch_{true};
+  mutable std::mutex mutex_;
+  std::condition_variable free_cv_, completion_cv_;
+  std::deque<int> free_, in_order_;
+  int in_flight_ = 0;
+  bool stopping_ = false;
+  std::thread completion_;
+};
+
+// Why GPU `device` cannot run models, or "": no device (CUDA's reason), or a device this build
+// carries no code for (device_arch.hpp), which would otherwise fail at the first kernel launch.
+std::string unavailable_reason(const ProbeResult& probe, int device = 0) {
   if (probe.devices.empty()) {
     return fmt::format("{} (CUDA runtime {}, driver {})", probe.error.empty() ? "no CUDA device found" : probe.error,
                        probe.runtime_version, probe.driver_version);
   }
-  return architecture_problem(probe.devices[0]);
+  if (device < 0 || static_cast<std::size_t>(device) >= probe.devices.size()) {
+    return fmt::format("GPU {} does not exist (this machine has {})", device, probe.devices.size());
+  }
+  return architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
 }
 
 std::string cuda_unavailable() { return unavailable_reason(probe_devices()); }
 
-std::unique_ptr<ModelRunner> make_cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision) {
+std::unique_ptr<ModelRunner> make_cuda_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config) {
   const ProbeResult probe = probe_devices();
-  const std::string why = unavailable_reason(probe);
+  const std::string why = unavailable_reason(probe, config.device);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
-  return std::make_unique<CudaModelRunner>(std::move(graph), parse_precision(precision), probe.devices[0].name);
+  return std::make_unique<CudaModelRunner>(std::move(graph), config, probe.devices[static_cast<std::size_t>(config.device)].name);
 }
 
-[[maybe_unused]] const bool registered = register_device_runner("cuda", {cuda_unavailable, make_cuda_runner});
+int cuda_device_count() { return static_cast<int>(probe_devices().devices.size()); }
+
+memory::MemoryResource& pinned_memory() { return pinned_upstream(); }
+
+[[maybe_unused]] const bool registered =
+    register_device_runner("cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count});
 
 }  // namespace
 }  // namespace redwood::cuda

@@ -1,7 +1,7 @@
 #include "backends/cuda/device_tensor.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
-#include "memory/cuda/cuda_resources.hpp"
+#include "backends/cuda/device_memory.hpp"
 
 #include <cstring>
 #include <utility>
@@ -11,8 +11,7 @@ namespace redwood::cuda {
 memory::MemoryResource& default_device_resource() {
   int device = 0;
   RW_CUDA_CHECK(cudaGetDevice(&device));
-  static memory::cuda::DeviceResource resource("cuda backend", device);
-  return resource;
+  return device_pool(device);
 }
 
 DeviceBuffer::DeviceBuffer(memory::MemoryResource& resource, std::size_t bytes, cudaStream_t stream)
@@ -68,12 +67,23 @@ void* PinnedStaging::reserve(std::size_t bytes) {
   return data_;
 }
 
+namespace {
+// Storage's deleter has no context; the shared_ptr's gives the block back to its pool.
+void released_by_shared_ptr(void*) {}
+}  // namespace
+
 Tensor device_empty(DType dtype, Shape shape) {
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-  void* p = nullptr;
-  if (bytes > 0) RW_CUDA_CHECK(cudaMalloc(&p, bytes));
-  auto storage = std::make_shared<Storage>(p, bytes, Device::kCuda, [](void* q) {
-    RW_CUDA_WARN(cudaFree(q));
+  memory::MemoryResource& pool = default_device_resource();
+  void* p = bytes > 0 ? pool.allocate(bytes) : nullptr;
+  std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCuda, &released_by_shared_ptr), [&pool, bytes](Storage* s) {
+    void* data = s->data();
+    delete s;
+    try {
+      pool.deallocate(data, bytes);
+    } catch (const std::exception&) {
+      // Destructors never throw; the pool has counted the failure.
+    }
   });
   return Tensor::from_storage(std::move(storage), dtype, std::move(shape));
 }

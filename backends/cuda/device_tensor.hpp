@@ -4,9 +4,9 @@
 // DeviceBuffer: one allocation from a memory::MemoryResource (by default the process's
 // memory::cuda::DeviceResource, whose statistics the metrics read), given back on destruction,
 // stream-ordered when it was taken on a stream. The graph runner keeps its weights and its
-// liveness-planned workspace in DeviceBuffers.
+// liveness-planned workspaces in DeviceBuffers over arenas (device_memory.hpp).
 //
-// Device tensors are core Tensors with Device::kCuda: device_empty() owns cudaMalloc'ed storage;
+// Device tensors are core Tensors with Device::kCuda: device_empty() owns a block of the device pool;
 // to_device()/to_host() copy through page-locked staging so the DMA engine does the transfer.
 
 #include "core/tensor.hpp"
@@ -18,7 +18,7 @@
 
 namespace redwood::cuda {
 
-/// The process-wide device resource (cudaMalloc on the current device), created on first use.
+/// Transient device memory on the current GPU: its stream-ordered buddy pool (device_memory.hpp).
 memory::MemoryResource& default_device_resource();
 
 class DeviceBuffer {

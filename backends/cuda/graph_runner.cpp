@@ -2,6 +2,7 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_arch.hpp"
+#include "backends/cuda/device_memory.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -371,6 +372,7 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   // kernel image"; say which GPU and which architectures were built instead (device_arch.hpp).
   int device = 0;
   RW_CUDA_CHECK(cudaGetDevice(&device));
+  device_ = device;
   const ProbeResult probe = probe_devices();
   if (device >= 0 && static_cast<std::size_t>(device) < probe.devices.size()) {
     const std::string why = architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
@@ -401,19 +403,24 @@ GraphRunner::~GraphRunner() {
 const void* GraphRunner::upload_initializer(const std::string& name, const Tensor& value) {
   auto it = weights_.find(name);
   if (it == weights_.end()) {
+    if (!weights_arena_) {
+      // Room for every initializer of the graph: the most the device steps can read.
+      std::size_t bytes = 0;
+      for (const auto& [n, t] : graph_->initializers) bytes += align_up(std::max<std::size_t>(t.nbytes(), 4));
+      weights_arena_ = device_arena(graph_->name + " weights", device_, bytes);
+    }
     const Tensor c = value.contiguous();
-    DeviceBuffer buffer(default_device_resource(), std::max<std::size_t>(c.nbytes(), 4));
+    DeviceBuffer buffer(*weights_arena_, std::max<std::size_t>(c.nbytes(), 4));
     copy_host_to_device(buffer.data(), c.raw_data(), c.nbytes(), staging_, stream_.get());
     it = weights_.emplace(name, std::move(buffer)).first;
   }
   return it->second.data();
 }
 
-std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_shapes) {
+std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_shapes, cudaStream_t stream) {
   std::unique_ptr<Plan> plan(new Plan());
   plan->schedule_ = build_schedule(*graph_, input_shapes, options_.precision);
   Schedule& s = plan->schedule_;
-  plan->workspace_ = DeviceBuffer(default_device_resource(), std::max<std::size_t>(s.workspace.workspace_bytes, 4));
   // Host-computed values that device steps read go into one per-plan buffer.
   std::size_t constant_bytes = 0;
   std::vector<std::size_t> constant_offsets(s.values.size(), 0);
@@ -424,8 +431,12 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
       constant_bytes += align_up(std::max<std::size_t>(v.bytes(), 4));
     }
   }
+  // The workspace and the constants: one arena, one device allocation for the plan's life.
+  const std::size_t workspace_bytes = align_up(std::max<std::size_t>(s.workspace.workspace_bytes, 4));
+  plan->arena_ = device_arena(graph_->name + " plan", device_, workspace_bytes + constant_bytes);
+  plan->workspace_ = DeviceBuffer(*plan->arena_, workspace_bytes);
   if (constant_bytes > 0) {
-    plan->constants_ = DeviceBuffer(default_device_resource(), constant_bytes);
+    plan->constants_ = DeviceBuffer(*plan->arena_, constant_bytes);
     std::vector<char> packed(constant_bytes, 0);
     for (std::size_t i = 0; i < s.values.size(); ++i) {
       const auto& v = s.values[i];
@@ -462,23 +473,22 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
   TuneBudget budget{options_.tune_budget_ms};
   if (budget.ms_left > 0) {
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
-      s.steps[i].kernel->tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream_.get(),
-                                         plan->step_workspaces_[i]},
+      s.steps[i].kernel->tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream, plan->step_workspaces_[i]},
                               budget);
     }
-    stream_.synchronize();
+    RW_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
   if (options_.cuda_graph && !s.steps.empty()) {
     cudaGraph_t captured = nullptr;
-    RW_CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
+    RW_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     try {
-      plan->launch_steps(stream_.get());
+      plan->launch_steps(stream);
     } catch (...) {
-      cudaStreamEndCapture(stream_.get(), &captured);
+      cudaStreamEndCapture(stream, &captured);
       if (captured != nullptr) cudaGraphDestroy(captured);
       throw;
     }
-    RW_CUDA_CHECK(cudaStreamEndCapture(stream_.get(), &captured));
+    RW_CUDA_CHECK(cudaStreamEndCapture(stream, &captured));
     const cudaError_t err = cudaGraphInstantiate(&plan->exec_, captured, 0);
     cudaGraphDestroy(captured);
     RW_CUDA_CHECK(err);
@@ -488,7 +498,7 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
 
 Plan& GraphRunner::plan_for(const std::vector<Shape>& input_shapes) {
   auto it = plans_.find(input_shapes);
-  if (it == plans_.end()) it = plans_.emplace(input_shapes, make_plan(input_shapes)).first;
+  if (it == plans_.end()) it = plans_.emplace(input_shapes, make_plan(input_shapes, stream_.get())).first;
   return *it->second;
 }
 

@@ -15,13 +15,17 @@
 //
 // A plan is built once per distinct set of input shapes and cached; run() copies the inputs in
 // through pinned staging, replays the plan's CUDA graph (or launches the kernels one by one when
-// cuda_graph is off) and copies the outputs back.
+// cuda_graph is off) and copies the outputs back. The streaming runner (cuda_model_runner.cpp)
+// makes plans of its own with make_plan(), one per slot and batch size, each captured on its
+// slot's stream. Memory: the weights live in one arena per runner, each plan's workspace and
+// constants in one arena per plan (backends/cuda/device_memory.hpp): nothing is allocated per run.
 
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/stream.hpp"
 #include "core/graph/graph.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "memory/arena.hpp"
 #include "memory/liveness_planner.hpp"
 
 #include <map>
@@ -139,6 +143,7 @@ class Plan {
   Plan() = default;
   void launch_steps(cudaStream_t stream);
   Schedule schedule_;
+  std::unique_ptr<memory::ArenaResource> arena_;  // before the buffers: it outlives them
   DeviceBuffer workspace_;
   DeviceBuffer constants_;  // host-computed values that device steps read
   std::vector<std::vector<DeviceArg>> step_inputs_, step_outputs_;
@@ -161,18 +166,27 @@ class GraphRunner {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
   /// The plan for these input shapes (graph input order), built on first use.
   Plan& plan_for(const std::vector<Shape>& input_shapes);
+  /// A new plan for these input shapes, tuned and captured on `stream` (whose work it then
+  /// belongs to), sharing this runner's weights. Not cached: the caller owns it and must destroy
+  /// it, its stream idle, before this runner.
+  std::unique_ptr<Plan> make_plan(const std::vector<Shape>& input_shapes, cudaStream_t stream);
   cudaStream_t stream() const { return stream_.get(); }
   std::size_t plan_count() const { return plans_.size(); }
+  /// The GPU this runner's memory and plans are on.
+  int device() const { return device_; }
+  /// Device bytes of the weights arena (reserved when the first plan is made).
+  std::size_t weight_bytes() const { return weights_arena_ ? weights_arena_->capacity() : 0; }
 
  private:
-  std::unique_ptr<Plan> make_plan(const std::vector<Shape>& input_shapes);
   const void* upload_initializer(const std::string& name, const Tensor& value);
 
   std::shared_ptr<const Graph> graph_;
   RunnerOptions options_;
   std::vector<PassRecord> pass_records_;
+  int device_ = 0;
   Stream stream_;
   PinnedStaging staging_;
+  std::unique_ptr<memory::ArenaResource> weights_arena_;  // before weights_: it outlives them
   std::map<std::string, DeviceBuffer> weights_;
   std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
 };

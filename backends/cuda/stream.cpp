@@ -22,8 +22,9 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 
 void Stream::synchronize() const { RW_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-Event::Event(bool timing) {
-  RW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+Event::Event(bool timing, bool blocking_sync) {
+  const unsigned flags = (timing ? cudaEventDefault : cudaEventDisableTiming) | (blocking_sync ? cudaEventBlockingSync : 0u);
+  RW_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
 }
 
 Event::~Event() {

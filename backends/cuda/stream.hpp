@@ -25,9 +25,10 @@ class Stream {
 };
 
 /// A CUDA event; with timing on, two recorded events give the elapsed device time between them.
+/// With blocking_sync, synchronize() sleeps until the event completes instead of spinning a core.
 class Event {
  public:
-  explicit Event(bool timing = false);
+  explicit Event(bool timing = false, bool blocking_sync = false);
   ~Event();
   Event(Event&& other) noexcept : event_(other.event_) { other.event_ = nullptr; }
   Event& operator=(Event&& other) noexcept;

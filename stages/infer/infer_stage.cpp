@@ -1,19 +1,24 @@
 // infer: runs a model (on the CPU or a GPU, see below) on a tensor each frame carries. Frames from every
 // stream are batched together (up to max_batch frames, a partial batch waiting at most
-// timeout_ms): their tensors are concatenated on dim 0, run once, and the outputs split back.
-// Dim 0 is "items of a frame": 1 for a whole picture, K for K crops from an earlier stage (a
-// secondary model), 0 when a frame has none (the frame then gets no output).
+// timeout_ms, or less when the latency budget says so): their tensors become the parts of one
+// batch, which the model's runner concatenates on dim 0 where it stages them, runs once, and
+// splits back. Dim 0 is "items of a frame": 1 for a whole picture, K for K crops from an earlier
+// stage (a secondary model), 0 when a frame has none (the frame then gets no output).
 //
 //   - name: det
 //     type: infer
 //     model: det
 //     input: det_in                       # tensor key feeding the model's (only) input
 //     outputs: {sigmoid_0.tmp_0: det_prob} # model output -> tensor key (default: its own name)
-//     max_batch: 4
-//     timeout_ms: 5
+//     max_batch: 8                        # frames per batch
+//     timeout_ms: 5                       # how long a partial batch waits for more frames
+//     latency_budget_ms: 50               # frames read this long ago go at once (0: no budget)
+//     batch_sizes: [1, 2, 4, 8]           # rows a batch is padded to (GPU default: powers of two)
 //
-// The model runs where its entry under `models:` says (device: cpu | cuda | auto, precision):
-// the CPU Executor, or the runner a backend registered for the device (core/model_runner.hpp).
+// The stage is asynchronous: it hands a batch to a runner and is free at once; the runner
+// completes it on its own thread and the frames go on from there (core/model_runner.hpp). The
+// model runs where its entry under `models:` says (device: cpu | cuda | auto, precision, slots,
+// instances, devices): one runner per instance and device, each batch to the least busy.
 
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
@@ -22,35 +27,73 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstring>
+#include <future>
 #include <mutex>
 
 namespace redwood {
 namespace {
 
-// The model's runner on its configured device. `device: cuda` where CUDA is not built or not
-// usable fails at load, naming the model, the config location and CUDA's reason; `device: auto`
-// then runs on the CPU and logs why.
-std::unique_ptr<ModelRunner> make_runner(const ModelEntry& model, const std::string& model_name) {
-  if (model.device == "cpu") return make_cpu_runner(model.graph);
+// The model's runners on its configured device: `instances` per device listed. `device: cuda`
+// where CUDA is not built or not usable fails at load, naming the model, the config location and
+// CUDA's reason; `device: auto` then runs on the CPU and logs why.
+std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, const std::string& model_name,
+                                                       std::string& device) {
+  std::vector<std::unique_ptr<ModelRunner>> runners;
+  RunnerConfig config;
+  config.slots = model.slots;
+  config.precision = model.precision;
+  const auto on_cpu = [&] {
+    device = "cpu";
+    for (int i = 0; i < model.instances; ++i) runners.push_back(make_cpu_runner(model.graph, config));
+    return std::move(runners);
+  };
+  if (model.device == "cpu") return on_cpu();
   const auto& registry = device_runner_registry();
   const auto it = registry.find("cuda");
   std::string reason = it == registry.end() ? "this Redwood was built without CUDA" : it->second.unavailable();
   if (reason.empty()) {
+    const int count = it->second.device_count ? it->second.device_count() : 1;
+    for (int d : model.devices) {
+      if (d >= count) {
+        throw ConfigError(fmt::format("{}: model '{}': devices: GPU {} does not exist (this machine has {})",
+                                      model.device_where, model_name, d, count));
+      }
+    }
     try {
-      auto runner = it->second.make(model.graph, model.precision);
-      log().info("model '{}' runs on {}", model_name, runner->description());
-      return runner;
+      for (int d : model.devices) {
+        config.device = d;
+        for (int i = 0; i < model.instances; ++i) runners.push_back(it->second.make(model.graph, config));
+      }
+      log().info("model '{}' runs on {}{}", model_name, runners.front()->description(),
+                 runners.size() > 1 ? fmt::format(" ({} runners)", runners.size()) : std::string());
+      device = "cuda";
+      return runners;
     } catch (const Error& e) {
+      runners.clear();
       reason = e.what();
     }
   }
   if (model.device == "auto") {
     log().warn("{}: model '{}': device auto: running on the CPU, CUDA is not usable: {}", model.device_where, model_name, reason);
-    return make_cpu_runner(model.graph);
+    return on_cpu();
   }
   throw ConfigError(fmt::format("{}: model '{}': device cuda is not usable: {}", model.device_where, model_name, reason));
 }
+
+// One process_async call: its frames, the outputs arriving per submission, and the countdown
+// that completes the call when the last submission (or the handing over) is done.
+struct Dispatch {
+  std::vector<Frame*> frames;
+  // [frame][output][item]: outputs as they arrive (one item per frame for a batched model; one
+  // per row for a model of batch 1 fed K rows).
+  std::vector<std::vector<std::vector<Tensor>>> outputs;
+  std::atomic<int> pending{1};  // submissions in flight, plus the handing-over thread's own count
+  std::mutex mutex;
+  std::exception_ptr error;
+  Stage::Completion done;
+};
 
 class InferStage final : public Stage {
  public:
@@ -68,8 +111,10 @@ class InferStage final : public Stage {
     consume(input_key_);
     max_batch_ = p.get<int>("max_batch", 1);
     timeout_ms_ = p.get<double>("timeout_ms", 5.0);
+    latency_budget_ms_ = p.get<double>("latency_budget_ms", 0.0);
     if (max_batch_ < 1) p.fail("max_batch", "must be at least 1");
     if (timeout_ms_ < 0) p.fail("timeout_ms", "must be >= 0");
+    if (latency_budget_ms_ < 0) p.fail("latency_budget_ms", "must be >= 0 (0: no budget)");
     const YAML::Node outs = p.node("outputs");
     if (outs && !outs.IsNull() && !outs.IsMap()) p.origin().fail(outs, fmt::format("stage '{}': outputs: expected a map from model output to tensor key", name()));
     std::set<std::string> named;
@@ -93,7 +138,24 @@ class InferStage final : public Stage {
     const Dim& batch = graph_->inputs[0].dims.empty() ? Dim{} : graph_->inputs[0].dims[0];
     fixed_batch_one_ = batch.known() && batch.value == 1;
     if (batch.known() && batch.value != 1) p.fail("model", fmt::format("input batch is fixed at {}; only 1 or dynamic are fed", batch.value));
-    runner_ = make_runner(model, model_name_);
+    runners_ = make_runners(model, model_name_, device_);
+    // Preferred batch sizes: rows a batch is padded to, so that a GPU keeps one captured plan per
+    // size. Default on a GPU: the next power of two; on the CPU padding only costs, so none.
+    if (p.has("batch_sizes")) {
+      batch_sizes_ = p.get<std::vector<std::int64_t>>("batch_sizes", {});
+      if (batch_sizes_.empty()) p.fail("batch_sizes", "expected a list of row counts, e.g. [1, 2, 4, 8]");
+      for (std::size_t i = 0; i < batch_sizes_.size(); ++i) {
+        if (batch_sizes_[i] < 1 || (i > 0 && batch_sizes_[i] <= batch_sizes_[i - 1])) {
+          p.fail("batch_sizes", "expected increasing row counts of at least 1, e.g. [1, 2, 4, 8]");
+        }
+      }
+      if (fixed_batch_one_ && batch_sizes_ != std::vector<std::int64_t>{1}) {
+        p.fail("batch_sizes", "the model's batch is fixed at 1");
+      }
+      pad_to_power_of_two_ = false;
+    } else {
+      pad_to_power_of_two_ = device_ != "cpu" && !fixed_batch_one_;
+    }
   }
 
   void check(const TensorSpecs& available) const override {
@@ -116,28 +178,75 @@ class InferStage final : public Stage {
 
   int max_batch() const override { return max_batch_; }
   double batch_timeout_ms() const override { return timeout_ms_; }
-  bool serial() const override { return true; }
+  double latency_budget_ms() const override { return latency_budget_ms_; }
+  double expected_batch_ms() const override { return expected_ms_.load(std::memory_order_relaxed); }
+  bool asynchronous() const override { return true; }
+  std::string runner_device() const override { return device_; }
+
+  void drain() override {
+    for (auto& r : runners_) r->drain();
+  }
+
+  std::vector<RunnerStats> runner_stats() const override {
+    std::vector<RunnerStats> out;
+    for (const auto& r : runners_) {
+      out.push_back(r->stats());
+      out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
+    }
+    return out;
+  }
 
  private:
+  // process(): the same work, waited for (single-stage tests, tools).
   void do_process(std::span<Frame* const> frames) override {
-    // Group frames whose item shapes agree (streams of different sizes cannot share a run).
-    std::vector<Frame*> pending;
-    for (Frame* f : frames) {
-      auto it = f->tensors.find(input_key_);
-      if (it == f->tensors.end() || !it->second.defined() || it->second.dim(0) == 0) continue;
-      pending.push_back(f);
+    std::promise<void> finished;
+    do_process_async(frames, [&finished](std::exception_ptr error) {
+      if (error) {
+        finished.set_exception(error);
+      } else {
+        finished.set_value();
+      }
+    });
+    finished.get_future().get();
+  }
+
+  void do_process_async(std::span<Frame* const> frames, Completion done) override {
+    auto d = std::make_shared<Dispatch>();
+    d->frames.assign(frames.begin(), frames.end());
+    d->outputs.resize(frames.size());
+    d->done = std::move(done);
+    // Frames whose item shapes agree share a submission (streams of different sizes cannot).
+    std::vector<std::size_t> pending;
+    for (std::size_t i = 0; i < frames.size(); ++i) {
+      auto it = frames[i]->tensors.find(input_key_);
+      if (it == frames[i]->tensors.end() || !it->second.defined() || it->second.rank() == 0 || it->second.dim(0) == 0) continue;
+      pending.push_back(i);
     }
     while (!pending.empty()) {
-      const Shape item = item_shape(pending.front());
-      std::vector<Frame*> group, rest;
-      for (Frame* f : pending) (item_shape(f) == item ? group : rest).push_back(f);
+      const Shape item = item_shape(frames[pending.front()]);
+      std::vector<std::size_t> group, rest;
+      for (std::size_t i : pending) (item_shape(frames[i]) == item ? group : rest).push_back(i);
       if (fixed_batch_one_) {
-        for (Frame* f : group) run_group({f});
+        // A model of batch 1: one submission per row, each a view of that row of the frame's tensor.
+        for (std::size_t i : group) {
+          // The rows are views: the frame keeps the (contiguous) tensor alive until completion.
+          Tensor& all = frames[i]->tensors.at(input_key_);
+          if (!all.is_contiguous()) all = all.contiguous();
+          const std::int64_t k = all.dim(0);
+          d->outputs[i].assign(output_keys_.size(), std::vector<Tensor>(static_cast<std::size_t>(k)));
+          for (std::int64_t r = 0; r < k; ++r) submit(d, {i}, {row_of(all, r)}, static_cast<std::size_t>(r));
+        }
       } else {
-        run_group(group);
+        std::vector<Tensor> parts;
+        for (std::size_t i : group) {
+          parts.push_back(frames[i]->tensors.at(input_key_));
+          d->outputs[i].assign(output_keys_.size(), std::vector<Tensor>(1));
+        }
+        submit(d, group, std::move(parts), 0);
       }
       pending.swap(rest);
     }
+    release(d);
   }
 
   Shape item_shape(Frame* f) const {
@@ -145,47 +254,101 @@ class InferStage final : public Stage {
     return Shape(s.begin() + 1, s.end());
   }
 
-  void run_group(const std::vector<Frame*>& group) {
-    if (fixed_batch_one_ && group.size() == 1 && group[0]->tensors.at(input_key_).dim(0) > 1) {
-      // A model of batch 1 fed K items: one run per item.
-      Frame* f = group[0];
-      const Tensor all = f->tensors.at(input_key_).contiguous();
-      const std::int64_t k = all.dim(0);
-      std::vector<std::vector<Tensor>> parts(output_keys_.size());
-      for (std::int64_t i = 0; i < k; ++i) {
-        auto outs = runner_->run({{graph_->inputs[0].name, slice_rows(all, i, 1, f->memory)}});
-        for (std::size_t o = 0; o < outs.size(); ++o) parts[o].push_back(outs[o]);
-      }
-      for (std::size_t o = 0; o < parts.size(); ++o) f->tensors[output_keys_[o]] = concat_rows(parts[o], f->memory);
-      return;
+  static Tensor row_of(const Tensor& t, std::int64_t r) {
+    Shape shape = t.shape();
+    const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(shape[0]);
+    shape[0] = 1;
+    return Tensor::view(static_cast<std::byte*>(t.raw_data()) + row_bytes * static_cast<std::size_t>(r), t.dtype(), shape);
+  }
+
+  std::int64_t run_rows(std::int64_t rows) const {
+    for (auto size : batch_sizes_) {
+      if (size >= rows) return size;
     }
-    std::vector<Tensor> inputs;
-    for (Frame* f : group) inputs.push_back(f->tensors.at(input_key_).contiguous());
-    // The batch and the per-frame slices of the outputs come from the frames' pool.
-    FrameMemory* memory = group.front()->memory;
-    const Tensor batch = inputs.size() == 1 ? inputs[0] : concat_rows(inputs, memory);
-    const auto outs = runner_->run({{graph_->inputs[0].name, batch}});
-    std::int64_t row = 0;
-    for (std::size_t i = 0; i < group.size(); ++i) {
-      const std::int64_t k = inputs[i].dim(0);
-      for (std::size_t o = 0; o < outs.size(); ++o) {
-        if (outs[o].rank() == 0 || outs[o].dim(0) != batch.dim(0)) {
-          throw Error(fmt::format("stage '{}': output '{}' is {}, expected {} rows (one per item)", name(),
-                                  graph_->outputs[o].name, outs[o].description(), batch.dim(0)));
-        }
-        group[i]->tensors[output_keys_[o]] = group.size() == 1 ? outs[o] : slice_rows(outs[o].contiguous(), row, k, memory);
+    if (!pad_to_power_of_two_ && batch_sizes_.empty()) return rows;
+    std::int64_t p = 1;
+    while (p < rows) p *= 2;
+    return p;
+  }
+
+  ModelRunner& least_busy_runner() {
+    if (runners_.size() == 1) return *runners_.front();
+    // Ties go round-robin, so that idle runners take turns.
+    const std::size_t start = next_runner_.fetch_add(1, std::memory_order_relaxed);
+    ModelRunner* best = nullptr;
+    int best_load = 0;
+    for (std::size_t k = 0; k < runners_.size(); ++k) {
+      ModelRunner& r = *runners_[(start + k) % runners_.size()];
+      const int load = r.in_flight();
+      if (best == nullptr || load < best_load) {
+        best = &r;
+        best_load = load;
       }
-      row += k;
+    }
+    return *best;
+  }
+
+  // Submits `parts` (one per frame in `targets`, item index `item` of each) to a runner; the
+  // outputs land in the dispatch when the runner completes them.
+  void submit(const std::shared_ptr<Dispatch>& d, std::vector<std::size_t> targets, std::vector<Tensor> parts, std::size_t item) {
+    std::int64_t rows = 0;
+    for (const Tensor& t : parts) rows += t.dim(0);
+    InferBatch batch;
+    batch.inputs.push_back(std::move(parts));
+    batch.run_rows = fixed_batch_one_ ? 0 : run_rows(rows);
+    FrameMemory* memory = d->frames[targets.front()]->memory;
+    batch.allocate = [memory](DType dtype, const Shape& shape) { return frame_tensor(memory, dtype, shape); };
+    d->pending.fetch_add(1, std::memory_order_relaxed);
+    const auto submitted = Clock::now();
+    try {
+      least_busy_runner().submit(std::move(batch), [this, d, targets = std::move(targets), item, submitted](InferResult& r) {
+        complete(d, targets, item, r, submitted);
+      });
+    } catch (...) {
+      fail(*d, std::current_exception());
+      release(d);
     }
   }
 
-  static Tensor slice_rows(const Tensor& t, std::int64_t first, std::int64_t count, FrameMemory* memory) {
-    Shape shape = t.shape();
-    const std::size_t row_bytes = t.nbytes() / static_cast<std::size_t>(shape[0]);
-    shape[0] = count;
-    Tensor out = frame_tensor(memory, t.dtype(), shape);
-    std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + first * row_bytes, row_bytes * count);
-    return out;
+  void complete(const std::shared_ptr<Dispatch>& d, const std::vector<std::size_t>& targets, std::size_t item, InferResult& r,
+                Clock::time_point submitted) {
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - submitted).count();
+    // A moving average of a batch's time from submit to completion: what the batcher plans with.
+    const double before = expected_ms_.load(std::memory_order_relaxed);
+    expected_ms_.store(before == 0 ? ms : 0.9 * before + 0.1 * ms, std::memory_order_relaxed);
+    if (r.error) {
+      fail(*d, r.error);
+    } else {
+      for (std::size_t o = 0; o < r.outputs.size() && o < output_keys_.size(); ++o) {
+        for (std::size_t k = 0; k < targets.size(); ++k) d->outputs[targets[k]][o][item] = std::move(r.outputs[o][k]);
+      }
+    }
+    release(d);
+  }
+
+  static void fail(Dispatch& d, std::exception_ptr error) {
+    std::lock_guard lock(d.mutex);
+    if (!d.error) d.error = std::move(error);
+  }
+
+  // Drops one count; the last one writes the outputs into the frames and completes the call.
+  void release(const std::shared_ptr<Dispatch>& d) {
+    if (d->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    std::exception_ptr error = d->error;
+    if (!error) {
+      try {
+        for (std::size_t i = 0; i < d->frames.size(); ++i) {
+          Frame* f = d->frames[i];
+          for (std::size_t o = 0; o < d->outputs[i].size(); ++o) {
+            auto& items = d->outputs[i][o];
+            f->tensors[output_keys_[o]] = items.size() == 1 ? std::move(items[0]) : concat_rows(items, f->memory);
+          }
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    d->done(error);
   }
 
   static Tensor concat_rows(const std::vector<Tensor>& parts, FrameMemory* memory) {
@@ -193,12 +356,7 @@ class InferStage final : public Stage {
     shape[0] = 0;
     for (const auto& t : parts) shape[0] += t.dim(0);
     Tensor out = frame_tensor(memory, parts.front().dtype(), shape);
-    char* dst = static_cast<char*>(out.raw_data());
-    for (const auto& t : parts) {
-      const Tensor c = t.contiguous();
-      std::memcpy(dst, c.raw_data(), c.nbytes());
-      dst += c.nbytes();
-    }
+    gather_rows(parts, out.raw_data(), out.nbytes());
     return out;
   }
 
@@ -208,8 +366,14 @@ class InferStage final : public Stage {
   std::vector<std::string> output_keys_;
   int max_batch_ = 1;
   double timeout_ms_ = 5;
+  double latency_budget_ms_ = 0;
   bool fixed_batch_one_ = false;
-  std::unique_ptr<ModelRunner> runner_;
+  std::vector<std::int64_t> batch_sizes_;
+  bool pad_to_power_of_two_ = false;
+  std::string device_ = "cpu";
+  std::vector<std::unique_ptr<ModelRunner>> runners_;
+  std::atomic<std::size_t> next_runner_{0};
+  std::atomic<double> expected_ms_{0};
 };
 
 }  // namespace

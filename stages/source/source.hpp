@@ -33,6 +33,10 @@ class Source {
   /// source waits for its next frame, a reconnecting one for its backoff) but returns kEnd soon
   /// after `stop` becomes true.
   virtual ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) = 0;
+  /// Frames per second the source was recorded at (0: unknown), for realtime pacing of files.
+  virtual double frame_rate() const { return 0; }
+  /// Starts over from the first frame (files); false when the source cannot.
+  virtual bool rewind() { return false; }
   /// Reconnections so far (network sources).
   virtual std::int64_t reconnects() const { return 0; }
   /// Time without frames because the connection was lost, summed over the outages so far

@@ -32,6 +32,12 @@ class SyntheticSource final : public Source {
   }
 
   bool live() const override { return live_; }
+  double frame_rate() const override { return fps_; }
+  bool rewind() override {
+    next_ = 0;
+    start_ = std::chrono::steady_clock::now();
+    return true;
+  }
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop || (frames_ > 0 && next_ >= frames_)) return ReadStatus::kEnd;

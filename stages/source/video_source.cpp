@@ -30,6 +30,12 @@ class VideoSource final : public Source {
   }
 
   bool live() const override { return false; }
+  double frame_rate() const override { return fps_; }
+  bool rewind() override {
+    open();
+    frames_in_pass_ = 0;
+    return capture_.isOpened();
+  }
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
@@ -59,12 +65,14 @@ class VideoSource final : public Source {
   void open() {
     capture_.open(path_.string());
     if (start_frame_ > 0) capture_.set(cv::CAP_PROP_POS_FRAMES, start_frame_);
+    if (fps_ == 0 && capture_.isOpened()) fps_ = std::max(0.0, capture_.get(cv::CAP_PROP_FPS));
   }
 
   std::filesystem::path path_;
   bool loop_;
   int start_frame_;
   cv::VideoCapture capture_;
+  double fps_ = 0;
   std::int64_t frames_in_pass_ = 0;
 };
 

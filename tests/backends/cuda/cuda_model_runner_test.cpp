@@ -1,21 +1,70 @@
 // The "cuda" model runner, as the infer stage gets it for `device: cuda` (through the device
 // runner registry, core/model_runner.hpp): registered by the whole-archive link, reports CUDA's
-// reason where no device is usable, and on a GPU runs a shipped model like the CPU runner does
-// (batches of several sizes, each its own plan; the precision from the config's spelling).
+// reason where no device is usable, and on a GPU runs models like the CPU runner does, through
+// its ring of slots: batches of several parts and sizes, padding rows, parts in pinned and in
+// pageable memory, many batches in flight completing in order, and errors that leave it usable.
 // The pipeline side (config keys, the no-GPU error at load) is tests/pipelines/model_device_test.cpp.
 
+#include "backends/cuda/device_memory.hpp"
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
+#include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <future>
+#include <thread>
 
 namespace redwood::cuda {
 namespace {
+
+std::unique_ptr<ModelRunner> cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision, int slots = 3) {
+  RunnerConfig config;
+  config.precision = precision;
+  config.slots = slots;
+  return device_runner_registry().at("cuda").make(std::move(graph), config);
+}
+
+// y = relu(conv3x3(x) + b) over [N, 4, 16, 16] -> [N, 8, 16, 16]: small, batched, a real kernel.
+std::shared_ptr<const Graph> small_conv_model() {
+  const auto dir = redwood::testing::temp_dir("cuda-runner");
+  redwood::testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 16, 16}, {"N"});
+  b.initializer("w", redwood::testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 7));
+  b.initializer("b", redwood::testing::random_tensor(DType::kF32, {8}, -0.5, 0.5, 8));
+  auto& conv = b.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  redwood::testing::OnnxBuilder::set_attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Relu", {"c"}, {"y"}, "relu");
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 8, 16, 16}, {"N"});
+  b.save(dir / "conv.onnx");
+  return load_onnx(dir / "conv.onnx");
+}
+
+// A pinned host tensor from the pool the frames' buffers come from while a model runs on a GPU.
+Tensor pinned_tensor(const Tensor& like) {
+  memory::MemoryResource& pinned = pinned_upstream();
+  const std::size_t bytes = std::max<std::size_t>(like.nbytes(), 1);
+  void* p = pinned.allocate(bytes);
+  std::memcpy(p, like.raw_data(), like.nbytes());
+  std::shared_ptr<Storage> storage(new Storage(p, like.nbytes(), Device::kCpu, [](void*) {}), [&pinned, bytes](Storage* s) {
+    pinned.deallocate(s->data(), bytes);
+    delete s;
+  });
+  return Tensor::from_storage(std::move(storage), like.dtype(), like.shape());
+}
+
+InferResult run_batch(ModelRunner& runner, InferBatch batch) {
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  runner.submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
 
 TEST(CudaModelRunner, IsRegisteredAndAgreesWithTheProbe) {
   const auto& registry = device_runner_registry();
@@ -29,7 +78,7 @@ TEST(CudaModelRunner, RunsTheDetectorLikeTheCpuRunner) {
   const auto file = redwood::testing::assets_dir() / "models" / "ch_PP-OCRv4_det_infer.onnx";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file.string() << " is missing (scripts/setup.sh fetches it)";
   std::shared_ptr<const Graph> graph = load_onnx(file);
-  auto gpu = device_runner_registry().at("cuda").make(graph, "fp32");
+  auto gpu = cuda_runner(graph, "fp32");
   auto cpu = make_cpu_runner(graph);
   EXPECT_NE(gpu->description().find("fp32"), std::string::npos) << gpu->description();
   const std::string input = graph->inputs.at(0).name;
@@ -42,7 +91,110 @@ TEST(CudaModelRunner, RunsTheDetectorLikeTheCpuRunner) {
       EXPECT_LE(testing::relative_l2(got[o], want[o]), 1e-4) << "batch " << batch << ", output " << o;
     }
   }
-  EXPECT_THROW(device_runner_registry().at("cuda").make(graph, "fp8"), InvalidArgument);
+  RunnerConfig bad;
+  bad.precision = "fp8";
+  EXPECT_THROW(device_runner_registry().at("cuda").make(graph, bad), InvalidArgument);
+}
+
+// Parts of a batch go to their rows and come back split the same way, whether they sit in pinned
+// memory (copied straight) or pageable memory (through the slot's staging), and padding rows
+// change nothing.
+TEST(CudaModelRunner, PartsPaddingAndPinnedOrPageableAgreeWithTheCpu) {
+  RW_SKIP_WITHOUT_GPU();
+  const auto graph = small_conv_model();
+  auto gpu = cuda_runner(graph, "fp32");
+  auto cpu = make_cpu_runner(graph);
+  const std::vector<Tensor> parts{redwood::testing::random_tensor(DType::kF32, {1, 4, 16, 16}, -1, 1, 1),
+                                  redwood::testing::random_tensor(DType::kF32, {3, 4, 16, 16}, -1, 1, 2),
+                                  redwood::testing::random_tensor(DType::kF32, {2, 4, 16, 16}, -1, 1, 3)};
+  for (bool pinned : {false, true}) {
+    for (std::int64_t run_rows : {0, 8}) {
+      InferBatch batch;
+      batch.inputs.emplace_back();
+      for (const Tensor& p : parts) batch.inputs[0].push_back(pinned ? pinned_tensor(p) : p);
+      batch.run_rows = run_rows;
+      if (pinned) batch.allocate = [](DType dtype, const Shape& shape) { return pinned_tensor(Tensor::zeros(dtype, shape)); };
+      InferResult r = run_batch(*gpu, std::move(batch));
+      ASSERT_FALSE(r.error) << "pinned " << pinned;
+      ASSERT_EQ(r.outputs.size(), 1u);
+      ASSERT_EQ(r.outputs[0].size(), parts.size());
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        const Tensor want = cpu->run({{"x", parts[k]}}).at(0);
+        EXPECT_EQ(r.outputs[0][k].shape(), want.shape());
+        EXPECT_LE(testing::relative_l2(r.outputs[0][k], want), 1e-4) << "part " << k << " pinned " << pinned << " run_rows " << run_rows;
+      }
+    }
+  }
+  const RunnerStats stats = gpu->stats();
+  EXPECT_EQ(stats.batches, 4);
+  EXPECT_EQ(stats.rows, 24);
+  EXPECT_EQ(stats.run_rows, 6 + 8 + 6 + 8);
+  EXPECT_EQ(stats.batch_rows.at(6), 4);
+  EXPECT_GT(stats.bytes_in, 0u);
+  EXPECT_GT(stats.pinned_h2d_gbps, 0);
+  EXPECT_TRUE(stats.copies_overlap);
+}
+
+// Many batches from two threads with 1 to 4 slots: never more in flight than slots, every batch
+// completes once, in submission order per thread, with its own values.
+TEST(CudaModelRunner, ManyBatchesInFlightCompleteInOrderWithTheirOwnValues) {
+  RW_SKIP_WITHOUT_GPU();
+  const auto graph = small_conv_model();
+  auto cpu = make_cpu_runner(graph);
+  std::vector<Tensor> inputs, wants;
+  for (std::uint32_t i = 0; i < 24; ++i) {
+    inputs.push_back(redwood::testing::random_tensor(DType::kF32, {1 + i % 3, 4, 16, 16}, -1, 1, 100 + i));
+    wants.push_back(cpu->run({{"x", inputs.back()}}).at(0));
+  }
+  for (int slots = 1; slots <= 4; ++slots) {
+    auto gpu = cuda_runner(graph, "fp32", slots);
+    std::atomic<int> completed{0}, most_in_flight{0}, bad{0};
+    std::vector<int> order[2];
+    std::mutex order_mutex;
+    auto submitter = [&](int t) {
+      for (std::size_t i = static_cast<std::size_t>(t); i < inputs.size(); i += 2) {
+        InferBatch b;
+        b.inputs.push_back({inputs[i]});
+        b.run_rows = 4;
+        gpu->submit(std::move(b), [&, i, t](InferResult& r) {
+          if (r.error || testing::relative_l2(r.outputs.at(0).at(0), wants[i]) > 1e-4) ++bad;
+          {
+            std::lock_guard lock(order_mutex);
+            order[t].push_back(static_cast<int>(i));
+          }
+          ++completed;
+        });
+        most_in_flight = std::max(most_in_flight.load(), gpu->in_flight());
+      }
+    };
+    std::thread a(submitter, 0), b(submitter, 1);
+    a.join();
+    b.join();
+    gpu->drain();
+    EXPECT_EQ(completed.load(), 24) << slots << " slot(s)";
+    EXPECT_EQ(bad.load(), 0) << slots << " slot(s)";
+    EXPECT_LE(most_in_flight.load(), slots);
+    for (const auto& o : order) EXPECT_TRUE(std::is_sorted(o.begin(), o.end())) << slots << " slot(s)";
+    EXPECT_EQ(gpu->in_flight(), 0);
+  }
+}
+
+// A batch the model cannot take fails in submit, naming what differs, and the runner goes on.
+TEST(CudaModelRunner, ABadBatchFailsInSubmitAndTheRunnerGoesOn) {
+  RW_SKIP_WITHOUT_GPU();
+  const auto graph = small_conv_model();
+  auto gpu = cuda_runner(graph, "fp16", 2);
+  InferBatch wrong;
+  wrong.inputs.push_back({Tensor::zeros(DType::kI64, {1, 4, 16, 16})});
+  try {
+    gpu->submit(std::move(wrong), [](InferResult&) { ADD_FAILURE() << "done called for a refused batch"; });
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+  }
+  const Tensor x = redwood::testing::random_tensor(DType::kF32, {2, 4, 16, 16}, -1, 1, 9);
+  EXPECT_EQ(gpu->run({{"x", x}}).at(0).shape(), (Shape{2, 8, 16, 16}));
+  EXPECT_EQ(gpu->in_flight(), 0);
 }
 
 }  // namespace

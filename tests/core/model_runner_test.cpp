@@ -1,0 +1,243 @@
+// The runner contract (core/model_runner.hpp) through the CPU runner: submit returns at once and
+// done runs later on the runner's thread, in submit order; never more batches in flight than
+// slots; parts split back by rows, padding rows dropped; errors reach done (or submit, for a
+// batch that does not fit) and leave the runner usable; the statistics' unions of intervals.
+
+#include "core/error.hpp"
+#include "core/model_runner.hpp"
+#include "core/onnx/onnx_import.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+namespace redwood {
+namespace {
+
+// y = 2x over [N, 3].
+std::shared_ptr<const Graph> doubling_model() {
+  const auto dir = testing::temp_dir("runner");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 3}, {"N"});
+  b.initializer("two", Tensor::from_vector<float>({1}, {2.f}));
+  b.node("Mul", {"x", "two"}, {"y"}, "mul");
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 3}, {"N"});
+  b.save(dir / "double.onnx");
+  return load_onnx(dir / "double.onnx");
+}
+
+// y = reshape(x, [2, 3]) over [N, 3]: runs for N = 2 only, and its output has 2 rows whatever N.
+std::shared_ptr<const Graph> reshaping_model() {
+  const auto dir = testing::temp_dir("runner");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 3}, {"N"});
+  b.initializer("shape", Tensor::from_vector<std::int64_t>({2}, {2, 3}));
+  b.node("Reshape", {"x", "shape"}, {"y"}, "reshape");
+  b.output("y", onnx::TensorProto::FLOAT, {2, 3});
+  b.save(dir / "reshape.onnx");
+  return load_onnx(dir / "reshape.onnx");
+}
+
+// y = mean of x's rows over [N, 3], keeping the axis: one row whatever N.
+std::shared_ptr<const Graph> averaging_model() {
+  const auto dir = testing::temp_dir("runner");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 3}, {"N"});
+  auto& mean = b.node("ReduceMean", {"x"}, {"y"}, "mean");
+  testing::OnnxBuilder::set_attr(mean, "axes", std::vector<std::int64_t>{0});
+  testing::OnnxBuilder::set_attr(mean, "keepdims", std::int64_t{1});
+  b.output("y", onnx::TensorProto::FLOAT, {1, 3});
+  b.save(dir / "mean.onnx");
+  return load_onnx(dir / "mean.onnx");
+}
+
+Tensor rows(std::int64_t n, float first) {
+  std::vector<float> v;
+  for (std::int64_t i = 0; i < n * 3; ++i) v.push_back(first + static_cast<float>(i));
+  return Tensor::from_vector<float>({n, 3}, v);
+}
+
+InferResult run_batch(ModelRunner& runner, InferBatch batch) {
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  runner.submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+TEST(CpuRunner, CompletesOnItsOwnThreadInSubmitOrderWithinItsSlots) {
+  auto runner = make_cpu_runner(doubling_model(), RunnerConfig{.slots = 2});
+  const auto me = std::this_thread::get_id();
+  std::mutex mutex;
+  std::vector<int> order;
+  std::atomic<int> on_caller{0}, wrong{0}, most_in_flight{0};
+  for (int i = 0; i < 40; ++i) {
+    InferBatch b;
+    b.inputs.push_back({rows(1 + i % 3, static_cast<float>(i))});
+    runner->submit(std::move(b), [&, i](InferResult& r) {
+      if (std::this_thread::get_id() == me) ++on_caller;
+      const auto got = r.outputs.at(0).at(0).to_float_vector();
+      for (std::size_t k = 0; k < got.size(); ++k) wrong += got[k] != 2.f * (static_cast<float>(i) + static_cast<float>(k));
+      std::lock_guard lock(mutex);
+      order.push_back(i);
+    });
+    most_in_flight = std::max(most_in_flight.load(), runner->in_flight());
+  }
+  runner->drain();
+  EXPECT_EQ(runner->in_flight(), 0);
+  ASSERT_EQ(order.size(), 40u);
+  EXPECT_TRUE(std::is_sorted(order.begin(), order.end()));
+  EXPECT_EQ(on_caller.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LE(most_in_flight.load(), 2);
+  const RunnerStats stats = runner->stats();
+  EXPECT_EQ(stats.batches, 40);
+  EXPECT_EQ(stats.rows, 14 * 1 + 13 * 2 + 13 * 3);
+  EXPECT_EQ(stats.batch_rows.at(2), 13);
+  EXPECT_EQ(stats.slots, 2);
+  EXPECT_EQ(stats.device, -1);
+}
+
+TEST(CpuRunner, PartsComeBackSplitByRowsAndPaddingRowsAreDropped) {
+  auto runner = make_cpu_runner(doubling_model());
+  for (std::int64_t run_rows : {0, 6, 8}) {
+    InferBatch b;
+    b.inputs.push_back({rows(1, 0), rows(2, 10), rows(3, 20)});
+    b.run_rows = run_rows;
+    int allocated = 0;
+    b.allocate = [&allocated](DType dtype, const Shape& shape) {
+      ++allocated;
+      return Tensor::empty(dtype, shape);
+    };
+    InferResult r = run_batch(*runner, std::move(b));
+    ASSERT_FALSE(r.error);
+    ASSERT_EQ(r.outputs.at(0).size(), 3u);
+    const std::int64_t want_rows[] = {1, 2, 3};
+    const float first[] = {0, 10, 20};
+    for (std::size_t k = 0; k < 3; ++k) {
+      const Tensor& y = r.outputs[0][k];
+      ASSERT_EQ(y.shape(), (Shape{want_rows[k], 3}));
+      const auto v = y.to_float_vector();
+      for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], 2.f * (first[k] + static_cast<float>(i)));
+    }
+    EXPECT_GE(allocated, 3);  // the parts come from the batch's allocator
+  }
+  EXPECT_EQ(runner->stats().run_rows, 6 + 6 + 8);
+}
+
+TEST(CpuRunner, ARunErrorReachesDoneAndTheRunnerGoesOn) {
+  auto runner = make_cpu_runner(reshaping_model());
+  InferBatch bad;
+  bad.inputs.push_back({rows(3, 0)});  // 9 values cannot become [2, 3]
+  InferResult r = run_batch(*runner, std::move(bad));
+  ASSERT_TRUE(r.error);
+  EXPECT_TRUE(r.outputs.empty());
+  try {
+    std::rethrow_exception(r.error);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reshape"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(runner->run({{"x", rows(2, 1)}}).at(0).shape(), (Shape{2, 3}));
+  EXPECT_EQ(runner->stats().failed, 1);
+  // A model whose output is not one row per input row cannot be split into the batch's parts.
+  auto sums = make_cpu_runner(averaging_model());
+  InferBatch two;
+  two.inputs.push_back({rows(1, 0), rows(1, 3)});
+  r = run_batch(*sums, std::move(two));
+  ASSERT_TRUE(r.error);
+  try {
+    std::rethrow_exception(r.error);
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output 'y' is float[1, 3], expected 2 rows"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CpuRunner, ABatchThatDoesNotFitFailsInSubmitNamingWhatDiffers) {
+  auto runner = make_cpu_runner(doubling_model());
+  const auto refused = [&](InferBatch b, const std::string& says) {
+    try {
+      runner->submit(std::move(b), [](InferResult&) { ADD_FAILURE() << "done called for a refused batch"; });
+      ADD_FAILURE() << "no error for: " << says;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused(InferBatch{}, "a batch of 0 input(s) for 1 graph input(s)");
+  InferBatch wrong_type;
+  wrong_type.inputs.push_back({Tensor::zeros(DType::kI64, {1, 3})});
+  refused(std::move(wrong_type), "input 'x' is int64[1, 3], the graph declares");
+  InferBatch ragged;
+  ragged.inputs.push_back({rows(1, 0), Tensor::zeros(DType::kF32, {1, 4})});
+  refused(std::move(ragged), "the parts of input 'x' differ beyond dim 0");
+  InferBatch short_run;
+  short_run.inputs.push_back({rows(3, 0)});
+  short_run.run_rows = 2;
+  refused(std::move(short_run), "run_rows 2 is below the batch's 3 rows");
+  EXPECT_THROW(runner->run({{"z", rows(1, 0)}}), InvalidArgument);
+  EXPECT_EQ(runner->in_flight(), 0);
+}
+
+TEST(CpuRunner, SlotsOutsideOneToFourAreRefused) {
+  EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 0}), InvalidArgument);
+  EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 5}), InvalidArgument);
+}
+
+// Busy time is the union of intervals: overlapping batches count once, gaps not at all.
+TEST(RunnerStatsRecorder, BusyTimesAreUnionsAndOverlapIsTheHiddenCopyTime) {
+  RunnerStatsRecorder rec("test", 3, 0, true);
+  // Batch 1: copy in [0, 2], compute [2, 10], copy out [10, 12].
+  // Batch 2: copy in [8, 10] (under batch 1's compute), compute [10, 18], copy out [18, 20].
+  // Batch 3, after a gap: copy in [30, 31], compute [31, 35], copy out [35, 36].
+  rec.record({.wait_ms = 1, .copy_in_start = 0, .compute_start = 2, .compute_end = 10, .copy_out_end = 12, .bytes_in = 100,
+              .bytes_out = 50, .rows = 4, .run_rows = 4},
+             false);
+  rec.record({.copy_in_start = 8, .compute_start = 10, .compute_end = 18, .copy_out_end = 20, .rows = 3, .run_rows = 4}, false);
+  rec.record({.copy_in_start = 30, .compute_start = 31, .compute_end = 35, .copy_out_end = 36, .rows = 4, .run_rows = 4}, false);
+  rec.record({.wait_ms = 2}, true);
+  const RunnerStats s = rec.stats();
+  EXPECT_EQ(s.batches, 3);
+  EXPECT_EQ(s.failed, 1);
+  EXPECT_EQ(s.rows, 11);
+  EXPECT_EQ(s.run_rows, 12);
+  EXPECT_EQ(s.batch_rows.at(4), 2);
+  EXPECT_DOUBLE_EQ(s.wait_ms, 3);
+  EXPECT_DOUBLE_EQ(s.compute_ms, 8 + 8 + 4);
+  EXPECT_DOUBLE_EQ(s.compute_busy_ms, 16 + 4);           // [2, 18] and [31, 35]
+  EXPECT_DOUBLE_EQ(s.copy_in_ms + s.copy_out_ms, 2 + 2 + 2 + 2 + 1 + 1);
+  EXPECT_DOUBLE_EQ(s.copy_busy_ms, 2 + 4 + 2 + 1 + 1);   // [0,2] [8,12] [18,20] [30,31] [35,36]
+  EXPECT_DOUBLE_EQ(s.busy_ms, 20 + 6);                   // [0, 20] and [30, 36]
+  EXPECT_DOUBLE_EQ(s.span_ms, 36);
+  // Copy time under compute: [8, 10] of batch 2's copy in, [10, 12] of batch 1's copy out.
+  EXPECT_DOUBLE_EQ(s.overlap(), 4.0 / 10.0);
+  EXPECT_DOUBLE_EQ(s.bound_busy_ms(), 20);  // copies overlap: the busiest engine, compute
+}
+
+TEST(IntervalUnion, MergesIntervalsInAnyOrder) {
+  IntervalUnion u;
+  u.add(10, 20);
+  u.add(0, 5);
+  u.add(4, 11);   // joins both
+  u.add(30, 30);  // empty
+  u.add(25, 27);
+  u.add(26, 26.5);
+  EXPECT_DOUBLE_EQ(u.length(), 20 + 2);
+  // Past the window of 256 pieces, the oldest are counted and a late interval is clipped.
+  IntervalUnion many;
+  for (int i = 0; i < 300; ++i) many.add(10.0 * i, 10.0 * i + 1);
+  EXPECT_DOUBLE_EQ(many.length(), 300);
+  many.add(0, 100);  // reaches back behind the forgotten pieces: nothing new there
+  EXPECT_DOUBLE_EQ(many.length(), 300);
+}
+
+TEST(GatherRows, ConcatenatesAndZeroesTheRest) {
+  std::vector<float> out(12, -1.f);
+  gather_rows({rows(1, 1), rows(2, 4)}, out.data(), out.size() * sizeof(float));
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 0}));
+  EXPECT_THROW(gather_rows({rows(5, 0)}, out.data(), out.size() * sizeof(float)), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace redwood

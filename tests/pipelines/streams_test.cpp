@@ -1,0 +1,131 @@
+// The multi-stream options (redwood run --streams, --realtime, --fps, --loop), the per-stream
+// priority, the model keys of the streaming runtime (slots, instances, devices), and an
+// asynchronous infer stage failing cleanly: the run names the stage, the frame and the stream.
+
+#include "pipelines/pipeline.hpp"
+#include "pipelines/pipeline_text.hpp"
+#include "support/onnx_builder.hpp"
+
+#include <gtest/gtest.h>
+
+namespace redwood {
+namespace {
+
+std::string synthetic(const std::string& extra = "") {
+  return "version: 1\n"
+         "sources:\n"
+         "  - {name: cam, type: synthetic, width: 32, height: 24, frames: 5" + extra + "}\n";
+}
+
+std::string load_error(const std::string& yaml, const PipelineOptions& options = {}) {
+  try {
+    Pipeline p(testing::pipeline_text(yaml), options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PipelineStreams, CopiesOfEverySourceRunUnderNumberedNames) {
+  Pipeline p(testing::pipeline_text(synthetic() + "  - {name: other, type: synthetic, width: 16, height: 16, frames: 3}\n"),
+             PipelineOptions{.streams = 3});
+  EXPECT_EQ(p.stream_names(), (std::vector<std::string>{"cam-1", "cam-2", "cam-3", "other-1", "other-2", "other-3"}));
+  const auto stats = p.run();
+  for (const auto& s : stats.streams) EXPECT_EQ(s.delivered, s.name.rfind("cam", 0) == 0 ? 5 : 3) << s.name;
+}
+
+TEST(PipelineStreams, RealtimePacesFramesAtTheRateAsked) {
+  // 5 frames at 20 fps: the last is due 200 ms after the start; its latency counts from then.
+  Pipeline p(testing::pipeline_text(synthetic()), PipelineOptions{.fps = 20});
+  const auto stats = p.run();
+  EXPECT_EQ(stats.streams.at(0).delivered, 5);
+  EXPECT_GE(stats.elapsed_s, 0.2);
+}
+
+TEST(PipelineStreams, LoopStartsFilesOverUntilTheFrameLimit) {
+  Pipeline p(testing::pipeline_text(synthetic()), PipelineOptions{.loop = true});
+  RunOptions run;
+  run.max_frames = 12;
+  const auto stats = p.run(run);
+  EXPECT_EQ(stats.streams.at(0).read, 12);
+  EXPECT_EQ(stats.streams.at(0).delivered, 12);
+}
+
+TEST(PipelineStreams, RealtimeNeedsAFileWithAFrameRateAndRefusesLiveSources) {
+  EXPECT_NE(load_error(synthetic(", fps: 10, live: true"), {.realtime = true}).find("this source is live already"), std::string::npos);
+  Pipeline no_rate(testing::pipeline_text(synthetic()), PipelineOptions{.realtime = true});
+  try {
+    no_rate.run();
+    ADD_FAILURE() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("source 'cam' has no frame rate to pace it at; give --fps"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(load_error(synthetic(), {.streams = 0}).find("--streams must be from 1"), std::string::npos);
+}
+
+TEST(PipelineStreams, PriorityIsASourceKey) {
+  Pipeline p(testing::pipeline_text(synthetic(", priority: 2")));
+  EXPECT_EQ(p.run().streams.at(0).delivered, 5);
+  EXPECT_NE(load_error(synthetic(", priority: high")).find("priority: expected an integer"), std::string::npos);
+}
+
+class StreamingModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::temp_dir("streams");
+    testing::OnnxBuilder b(13);
+    b.input("pic", onnx::TensorProto::FLOAT, {-1, 3, 8, 8}, {"N"});
+    b.initializer("shape", Tensor::from_vector<std::int64_t>({4}, {1, 3, 8, 8}));
+    b.node("Reshape", {"pic", "shape"}, {"same"}, "reshape");  // fails for a batch of more than one
+    b.output("same", onnx::TensorProto::FLOAT, {1, 3, 8, 8});
+    b.save(dir_ / "one.onnx");
+  }
+  std::string yaml(const std::string& model_keys, const std::string& infer_keys = "") const {
+    return "version: 1\n"
+           "sources:\n"
+           "  - {name: a, type: synthetic, width: 16, height: 16, frames: 6}\n"
+           "  - {name: b, type: synthetic, width: 16, height: 16, frames: 6}\n"
+           "models:\n"
+           "  one: {path: '" + (dir_ / "one.onnx").string() + "'" + model_keys + "}\n"
+           "stages:\n"
+           "  - {name: x, type: preprocess, model: one}\n"
+           "  - {name: run, type: infer, model: one, input: x" + infer_keys + "}\n";
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(StreamingModel, SlotsInstancesAndDevicesAreCheckedAtLoad) {
+  EXPECT_NE(load_error(yaml(", slots: 5")).find("slots: must be from 1 to 4"), std::string::npos);
+  EXPECT_NE(load_error(yaml(", instances: 0")).find("instances: must be from 1 to 16"), std::string::npos);
+  EXPECT_NE(load_error(yaml(", devices: [0]")).find("devices: lists GPUs; this model runs on the CPU"), std::string::npos);
+  EXPECT_NE(load_error(yaml("", ", batch_sizes: [4, 2]")).find("batch_sizes: expected increasing row counts"),
+            std::string::npos);
+  EXPECT_NE(load_error(yaml("", ", latency_budget_ms: -1")).find("latency_budget_ms: must be >= 0"), std::string::npos);
+  Pipeline ok(testing::pipeline_text(yaml(", slots: 1, instances: 2")));
+  const auto stats = ok.run();
+  for (const auto& s : stats.streams) EXPECT_EQ(s.delivered, 6);
+  // Two CPU runners took the batches between them.
+  ASSERT_EQ(stats.runners.size(), 2u);
+  EXPECT_EQ(stats.runners[0].batches + stats.runners[1].batches, 12);
+}
+
+TEST_F(StreamingModel, AFailingBatchStopsTheRunNamingStageFrameAndStream) {
+  // Batches of two frames: the model's Reshape refuses them.
+  Pipeline p(testing::pipeline_text(yaml("", ", max_batch: 2, timeout_ms: 1000")));
+  try {
+    p.run();
+    ADD_FAILURE() << "no error";
+  } catch (const RunError& e) {
+    const std::string what = e.what();
+    // Which frames share the first batch depends on timing; the message names one of them.
+    EXPECT_NE(what.find("stage 'run' failed on frame "), std::string::npos) << what;
+    EXPECT_TRUE(what.find(" of stream 'a'") != std::string::npos || what.find(" of stream 'b'") != std::string::npos) << what;
+    EXPECT_NE(what.find("reshape"), std::string::npos) << what;
+    std::int64_t delivered = 0;
+    for (const auto& s : e.stats().streams) delivered += s.delivered;
+    EXPECT_LT(delivered, 12);
+  }
+}
+
+}  // namespace
+}  // namespace redwood
