@@ -84,6 +84,9 @@ struct RunnerStats {
   double compute_busy_ms = 0;                // union of compute intervals
   double copy_busy_ms = 0;                   // union of copy intervals (in and out)
   double busy_ms = 0;                        // union of whole batches (copy in to copy out)
+  /// Union of the compute intervals of every runner on this runner's GPU, on one clock: the
+  /// GPU's busy time whichever models share it (0 on the CPU).
+  double device_compute_busy_ms = 0;
   double span_ms = 0;                        // first copy in to last copy out
   std::size_t bytes_in = 0, bytes_out = 0;
   double pinned_h2d_gbps = 0, pinned_d2h_gbps = 0;  // the device's measured pinned-copy peak (GPU)
@@ -135,6 +138,10 @@ class ModelRunner {
   /// is called once, on the runner's completion thread, with the outputs or the error. Throws
   /// InvalidArgument, without calling `done`, for a batch that does not fit the model.
   virtual void submit(InferBatch batch, InferDone done) = 0;
+  /// Readies the runner for batches of these input shapes (graph input order) before the first
+  /// one comes: a GPU runner plans, tunes and captures them on every slot now, so that a run
+  /// does not stall when a batch size first appears. Throws what planning throws.
+  virtual void prepare(const std::vector<Shape>& input_shapes) {}
   /// Blocks until every batch submitted so far is done.
   virtual void drain() = 0;
   /// Batches submitted and not yet done.

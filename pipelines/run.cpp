@@ -343,6 +343,7 @@ class Run {
       s.sinks[k].dropped = sinks_[k].sink->dropped();
     }
     const int threads = service_.threads > 0 ? service_.threads : oneapi::tbb::this_task_arena::max_concurrency();
+    std::map<int, DeviceStats> devices;
     for (const auto& stage : stages_) {
       StageStats st;
       st.name = stage->name();
@@ -358,6 +359,12 @@ class Run {
       int cpu_runner = -1000;
       for (RunnerStats& r : stage->runner_stats()) {
         device_ms[r.device >= 0 ? r.device : cpu_runner--] += r.bound_busy_ms();
+        if (r.device >= 0) {
+          DeviceStats& d = devices[r.device];
+          d.name = fmt::format("cuda:{}", r.device);
+          d.frames = std::max(d.frames, st.frames);
+          d.compute_busy_ms = std::max(d.compute_busy_ms, r.device_compute_busy_ms);
+        }
         s.runners.push_back(std::move(r));
       }
       double busiest = 0;
@@ -367,6 +374,10 @@ class Run {
         st.bound_fps = st.bound_fps > 0 ? std::min(st.bound_fps, device_fps) : device_fps;
       }
       s.stages.push_back(std::move(st));
+    }
+    for (auto& [index, d] : devices) {
+      if (d.compute_busy_ms > 0) d.bound_fps = 1000.0 * static_cast<double>(d.frames) / d.compute_busy_ms;
+      s.devices.push_back(d);
     }
     return s;
   }

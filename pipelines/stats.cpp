@@ -108,6 +108,15 @@ std::string summary_text(const PipelineStats& st) {
       bottleneck = s.name;
     }
   }
+  for (const DeviceStats& d : st.devices) {
+    // Models sharing a GPU share its compute engine: its bound is theirs together.
+    out += fmt::format("  {}: compute busy {:.0f} % of the run (every model), bound {:.0f} fps\n", d.name,
+                       st.elapsed_s > 0 ? d.compute_busy_ms / (10.0 * st.elapsed_s) : 0.0, d.bound_fps);
+    if (d.bound_fps > 0 && (bound == 0 || d.bound_fps < bound)) {
+      bound = d.bound_fps;
+      bottleneck = d.name;
+    }
+  }
   if (bound > 0 && st.elapsed_s > 0) {
     std::int64_t delivered = 0;
     for (const StreamStats& s : st.streams) delivered += s.delivered;

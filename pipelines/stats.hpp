@@ -37,6 +37,15 @@ struct StageStats {
   double bound_fps = 0;
 };
 
+/// A GPU that several models may share: its compute engine's busy time (the union over every
+/// model's batches) and the frames it could take per second at that cost.
+struct DeviceStats {
+  std::string name;          // "cuda:0"
+  std::int64_t frames = 0;   // the most frames any of its stages handled
+  double compute_busy_ms = 0;
+  double bound_fps = 0;
+};
+
 struct SinkStats {
   std::string name;
   std::int64_t written = 0, dropped = 0;
@@ -47,6 +56,7 @@ struct PipelineStats {
   std::vector<StreamStats> streams;
   std::vector<StageStats> stages;
   std::vector<RunnerStats> runners;  // the models' runners (core/model_runner.hpp)
+  std::vector<DeviceStats> devices;  // the GPUs they run on
   std::vector<SinkStats> sinks;
   FrameMemoryStats memory;  // the frame pool: in steady state its upstream calls stay constant
   std::int64_t frames_created = 0;  // Frame objects made; the rest were recycled (FramePool)

@@ -82,6 +82,28 @@ class PinnedBuffer {
   std::size_t bytes_ = 0;
 };
 
+/// The clock every runner of one GPU reads its events against (an event recorded once), and the
+/// union of all their compute intervals on it: the GPU's busy time, whichever models share it.
+struct DeviceClock {
+  Event epoch{true};
+  std::mutex mutex;
+  IntervalUnion compute;
+};
+
+DeviceClock& device_clock(int device) {
+  static std::mutex mutex;
+  static std::map<int, DeviceClock*> clocks;
+  std::lock_guard lock(mutex);
+  DeviceClock*& c = clocks[device];
+  if (c == nullptr) {
+    RW_CUDA_CHECK(cudaSetDevice(device));
+    c = new DeviceClock();  // process-wide, never freed (CUDA may be unloading at exit)
+    c->epoch.record(nullptr);
+    c->epoch.synchronize();
+  }
+  return *c;
+}
+
 /// The device's pinned-copy peak, measured once per device: 64 MiB each way, best of three.
 std::pair<double, double> pinned_peak_gbps(int device, cudaStream_t stream) {
   static std::mutex mutex;
@@ -119,7 +141,8 @@ class CudaModelRunner final : public ModelRunner {
         slot_count_(config.slots),
         runner_(set_device(config.device, std::move(graph)), RunnerOptions{.precision = parse_precision(config.precision)}),
         description_(fmt::format("cuda:{} ({}), {}, {} slot(s)", config.device, device_name, config.precision, config.slots)),
-        recorder_(description_, config.slots, config.device, config.slots > 1) {
+        recorder_(description_, config.slots, config.device, config.slots > 1),
+        clock_(device_clock(config.device)) {
     RW_EXPECTS(slot_count_ >= 1 && slot_count_ <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slot_count_);
     for (int i = 0; i < slot_count_; ++i) {
       slots_.push_back(std::make_unique<Slot>());
@@ -143,8 +166,6 @@ class CudaModelRunner final : public ModelRunner {
     }
     const auto [h2d, d2h] = pinned_peak_gbps(device_, slots_[0]->stream.get());
     recorder_.set_pinned_peak(h2d, d2h);
-    epoch_.record(slots_[0]->stream.get());
-    epoch_.synchronize();
     completion_ = std::thread([this] { complete_loop(); });
   }
 
@@ -194,6 +215,13 @@ class CudaModelRunner final : public ModelRunner {
     completion_cv_.notify_one();
   }
 
+  void prepare(const std::vector<Shape>& input_shapes) override {
+    // Only while nothing is in flight: plans are made on the slots' streams.
+    drain();
+    RW_CUDA_CHECK(cudaSetDevice(device_));
+    for (auto& slot : slots_) plan_on(*slot, input_shapes);
+  }
+
   void drain() override {
     std::unique_lock lock(mutex_);
     free_cv_.wait(lock, [&] { return in_flight_ == 0; });
@@ -205,7 +233,12 @@ class CudaModelRunner final : public ModelRunner {
   }
 
   std::string description() const override { return description_; }
-  RunnerStats stats() const override { return recorder_.stats(); }
+  RunnerStats stats() const override {
+    RunnerStats s = recorder_.stats();
+    std::lock_guard lock(clock_.mutex);
+    s.device_compute_busy_ms = clock_.compute.length();
+    return s;
+  }
 
  private:
   struct Slot {
@@ -243,6 +276,9 @@ class CudaModelRunner final : public ModelRunner {
   }
 
   Plan& plan_on(Slot& slot, const std::vector<Shape>& shapes) {
+    // Submits from several threads may plan at once; the GraphRunner (weights, its stream) is
+    // used by one of them at a time.
+    std::lock_guard lock(plan_mutex_);
     auto it = slot.plans.find(shapes);
     if (it == slot.plans.end()) it = slot.plans.emplace(shapes, runner_.make_plan(shapes, slot.stream.get())).first;
     return *it->second;
@@ -367,10 +403,14 @@ class CudaModelRunner final : public ModelRunner {
           std::memcpy(st.part, slot.staging_out.data() + st.offset, st.bytes);
         }
         BatchTiming& t = slot.timing;
-        t.copy_in_start = slot.copy_in_start.elapsed_ms_since(epoch_);
-        t.compute_start = slot.compute_start.elapsed_ms_since(epoch_);
-        t.compute_end = slot.compute_end.elapsed_ms_since(epoch_);
-        t.copy_out_end = slot.copy_out_end.elapsed_ms_since(epoch_);
+        t.copy_in_start = slot.copy_in_start.elapsed_ms_since(clock_.epoch);
+        t.compute_start = slot.compute_start.elapsed_ms_since(clock_.epoch);
+        t.compute_end = slot.compute_end.elapsed_ms_since(clock_.epoch);
+        t.copy_out_end = slot.copy_out_end.elapsed_ms_since(clock_.epoch);
+        {
+          std::lock_guard lock(clock_.mutex);
+          clock_.compute.add(t.compute_start, t.compute_end);
+        }
         result.outputs = std::move(slot.outputs);
       } catch (...) {
         result.outputs.clear();
@@ -403,7 +443,8 @@ class CudaModelRunner final : public ModelRunner {
   std::string description_;
   RunnerStatsRecorder recorder_;
   std::vector<std::unique_ptr<Slot>> slots_;  // after runner_: their plans go first
-  Event epoch_{true};
+  DeviceClock& clock_;
+  std::mutex plan_mutex_;
   mutable std::mutex mutex_;
   std::condition_variable free_cv_, completion_cv_;
   std::deque<int> free_, in_order_;

@@ -28,6 +28,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <set>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -174,6 +175,7 @@ class InferStage final : public Stage {
         cannot(fmt::format("dimension {} is {} here, {} in the model", i, spec.dims[i], in.dims[i].value));
       }
     }
+    prepare_batch_sizes(spec);
   }
 
   int max_batch() const override { return max_batch_; }
@@ -247,6 +249,26 @@ class InferStage final : public Stage {
       pending.swap(rest);
     }
     release(d);
+  }
+
+  // When the tensor's item shape is known at load, the runners make their plans for the batch
+  // sizes the run will use now (on a GPU: tuning and capture, which would otherwise stall the
+  // first batch of each size): every preferred size up to the rows of a full batch (whole
+  // pictures: one row a frame; crops, not known: one a frame is assumed, larger ones come later).
+  void prepare_batch_sizes(const TensorSpec& spec) const {
+    if (device_ == "cpu" || spec.dims.empty()) return;
+    Shape shape(spec.dims.begin(), spec.dims.end());
+    for (std::size_t i = 1; i < shape.size(); ++i) {
+      if (shape[i] < 0) return;
+    }
+    const std::int64_t rows_per_frame = spec.dims[0] > 0 ? spec.dims[0] : 1;
+    const std::int64_t most = fixed_batch_one_ ? 1 : run_rows(rows_per_frame * max_batch_);
+    std::set<std::int64_t> sizes{most};
+    for (std::int64_t r = 1; r < most; r = run_rows(r) + 1) sizes.insert(run_rows(r));
+    for (std::int64_t rows : sizes) {
+      shape[0] = rows;
+      for (const auto& runner : runners_) runner->prepare({shape});
+    }
   }
 
   Shape item_shape(Frame* f) const {

@@ -44,4 +44,10 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
                        ImageTransform* transform, FrameMemory* memory = nullptr);
 
+/// Writes 8-bit pixels (`channels` interleaved, continuous rows or not) as floats
+/// (p * scale - mean[c]) / std[c] into `dst`: planes of height x width (NCHW), or interleaved
+/// (NHWC). The inner loop of image_to_tensor and of text crops.
+void write_normalized(const cv::Mat& pixels, int channels, float scale, const float* mean, const float* std, bool nchw,
+                      float* dst);
+
 }  // namespace redwood

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The streaming benchmark on the GPU host, in one call (the bundle of scripts/streaming_bundle.sh
+# staged by the calls before): the GPU tests; redwood_stream_bench (the CUDA runner's slots against
+# the serial call, PP-OCRv4 det at 8 x 3x320x416, fp16); the detector's and recognizer's replay
+# time per batch size; then the shipped configs/ocr-streams.yaml as N streams, as fast as they go
+# and as cameras at 30 fps. Writes $OUT/YYYY-MM-DD-<gpu>-streaming.md (a header with the machine,
+# driver, versions and commit; the tables; the summaries) and the logs; copy the results file into
+# docs/results/ to keep it.
+#
+#   device run, carry [".device/pN"]:  bash scripts/streaming_device_run.sh
+#
+# STREAMS_FAST (32) streams run unpaced; STREAMS_REALTIME ("100 128") run at 30 fps; each run
+# lasts DURATION (30) seconds after its start-up. Steps that overrun their time limit are cut
+# and say so; the rest still runs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to a folder for the logs}"
+run=""
+for r in .device/run $(ls -d .device/p* 2>/dev/null | sort -V | tail -1)/run; do
+  [[ -f $r ]] && run=$r
+done
+[[ -n $run ]] || { echo "no .device/run or .device/pN/run: build the bundle first (scripts/streaming_bundle.sh)" >&2; exit 2; }
+bash "$run" true || exit 3  # unpacks once (all parts must be staged)
+meta=$(dirname "$run")
+export RW_BUNDLE_DATA=/tmp/rw-bundle/data
+export REDWOOD_ASSETS=$RW_BUNDLE_DATA/assets
+export REDWOOD_ONNX_TESTDATA=$RW_BUNDLE_DATA/usr/share/libonnx-testdata/data/node
+[[ -e assets ]] || ln -s "$REDWOOD_ASSETS" assets  # the configs name ../assets
+duration=${DURATION:-30}
+det=assets/models/ch_PP-OCRv4_det_infer.onnx
+rec=assets/models/ch_PP-OCRv4_rec_infer.onnx
+step() { echo "== $* ($(date -u +%T))" >&2; }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+echo "cpu cores: $(nproc)" | tee -a "$OUT/gpu.txt"
+
+step "GPU tests"
+start=$(date +%s)
+timeout 150 bash "$run" redwood_gpu_tests --gtest_brief=1 >"$OUT/gpu_tests.log" 2>&1
+echo "redwood_gpu_tests rc=$? in $(($(date +%s) - start)) s" >>"$OUT/gpu_tests.log"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|rc=" "$OUT/gpu_tests.log" | tail -8
+
+step "slots against the serial call"
+timeout 120 bash "$run" redwood_stream_bench "$det" --shape 3,320,416 --batch 8 --precision fp16 --batches 200 \
+  >"$OUT/stream_bench.md" 2>&1 || echo "(redwood_stream_bench rc=$?)" >>"$OUT/stream_bench.md"
+cat "$OUT/stream_bench.md"
+
+step "replay time per batch size"
+{
+  echo "| model | input | batch | replay median ms | ms per row |"
+  echo "| --- | --- | --- | --- | --- |"
+  for spec in "det 3,320,416 1 8 32 64" "rec 3,48,320 1 8 32"; do
+    read -r name shape batches <<<"$spec"
+    model=$det; [[ $name == rec ]] && model=$rec
+    for b in $batches; do
+      line=$(timeout 60 bash "$run" redwood_gpu_bench "$model" --shape "$shape" --batch "$b" --precision fp16 --runs 30 --warmup 10 2>/dev/null | tail -1)
+      ms=$(sed -n 's/.*"median_ms": *\([0-9.]*\).*/\1/p' <<<"$line")
+      [[ -n $ms ]] && echo "| PP-OCRv4 $name | ${shape//,/x} | $b | $ms | $(awk -v m="$ms" -v b="$b" 'BEGIN{printf "%.3f", m/b}') |"
+      [[ -z $ms ]] && echo "| PP-OCRv4 $name | ${shape//,/x} | $b | failed: ${line:0:80} | |"
+    done
+  done
+} >"$OUT/replay.md"
+cat "$OUT/replay.md"
+
+pipeline() {  # name, then redwood run's options
+  local name=$1
+  shift
+  step "pipeline $name: $*"
+  timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" --quiet "$@" \
+    >"$OUT/run-$name.log" 2>&1
+  echo "(rc=$?)" >>"$OUT/run-$name.log"
+  sed -n '/^summary/,$p' "$OUT/run-$name.log"
+}
+pipeline "fast-${STREAMS_FAST:-32}" --streams "${STREAMS_FAST:-32}"
+for n in ${STREAMS_REALTIME:-100 128}; do pipeline "realtime-$n" --streams "$n" --fps 30; done
+
+# The dated results file.
+day=$(date -u +%F)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+tag=$(tr '[:upper:]' '[:lower:]' <<<"${gpu_name#NVIDIA }" | cut -d' ' -f1 | tr -cd 'a-z0-9-')
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+os_name=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)
+commit=${REDWOOD_COMMIT:-$(cat "$meta/commit" 2>/dev/null)}
+tests=$(grep -E '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$OUT/gpu_tests.log" |
+  sed -E 's/^\[  ([A-Z]+) +\] ([0-9]+) tests?.*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
+results="$OUT/$day-${tag:-gpu}-streaming.md"
+row() {  # a run's line of the pipeline table, from its summary
+  local log=$OUT/run-$1.log
+  local line
+  line=$(grep -E "^  ([0-9]+ streams|stream [^ ]+):" "$log" | head -1)
+  local thr
+  thr=$(grep -oE "throughput [0-9.]+ fps, [0-9]+ % of the bottleneck's bound \([^)]*\)" "$log" | head -1)
+  echo "| $1 | ${line#  } | ${thr:-not reached} |"
+}
+{
+  echo "# $day · ${gpu_name:-unknown GPU} · the streaming runtime"
+  echo
+  echo "| | |"
+  echo "| --- | --- |"
+  echo "| date | $day |"
+  echo "| machine | ${gpu_name:-unknown GPU}, $(nproc) host cores, ${os_name:-OS not recorded} |"
+  echo "| driver | ${driver:-not recorded} |"
+  echo "| CUDA toolkit (Redwood's build) | $(cat "$meta/toolkit" 2>/dev/null || echo not recorded) |"
+  echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
+  echo "| command | \`bash scripts/streaming_device_run.sh\` (DURATION=$duration) |"
+  echo "| \`redwood_gpu_tests\`, same call | ${tests:-not recorded} |"
+  echo
+  echo "## Slots against the serial call (\`redwood_stream_bench\`)"
+  echo
+  cat "$OUT/stream_bench.md"
+  echo
+  echo "## Replay time per batch size (\`redwood_gpu_bench\`, fp16, CUDA-graph replays)"
+  echo
+  cat "$OUT/replay.md"
+  echo
+  echo "## The OCR pipeline as N streams (\`configs/ocr-streams.yaml\`)"
+  echo
+  echo "\"fast\": every stream reads its file as fast as the pipeline takes frames; \"realtime\": each"
+  echo "stream delivers 30 frames a second, as a camera, dropping its oldest waiting frame when behind."
+  echo
+  echo "| run | streams | throughput and bound |"
+  echo "| --- | --- | --- |"
+  for log in "$OUT"/run-*.log; do
+    name=${log##*/run-}
+    row "${name%.log}"
+  done
+  for log in "$OUT"/run-*.log; do
+    name=${log##*/run-}
+    echo
+    echo "### ${name%.log}"
+    echo
+    echo '```'
+    grep -E "^pipeline|^\[|^  " "$log" | grep -v "^\[.*\] \[info\]" | sed -n '/^pipeline/,$p' | head -60
+    echo '```'
+  done
+} >"$results"
+echo "results: $results"

@@ -1,0 +1,90 @@
+// Pictures into model inputs: every value is (p * scale - mean[c]) / std[c] of its pixel and
+// channel (to float rounding: one multiply-add), in the layout and channel order asked for; text crops are resized to the strip's
+// height, normalized the same way, and the rest of each row stays zero.
+
+#include "stages/postprocess/text_crops.hpp"
+#include "stages/preprocess/image_tensor.hpp"
+
+#include <gtest/gtest.h>
+
+namespace redwood {
+namespace {
+
+// A 5 x 3 BGR picture whose pixel (y, x) has channel c = 10 * y + 3 * x + c.
+cv::Mat picture() {
+  cv::Mat m(3, 5, CV_8UC3);
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 5; ++x) {
+      for (int c = 0; c < 3; ++c) m.at<cv::Vec3b>(y, x)[c] = static_cast<std::uint8_t>(10 * y + 3 * x + c);
+    }
+  }
+  return m;
+}
+
+ValueInfo input(Shape dims) {
+  ValueInfo vi;
+  vi.name = "x";
+  vi.dtype = DType::kF32;
+  vi.has_shape = true;
+  for (auto d : dims) vi.dims.push_back(Dim{d, ""});
+  return vi;
+}
+
+TEST(ImageTensor, NchwRgbValuesAreScaledAndNormalizedPerChannel) {
+  ImageTensorOptions o;
+  o.rgb = true;
+  o.scale = 0.5f;
+  o.mean = {1.f, 2.f, 3.f};
+  o.std = {2.f, 4.f, 8.f};
+  const Tensor t = image_to_tensor(picture(), input({1, 3, 3, 5}), o);
+  ASSERT_EQ(t.shape(), (Shape{1, 3, 3, 5}));
+  const float* v = t.data<float>();
+  for (int c = 0; c < 3; ++c) {
+    for (int y = 0; y < 3; ++y) {
+      for (int x = 0; x < 5; ++x) {
+        const float p = static_cast<float>(10 * y + 3 * x + (2 - c));  // RGB: channel c is BGR's 2 - c
+        EXPECT_NEAR(v[(c * 3 + y) * 5 + x], (p * o.scale - o.mean[c]) / o.std[c], 1e-6) << c << " " << y << " " << x;
+      }
+    }
+  }
+}
+
+TEST(ImageTensor, NhwcBgrKeepsThePixelsInterleaved) {
+  ImageTensorOptions o;
+  o.layout = ImageLayout::kNHWC;  // [1, 3, 5, 3] could be either
+  o.rgb = false;
+  o.mean = {0.1f, 0.2f, 0.3f};
+  const Tensor t = image_to_tensor(picture(), input({1, 3, 5, 3}), o);
+  ASSERT_EQ(t.shape(), (Shape{1, 3, 5, 3}));
+  const float* v = t.data<float>();
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 5; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_NEAR(v[(y * 5 + x) * 3 + c], static_cast<float>(10 * y + 3 * x + c) / 255.f - o.mean[c], 1e-6);
+      }
+    }
+  }
+}
+
+TEST(TextCrops, EachCropIsNormalizedAtTheStripHeightAndPaddedWithZeros) {
+  TextCropOptions o;
+  o.height = 3;
+  o.max_width = 8;
+  const Tensor t = crops_to_tensor({picture(), picture()}, o);
+  ASSERT_EQ(t.shape(), (Shape{2, 3, 3, 8}));
+  const float* v = t.data<float>();
+  for (int k = 0; k < 2; ++k) {
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < 3; ++y) {
+        for (int x = 0; x < 8; ++x) {
+          // The picture is already 3 rows high: width ceil(3 * 5 / 3) = 5, no resampling.
+          const float want = x < 5 ? (static_cast<float>(10 * y + 3 * x + c) * o.scale - o.mean) / o.std : 0.f;
+          EXPECT_NEAR(v[((k * 3 + c) * 3 + y) * 8 + x], want, 1e-6) << k << " " << c << " " << y << " " << x;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace redwood
