@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the GPU test and benchmark binaries (Release, CUDA, sm_90) here and packs them for the
-# GPU host into .device-cuda/ (ignored by git), with the models and ONNX's node tests. Neither
-# binary links OpenCV, so the bundle stays under the device tool's 60 MiB. Then, on the host, one
+# GPU host into .device-cuda/ (ignored by git), with the models and ONNX's node tests. None
+# of them links OpenCV, so the bundle stays under the device tool's 60 MiB. Then, on the host, one
 # command runs everything (scripts/cuda_device_run.sh; docs/cuda.md, "Running on the GPU host"):
 #
 #   scripts/cuda_bundle.sh [BUILD_DIR]      # default build-cuda
@@ -11,12 +11,11 @@ build=${1:-build-cuda}
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDWOOD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 fi
-ninja -C "$build" -j2 redwood_gpu_tests redwood_gpu_bench
+ninja -C "$build" -j2 redwood_gpu_tests redwood_gpu_bench redwood_stream_bench
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-strip -o "$stage/redwood_gpu_tests" "$build/bin/redwood_gpu_tests"
-strip -o "$stage/redwood_gpu_bench" "$build/bin/redwood_gpu_bench"
-../shared/tools/device-bundle -o .device-cuda "$stage/redwood_gpu_tests" "$stage/redwood_gpu_bench" \
+for t in redwood_gpu_tests redwood_gpu_bench redwood_stream_bench; do strip -o "$stage/$t" "$build/bin/$t"; done
+../shared/tools/device-bundle -o .device-cuda "$stage/redwood_gpu_tests" "$stage/redwood_gpu_bench" "$stage/redwood_stream_bench" \
   -d assets/models -d /usr/share/libonnx-testdata/data/node
 grep -qx '/.device-cuda/' .git/info/exclude || echo '/.device-cuda/' >>.git/info/exclude
 # The GPU host gets no .git: cuda_device_run.sh reads the commit (with -dirty when the tree has
