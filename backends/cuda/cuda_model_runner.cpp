@@ -255,6 +255,17 @@ class CudaModelRunner final : public ModelRunner {
       std::size_t offset, bytes;
     };
     std::vector<Staged> staged_out;  // outputs copied into staging_out, to copy into their parts
+    struct Copy {
+      void* dst;
+      const void* src;
+      std::size_t bytes;
+    };
+    struct Pad {
+      void* dst;
+      std::size_t bytes;
+    };
+    std::vector<Copy> copies_in, copies_out;  // kept between batches: no allocation per batch
+    std::vector<Pad> pads;
     BatchTiming timing;
 
     void clear() {
@@ -308,16 +319,23 @@ class CudaModelRunner final : public ModelRunner {
     }
     cudaStream_t stream = slot.stream.get();
 
-    // Copy in: each part to its rows of the device input, the padding rows zeroed.
+    // Everything the host does first (which parts are pinned, staging the others, the output
+    // parts), then the copies back to back: the copy engine is not kept waiting between them.
+    using Copy = Slot::Copy;
+    std::vector<Copy>& ins = slot.copies_in;
+    std::vector<Copy>& outs = slot.copies_out;
+    ins.clear();
+    outs.clear();
     std::size_t staged = 0;
     for (const auto& parts : batch.inputs) {
       for (const Tensor& p : parts) {
-        if (!is_pinned(p.raw_data()) || !p.is_contiguous()) staged += align_up(p.nbytes());
+        if (p.nbytes() > 0 && (!p.is_contiguous() || !is_pinned(p.raw_data()))) staged += align_up(p.nbytes());
       }
     }
     std::byte* staging = staged > 0 ? slot.staging_in.reserve(staged) : nullptr;
-    slot.copy_in_start.record(stream);
     std::size_t staging_at = 0;
+    std::vector<Slot::Pad>& pads = slot.pads;
+    pads.clear();
     for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
       auto* dst = static_cast<std::byte*>(plan.input(i));
       std::size_t at = 0;
@@ -331,20 +349,14 @@ class CudaModelRunner final : public ModelRunner {
           src = staging + staging_at;
           staging_at += align_up(bytes);
         }
-        RW_CUDA_CHECK(cudaMemcpyAsync(dst + at, src, bytes, cudaMemcpyHostToDevice, stream));
-        slot.timing.bytes_in += bytes;
+        ins.push_back({dst + at, src, bytes});
         at += bytes;
       }
       const auto& v = s.values[static_cast<std::size_t>(s.graph_inputs[i])];
-      if (v.bytes() > at) RW_CUDA_CHECK(cudaMemsetAsync(dst + at, 0, v.bytes() - at, stream));
+      if (v.bytes() > at) pads.push_back({dst + at, v.bytes() - at});
     }
-    slot.compute_start.record(stream);
-    plan.enqueue(stream);
-    slot.compute_end.record(stream);
-
-    // Copy out: each output's rows into its parts (the padding rows stay behind).
-    std::size_t out_staged = 0;
     slot.outputs.assign(s.graph_outputs.size(), {});
+    std::size_t out_staged = 0;
     for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
       const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
       for (auto r : rows) {
@@ -352,7 +364,7 @@ class CudaModelRunner final : public ModelRunner {
         shape[0] = r;
         Tensor part = batch.allocate ? batch.allocate(v.dtype, shape) : Tensor();
         if (!part.defined()) part = Tensor::empty(v.dtype, shape);
-        if (!is_pinned(part.raw_data())) out_staged += align_up(part.nbytes());
+        if (part.nbytes() > 0 && !is_pinned(part.raw_data())) out_staged += align_up(part.nbytes());
         slot.outputs[o].push_back(std::move(part));
       }
     }
@@ -368,16 +380,30 @@ class CudaModelRunner final : public ModelRunner {
         } else if (bytes > 0) {
           const auto* src = static_cast<const std::byte*>(plan.output(o)) + at;
           if (is_pinned(part.raw_data())) {
-            RW_CUDA_CHECK(cudaMemcpyAsync(part.raw_data(), src, bytes, cudaMemcpyDeviceToHost, stream));
+            outs.push_back({part.raw_data(), src, bytes});
           } else {
-            RW_CUDA_CHECK(cudaMemcpyAsync(out_staging + out_at, src, bytes, cudaMemcpyDeviceToHost, stream));
+            outs.push_back({out_staging + out_at, src, bytes});
             slot.staged_out.push_back({part.raw_data(), out_at, bytes});
             out_at += align_up(bytes);
           }
-          slot.timing.bytes_out += bytes;
         }
         at += bytes;
       }
+    }
+
+    // Copy in (the padding rows zeroed), replay, copy out.
+    slot.copy_in_start.record(stream);
+    for (const Copy& c : ins) {
+      RW_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyHostToDevice, stream));
+      slot.timing.bytes_in += c.bytes;
+    }
+    for (const Slot::Pad& p : pads) RW_CUDA_CHECK(cudaMemsetAsync(p.dst, 0, p.bytes, stream));
+    slot.compute_start.record(stream);
+    plan.enqueue(stream);
+    slot.compute_end.record(stream);
+    for (const Copy& c : outs) {
+      RW_CUDA_CHECK(cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToHost, stream));
+      slot.timing.bytes_out += c.bytes;
     }
     slot.copy_out_end.record(stream);
     slot.timing.rows = total;
