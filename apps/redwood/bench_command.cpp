@@ -1,7 +1,7 @@
 // redwood bench MODEL: Redwood against a peer runtime on the same input, in one run.
 //
 //   redwood bench assets/models/ch_PP-OCRv4_det_infer.onnx --shape x=1x3x640x640 --peer ort
-//       --threads 2 --runs 20 --json out/det.json --profile
+//       --threads 2 --runs 20 --json out/det.json --profile [--load 3]
 //
 // Inputs: --input NAME=FILE takes a picture or video frame, preprocessed as `redwood infer` does
 // (stages/preprocess/image_tensor: --size for dynamic extents, --scale/--mean/--std), or a .npy;
@@ -11,8 +11,10 @@
 // process (warm-up, then --runs timed runs), ONNX Runtime runs the same files through
 // scripts/ort_run.js with the same thread count. Prints median and p99 of both, the speed ratio
 // (ORT median / Redwood median: above 1 means Redwood is faster), and the largest output
-// difference relative to the peer output's range.
+// difference relative to the peer output's range. --load N keeps N busy threads running from the
+// first warm-up to the end of the peer's run, so both meet the same load.
 
+#include "apps/redwood/background_load.hpp"
 #include "apps/redwood/commands.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
@@ -54,6 +56,7 @@ struct BenchArgs {
   int runs = 20;
   int warmup = 3;
   int threads = 2;
+  int load = 0;                     // busy background threads during both runtimes' runs
   std::string json;
   bool profile = false;
   bool reference = false;
@@ -116,6 +119,7 @@ std::string safe_name(const std::string& name) {
 int run_bench(const BenchArgs& args) {
   RW_EXPECTS(args.runs >= 15, InvalidArgument, "--runs must be at least 15 (got {})", args.runs);
   RW_EXPECTS(args.peer.empty() || args.peer == "ort", InvalidArgument, "--peer must be 'ort' (got '{}')", args.peer);
+  RW_EXPECTS(args.load >= 0 && args.load <= 256, InvalidArgument, "--load must be from 0 to 256 busy threads (got {})", args.load);
   std::optional<oneapi::tbb::global_control> tbb_threads;
   if (args.threads > 0) {
     tbb_threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, args.threads);
@@ -198,6 +202,8 @@ int run_bench(const BenchArgs& args) {
 
   // Redwood.
   std::vector<Tensor> outputs;
+  // The load runs from the first warm-up to the end of the peer's run: both runtimes meet it.
+  const BackgroundLoad load(args.load);
   for (int i = 0; i < args.warmup; ++i) outputs = executor.run(feeds);
   std::vector<double> times;
   for (int i = 0; i < args.runs; ++i) {
@@ -210,12 +216,14 @@ int run_bench(const BenchArgs& args) {
   for (const auto& p : executor.node_providers()) onednn_nodes += p == "onednn";
   fmt::print("model: {} ({} nodes, {} after optimization, {} on oneDNN), loaded in {:.1f} ms\n", args.model,
              graph->nodes.size(), executor.graph().nodes.size(), onednn_nodes, load_ms);
-  fmt::print("threads: {}   runs: {} after {} warm-up\n", args.threads, args.runs, args.warmup);
+  fmt::print("threads: {}   runs: {} after {} warm-up{}\n", args.threads, args.runs, args.warmup,
+             args.load > 0 ? fmt::format("   background load: {} busy thread(s)", args.load) : std::string());
   fmt::print("redwood: median {:8.2f} ms   p99 {:8.2f} ms\n", rw_p50, rw_p99);
 
   nlohmann::json report;
   report["model"] = args.model;
   report["threads"] = args.threads;
+  report["load"] = args.load;
   report["runs"] = args.runs;
   report["redwood"] = {{"median_ms", rw_p50}, {"p99_ms", rw_p99}, {"load_ms", load_ms}};
 
@@ -333,6 +341,7 @@ Command make_bench_command() {
     sub->add_option("--runs", args->runs, "Timed runs (at least 15)");
     sub->add_option("--warmup", args->warmup, "Warm-up runs");
     sub->add_option("--threads", args->threads, "Threads for Redwood and the peer (0: all cores)");
+    sub->add_option("--load", args->load, "Busy background threads while both runtimes run (a controlled load)");
     sub->add_option("--json", args->json, "Write the results as JSON");
     sub->add_flag("--profile", args->profile, "Print the time per op");
     sub->add_flag("--reference", args->reference, "Reference kernels only, no graph optimization");

@@ -7,10 +7,32 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <malloc.h>
+#include <unistd.h>
+
+namespace {
+
+// oneDNN (Debian builds it with OpenMP) runs CPU inference on an OpenMP team whose threads, by
+// default, spin at their barriers for a while before they sleep. Beside oneTBB's workers (the
+// pipeline's other stages), or any other busy thread, spinning threads take the cores the work
+// needs, and inference degrades several-fold (docs/pipelines.md, "Threads"). OpenMP reads its
+// wait policy once, when its library loads, before main: so the launcher sets
+// OMP_WAIT_POLICY=PASSIVE and starts itself again, once, unless the variable is set already (an
+// explicit choice, ACTIVE included, is kept).
+void use_passive_openmp_threads(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // No /proc (or exec refused): go on as started; OpenMP then keeps its default policy.
+  unsetenv("OMP_WAIT_POLICY");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  use_passive_openmp_threads(argv);
   // Keep freed tensor memory in the heap instead of returning it to the kernel: glibc otherwise
   // serves every block over 128 KiB-32 MiB with a fresh mmap, and a model run that allocates its
   // intermediates anew pays a page fault per 4 KiB on each run (on the 2-core VM, without this, 60

@@ -8,6 +8,8 @@
 #endif
 
 #include <fmt/format.h>
+
+#include <cstdlib>
 #include <oneapi/tbb/info.h>
 
 namespace redwood::app {
@@ -19,6 +21,8 @@ Command make_probe_command() {
   };
   c.run = [] {
     fmt::print("cpu: {} threads (oneTBB default concurrency)\n", oneapi::tbb::info::default_concurrency());
+    const char* wait = std::getenv("OMP_WAIT_POLICY");
+    fmt::print("openmp (oneDNN): wait policy {}\n", wait != nullptr ? wait : "default (spins, then sleeps)");
     const auto cpu_ops = OpRegistry::instance().ops(Device::kCpu);
     fmt::print("cpu kernels: {} ops: {}\n", cpu_ops.size(), fmt::join(cpu_ops, " "));
 #ifdef REDWOOD_HAVE_CUDA
