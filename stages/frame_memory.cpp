@@ -1,6 +1,7 @@
 #include "stages/frame_memory.hpp"
 
 #include "memory/buddy.hpp"
+#include "memory/tiered.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/tracing_resource.hpp"
 
@@ -24,7 +25,7 @@ struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
   explicit State(const FrameMemoryConfig& c)
       : own_upstream(c.upstream ? nullptr : std::make_unique<memory::HostResource>("frames upstream")),
         upstream(c.upstream ? *c.upstream : *own_upstream),
-        pool("frames", upstream, buddy_config(c)) {}
+        pool("frames", upstream, memory::frame_pool_tiers(c.chunk_bytes), buddy_config(c)) {}
   static memory::BuddyConfig buddy_config(const FrameMemoryConfig& c) {
     memory::BuddyConfig b;
     b.max_block_bytes = c.chunk_bytes;
@@ -40,7 +41,7 @@ struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
   }
   std::unique_ptr<memory::HostResource> own_upstream;
   memory::MemoryResource& upstream;
-  memory::BuddyResource pool;
+  memory::TieredResource pool;  // small and middle-sized buffers in tiers of their own (less fragmentation)
   // REDWOOD_MEMORY_TRACE=FILE records every call on the pool (memory/tracing_resource.hpp), the
   // trace redwood_memory_bench's BM_PipelineTrace replays. calls() is what buffers come from.
   std::unique_ptr<memory::TracingResource> tracer = [this]() -> std::unique_ptr<memory::TracingResource> {

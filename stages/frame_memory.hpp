@@ -6,9 +6,12 @@
 //   HostResource (posix_memalign),  ◄── chunks, only while warming up (upstream counters)
 //   or pinned memory (a GPU model)
 //        ▲
-//   BuddyResource "frames"  ◄── allocate / free per buffer: pictures (cv::Mat through
+//   TieredResource "frames"  ◄── allocate / free per buffer: pictures (cv::Mat through
 //                                mat_allocator()), tensors (empty/zeros), freed when the last
-//                                Mat or Tensor handle to them goes
+//                                Mat or Tensor handle to them goes; requests up to 64 KiB and
+//                                up to 640 KiB in buddy tiers of their own, whose chunks are
+//                                blocks of the base pool (memory/tiered.hpp), so that small
+//                                buffers do not split the large blocks pictures need
 //
 // A Frame carries a pointer to its pipeline's FrameMemory; stages ask it for buffers (or the
 // plain heap when a frame has none, as in unit tests of a single stage). Every buffer keeps the

@@ -15,6 +15,7 @@
 
 #include "memory/buddy.hpp"
 #include "memory/host_resource.hpp"
+#include "memory/tiered.hpp"
 #include "memory/tracing_resource.hpp"
 
 #include <benchmark/benchmark.h>
@@ -140,6 +141,62 @@ void BM_PipelineTrace(benchmark::State& state) {
   state.counters["waste"] = end.internal_waste();
 }
 
+// The same replay on the frame pool as stages/frame_memory.hpp makes it: small and middle-sized
+// requests in tiers of their own (memory/tiered.hpp), one shard, no thread cache.
+void BM_PipelineTraceTiered(benchmark::State& state) {
+  std::string why;
+  const AllocationTrace* t = pipeline_trace(why);
+  if (t == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  const Sizes sizes(*t);
+  HostResource upstream("host");
+  BuddyConfig base;
+  base.max_block_bytes = 64ull << 20;
+  base.limit_bytes = 1ull << 30;
+  base.shards = 1;
+  base.cache_blocks_per_order = 0;
+  TieredResource pool("frames", upstream, frame_pool_tiers(base.max_block_bytes), base);
+  std::vector<void*> ptrs(t->allocations, nullptr);
+  auto alloc = [&](std::uint64_t b) { return pool.allocate(b); };
+  auto free = [&](void* p, std::uint64_t index) { pool.deallocate(p, sizes.bytes[index]); };
+  auto free_rest = [&] {
+    for (std::size_t i = 0; i < ptrs.size(); ++i) {
+      if (ptrs[i] != nullptr) pool.deallocate(ptrs[i], sizes.bytes[i]);
+      ptrs[i] = nullptr;
+    }
+  };
+  const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
+  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0;
+  const std::size_t every = std::max<std::size_t>(1, t->events.size() / 64);
+  replay(*t, ptrs, alloc, free, every, [&](std::size_t i) {
+    const double f = pool.stats().external_fragmentation();
+    const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
+    frag_max = std::max(frag_max, f);
+    unusable_max = std::max(unusable_max, u);
+    if (i == t->peak_event) frag_peak = f, unusable_peak = u;
+  });
+  pool.trim();
+  const PoolStats end = pool.stats();
+  free_rest();
+  const std::uint64_t upstream_before = pool.stats().upstream_allocations;
+  for (auto _ : state) {
+    replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
+    free_rest();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t->allocations));
+  state.counters["frag_peak"] = frag_peak;
+  state.counters["unusable_peak"] = unusable_peak;
+  state.counters["unusable_max"] = unusable_max;
+  state.counters["frag_end"] = end.external_fragmentation();
+  state.counters["frag_max"] = frag_max;
+  state.counters["upstream"] = static_cast<double>(pool.stats().upstream_allocations - upstream_before);
+  state.counters["peak_MiB"] = static_cast<double>(t->peak_live_bytes) / (1 << 20);
+  state.counters["reserved_MiB"] = static_cast<double>(end.reserved_bytes) / (1 << 20);
+  state.counters["waste"] = end.internal_waste();
+}
+
 void BM_PipelineTraceMalloc(benchmark::State& state) {
   std::string why;
   const AllocationTrace* t = pipeline_trace(why);
@@ -170,6 +227,7 @@ void BM_PipelineTraceMalloc(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PipelineTrace)->UseRealTime();
+BENCHMARK(BM_PipelineTraceTiered)->UseRealTime();
 BENCHMARK(BM_PipelineTraceMalloc)->UseRealTime();
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "memory/arena.hpp"
 #include "memory/buddy.hpp"
+#include "memory/tiered.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/resource_suite.hpp"
 
@@ -142,6 +143,40 @@ struct BuddyFactory {
   using Streams = void;
 };
 
+// A tiered pool: requests up to 4 KiB in 64 KiB chunks, up to 32 KiB in 256 KiB chunks, the rest
+// in 1 MiB blocks of the base (memory/tiered.hpp).
+class OwningTiered : public MemoryResource {
+ public:
+  explicit OwningTiered(std::size_t limit)
+      : MemoryResource("host"),
+        pool_("host", upstream_, {TierConfig{4 << 10, 64 << 10}, TierConfig{32 << 10, 256 << 10}},
+              BuddyConfig{.max_block_bytes = 1 << 20,
+                          .limit_bytes = std::max<std::size_t>(limit, 1 << 20),
+                          .chunk_alignment = 4096,
+                          .shards = 1,
+                          .cache_blocks_per_order = 0,
+                          .ordering = nullptr}) {}
+  std::string_view kind() const override { return pool_.kind(); }
+  TieredResource& pool() { return pool_; }
+
+ private:
+  void* do_allocate(std::size_t b, std::size_t a, Stream s) override { return pool_.allocate(b, a, s); }
+  void do_deallocate(void* p, std::size_t b, std::size_t alignment, Stream s) override { pool_.deallocate(p, b, alignment, s); }
+  PoolStats do_stats() const override { return pool_.stats(); }
+  HostResource upstream_{"host upstream"};
+  TieredResource pool_;
+};
+
+struct TieredFactory {
+  static std::string unavailable() { return {}; }
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) { return std::make_unique<OwningTiered>(limit); }
+  static void release_all(MemoryResource& mr) { static_cast<OwningTiered&>(mr).pool().trim(); }
+  static constexpr std::size_t kMaxAlignment = 4096;
+  static constexpr bool kPooled = true;
+  static constexpr std::size_t kBlock = 1 << 20;
+  using Streams = void;
+};
+
 struct FakeStreams {
   Stream a() const { return reinterpret_cast<Stream>(1); }
   Stream b() const { return reinterpret_cast<Stream>(2); }
@@ -157,7 +192,7 @@ struct StreamOrderedBuddyFactory : BuddyFactory {
   using Streams = FakeStreams;
 };
 
-using Factories = ::testing::Types<HostFactory, ArenaFactory, BuddyFactory, StreamOrderedBuddyFactory>;
+using Factories = ::testing::Types<HostFactory, ArenaFactory, BuddyFactory, StreamOrderedBuddyFactory, TieredFactory>;
 
 class FactoryNames {
  public:
@@ -167,6 +202,7 @@ class FactoryNames {
     if constexpr (std::is_same_v<T, ArenaFactory>) return "Arena";
     if constexpr (std::is_same_v<T, BuddyFactory>) return "Buddy";
     if constexpr (std::is_same_v<T, StreamOrderedBuddyFactory>) return "StreamOrderedBuddy";
+    if constexpr (std::is_same_v<T, TieredFactory>) return "Tiered";
     return "Unknown";
   }
 };
@@ -189,6 +225,37 @@ TEST(StreamOrderedBuddy, BlocksOfAStreamThatLeaveTheCacheTogetherShareOneEvent) 
   const PoolStats st = pool.stats();
   EXPECT_EQ(st.pending_bytes, 0u);
   EXPECT_EQ(st.free_bytes, st.reserved_bytes);
+}
+
+// Small requests live in their tier's chunks: the base keeps its large blocks whole, which a
+// single pool under the same mix splits.
+TEST(TieredPool, SmallRequestsDoNotSplitTheBasesLargeBlocks) {
+  OwningTiered tiered(8 << 20);
+  OwningBuddy single(8 << 20, nullptr);
+  std::vector<void*> small, small_single;
+  for (int i = 0; i < 40; ++i) {
+    small.push_back(tiered.allocate(3000));
+    small_single.push_back(single.allocate(3000));
+  }
+  // The base: one 1 MiB block holds the 4 KiB tier's chunks (and the middle tier's chunk, through
+  // it); the other blocks of the base stay whole.
+  const auto& base = *tiered.pool().pools().back();
+  EXPECT_EQ(base.stats().bytes_in_use, 256u << 10);
+  for (void* p : small) tiered.deallocate(p, 3000);
+  for (void* p : small_single) single.deallocate(p, 3000);
+  const PoolStats st = tiered.stats();
+  EXPECT_EQ(st.bytes_in_use, 0u);
+  EXPECT_EQ(st.allocations, 40u);
+  EXPECT_EQ(st.deallocations, 40u);
+}
+
+TEST(TieredPool, TiersOutOfOrderAreRefused) {
+  HostResource upstream("host");
+  const BuddyConfig base{.max_block_bytes = 1 << 20, .limit_bytes = 1 << 20, .ordering = nullptr};
+  EXPECT_THROW(TieredResource("t", upstream, {TierConfig{64 << 10, 32 << 10}}, base), InvalidArgument);
+  EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 64 << 10}, TierConfig{2 << 10, 128 << 10}}, base),
+               InvalidArgument);
+  EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 3 << 20}}, base), InvalidArgument);
 }
 
 }  // namespace

@@ -176,6 +176,71 @@ __global__ void conv_transpose(ConvShape p, const float* __restrict__ x, const f
   }
 }
 
+// A transposed convolution whose kernel equals its stride (no overlap, no padding, one group,
+// dilation 1; DB detectors' 2x2/2 upsampling heads): each input pixel alone makes an s x s block
+// of outputs, out[n, k, iy*sh + dy, ix*sw + dx] = sum_c x[n, c, iy, ix] * w[c, k, dy, dx]. One
+// thread per output pixel keeps the pixel's C inputs in registers (CMAX at most; read once, not
+// once per output channel as the general kernel does) and makes every output channel, KB at a
+// time, from weights in shared memory.
+template <int CMAX, int KB>
+__global__ void conv_transpose_blocks(ConvShape p, const float* __restrict__ x, const float* __restrict__ w,
+                                      float* __restrict__ y, Epilogue e, long long pixels) {
+  extern __shared__ float ws[];  // [c][k][r][s], as w
+  const int taps = p.r * p.s;
+  const int weights = p.c * p.k * taps;
+  for (int i = threadIdx.x; i < weights; i += blockDim.x) ws[i] = __ldg(w + i);  // an initializer
+  pdl_wait();
+  pdl_launch_dependents();
+  __syncthreads();
+  const long long plane = static_cast<long long>(p.oh) * p.ow;
+  RW_GRID_STRIDE(i, pixels) {
+    const int ox = static_cast<int>(i % p.ow);
+    const int oy = static_cast<int>((i / p.ow) % p.oh);
+    const long long image = i / plane;
+    const int ix = ox / p.stride_w, dx = ox - ix * p.stride_w;
+    const int iy = oy / p.stride_h, dy = oy - iy * p.stride_h;
+    const int tap = dy * p.s + dx;
+    float xv[CMAX];
+#pragma unroll
+    for (int c = 0; c < CMAX; ++c) {
+      xv[c] = c < p.c ? __ldg(x + ((image * p.c + c) * p.h + iy) * p.w + ix) : 0.f;
+    }
+    float* out = y + image * p.k * plane + static_cast<long long>(oy) * p.ow + ox;
+    for (int k0 = 0; k0 < p.k; k0 += KB) {
+      float acc[KB];
+#pragma unroll
+      for (int j = 0; j < KB; ++j) acc[j] = 0.f;
+#pragma unroll
+      for (int c = 0; c < CMAX; ++c) {
+        if (c >= p.c) break;
+        const float* wc = ws + (c * p.k + k0) * taps + tap;
+#pragma unroll
+        for (int j = 0; j < KB; ++j) {
+          if (k0 + j < p.k) acc[j] = fmaf(xv[c], wc[j * taps], acc[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < KB; ++j) {
+        const int k = k0 + j;
+        if (k >= p.k) break;
+        float v = acc[j];
+        if (e.bias != nullptr) v += __ldg(e.bias + k);
+        const long long at = static_cast<long long>(k) * plane;
+        if (e.residual != nullptr) v += __ldg(e.residual + (out - y) + at);
+        out[at] = activate(v, e.act, e.alpha, e.beta);
+      }
+    }
+  }
+}
+
+// Whether conv_transpose_blocks runs this shape, and with how many input channels in registers.
+int transpose_blocks_cmax(const ConvShape& p) {
+  if (p.groups != 1 || p.r != p.stride_h || p.s != p.stride_w || p.dil_h != 1 || p.dil_w != 1) return 0;
+  if (p.pad_h != 0 || p.pad_w != 0 || p.oh != p.h * p.stride_h || p.ow != p.w * p.stride_w) return 0;
+  if (static_cast<long long>(p.c) * p.k * p.r * p.s * sizeof(float) > 48 * 1024) return 0;
+  return p.c <= 16 ? 16 : p.c <= 32 ? 32 : p.c <= 64 ? 64 : 0;
+}
+
 
 // ---- the tensor-core tiles: one row per ConvTile of conv_tiles(), in that order ----
 template <typename T> struct MmaLaunch {
@@ -422,6 +487,15 @@ void launch_conv_transpose(const ConvShape& p, const float* x, const float* w, f
                            cudaStream_t stream) {
   const long long total = static_cast<long long>(p.n) * p.k * p.oh * p.ow;
   if (total == 0) return;
+  if (const int cmax = transpose_blocks_cmax(p); cmax > 0) {
+    const long long pixels = static_cast<long long>(p.n) * p.oh * p.ow;
+    const std::size_t smem = static_cast<std::size_t>(p.c) * p.k * p.r * p.s * sizeof(float);
+    constexpr int kb = 8;
+    auto kernel = cmax == 16 ? conv_transpose_blocks<16, kb> : cmax == 32 ? conv_transpose_blocks<32, kb> : conv_transpose_blocks<64, kb>;
+    launch_kernel(kernel, grid_for(pixels), 256, smem, stream, p, x, w, y, e, pixels);
+    RW_CUDA_CHECK_LAUNCH("conv_transpose_blocks");
+    return;
+  }
   launch_kernel(conv_transpose, grid_for(total), 256, 0, stream, p, x, w, y, e, total);
   RW_CUDA_CHECK_LAUNCH("conv_transpose");
 }

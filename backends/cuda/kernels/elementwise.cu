@@ -6,6 +6,9 @@
 #include "backends/cuda/kernels/launchers.hpp"
 #include "backends/cuda/kernels/pdl.cuh"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace redwood::cuda::kernels {
 namespace {
 
@@ -71,6 +74,43 @@ __global__ void binary_kernel(BinaryOp op, const float* __restrict__ a, const fl
   }
 }
 
+// Same shapes, four elements a thread (16-byte loads and stores; n % 4 == 0, aligned operands).
+__global__ void binary_same_vec4(BinaryOp op, const float4* __restrict__ a, const float4* __restrict__ b,
+                                 float4* __restrict__ y, long long n4) {
+  pdl_wait();
+  pdl_launch_dependents();
+  RW_GRID_STRIDE(i, n4) {
+    const float4 u = a[i], v = b[i];
+    y[i] = make_float4(binary(op, u.x, v.x), binary(op, u.y, v.y), binary(op, u.z, v.z), binary(op, u.w, v.w));
+  }
+}
+
+// Broadcasting with the dims collapsed to at most three and 32-bit index arithmetic (what a
+// channel scale [N, C, 1, 1] over [N, C, H, W] becomes: [N·C, H·W], b's strides [1, 0]).
+__global__ void binary_collapsed(BinaryOp op, const float* __restrict__ a, const float* __restrict__ b,
+                                 float* __restrict__ y, unsigned n, int rank, uint3 dims, uint3 as, uint3 bs) {
+  pdl_wait();
+  pdl_launch_dependents();
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    unsigned rest = i, ao = 0, bo = 0;
+    const unsigned d2 = rest % dims.z;
+    rest /= dims.z;
+    ao += d2 * as.z;
+    bo += d2 * bs.z;
+    if (rank > 1) {
+      const unsigned d1 = rest % dims.y;
+      rest /= dims.y;
+      ao += d1 * as.y;
+      bo += d1 * bs.y;
+    }
+    if (rank > 2) {
+      ao += rest * as.x;
+      bo += rest * bs.x;
+    }
+    y[i] = binary(op, a[ao], b[bo]);
+  }
+}
+
 __global__ void batch_norm_kernel(const float* __restrict__ x, const float* __restrict__ scale,
                                   const float* __restrict__ bias, const float* __restrict__ mean,
                                   const float* __restrict__ var, float* __restrict__ y, long long n, int c,
@@ -94,6 +134,50 @@ void launch_unary(UnaryOp op, const float* x, float* y, long long n, float alpha
 void launch_binary(BinaryOp op, const float* a, const float* b, float* y, long long n, const Broadcast& bc,
                    cudaStream_t stream) {
   if (n == 0) return;
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  if (bc.same_shape && n % 4 == 0 && aligned(a) && aligned(b) && aligned(y)) {
+    launch_kernel(binary_same_vec4, grid_for(n / 4), 256, 0, stream, op, reinterpret_cast<const float4*>(a),
+                  reinterpret_cast<const float4*>(b), reinterpret_cast<float4*>(y), n / 4);
+    RW_CUDA_CHECK_LAUNCH("binary_same_vec4");
+    return;
+  }
+  if (!bc.same_shape) {
+    // Collapse: drop extents of 1, merge neighbours that both operands step through alike.
+    long long dims[kMaxDims], as[kMaxDims], bs[kMaxDims];
+    int rank = 0;
+    for (int d = 0; d < bc.rank; ++d) {
+      if (bc.out_dims[d] == 1) continue;
+      if (rank > 0 && as[rank - 1] == bc.a_strides[d] * bc.out_dims[d] && bs[rank - 1] == bc.b_strides[d] * bc.out_dims[d]) {
+        dims[rank - 1] *= bc.out_dims[d];
+        as[rank - 1] = bc.a_strides[d];
+        bs[rank - 1] = bc.b_strides[d];
+        continue;
+      }
+      dims[rank] = bc.out_dims[d];
+      as[rank] = bc.a_strides[d];
+      bs[rank] = bc.b_strides[d];
+      ++rank;
+    }
+    bool small = n < (1ll << 31) && rank <= 3;
+    for (int d = 0; d < rank && small; ++d) small = dims[d] * std::max(as[d], bs[d]) < (1ll << 31);
+    if (small) {
+      // Left-pad to three: the kernel's dims are (x, y, z) outermost first.
+      uint3 dm{1, 1, 1}, sa{0, 0, 0}, sb{0, 0, 0};
+      unsigned* dp[3] = {&dm.x, &dm.y, &dm.z};
+      unsigned* ap[3] = {&sa.x, &sa.y, &sa.z};
+      unsigned* bp[3] = {&sb.x, &sb.y, &sb.z};
+      for (int d = 0; d < rank; ++d) {
+        const int at = 3 - rank + d;
+        *dp[at] = static_cast<unsigned>(dims[d]);
+        *ap[at] = static_cast<unsigned>(as[d]);
+        *bp[at] = static_cast<unsigned>(bs[d]);
+      }
+      launch_kernel(binary_collapsed, grid_for(n), 256, 0, stream, op, a, b, y, static_cast<unsigned>(n),
+                    std::max(rank, 1), dm, sa, sb);
+      RW_CUDA_CHECK_LAUNCH("binary_collapsed");
+      return;
+    }
+  }
   launch_kernel(binary_kernel, grid_for(n), 256, 0, stream, op, a, b, y, n, bc);
   RW_CUDA_CHECK_LAUNCH("binary");
 }

@@ -5,6 +5,8 @@
 #include "backends/cuda/kernels/launchers.hpp"
 #include "backends/cuda/kernels/pdl.cuh"
 
+#include <cstdint>
+
 #include <cfloat>
 
 namespace redwood::cuda::kernels {
@@ -61,7 +63,7 @@ __global__ void global_pool_kernel(const float* __restrict__ x, float* __restric
   if (lane == 0) y[warp] = max ? acc : acc / static_cast<float>(inner);
 }
 
-__device__ __forceinline__ float source_coord(ResizeCoord mode, int x, float scale, int in, int out) {
+__host__ __device__ __forceinline__ float source_coord(ResizeCoord mode, int x, float scale, int in, int out) {
   switch (mode) {
     case ResizeCoord::kHalfPixel: return (x + 0.5f) / scale - 0.5f;
     case ResizeCoord::kPytorchHalfPixel: return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.f;
@@ -72,7 +74,7 @@ __device__ __forceinline__ float source_coord(ResizeCoord mode, int x, float sca
   return 0.f;
 }
 
-__device__ __forceinline__ int nearest_index(ResizeNearest mode, float c, int in) {
+__host__ __device__ __forceinline__ int nearest_index(ResizeNearest mode, float c, int in) {
   int i;
   switch (mode) {
     case ResizeNearest::kRoundPreferFloor: i = (c == floorf(c) + 0.5f) ? static_cast<int>(floorf(c)) : static_cast<int>(roundf(c)); break;
@@ -80,7 +82,40 @@ __device__ __forceinline__ int nearest_index(ResizeNearest mode, float c, int in
     case ResizeNearest::kFloor: i = static_cast<int>(floorf(c)); break;
     default: i = static_cast<int>(ceilf(c)); break;
   }
-  return min(max(i, 0), in - 1);
+  return i < 0 ? 0 : (i > in - 1 ? in - 1 : i);
+}
+
+// Nearest upsampling by whole factors whose every output takes input o / factor (checked on the
+// host against source_coord and nearest_index, whatever the modes): one thread per input value
+// writes its fh x fw block, with no per-output coordinate arithmetic.
+__global__ void resize_nearest_blocks(const float* __restrict__ x, float* __restrict__ y, long long inputs, int h, int w,
+                                      int fh, int fw) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int ow = w * fw;
+  RW_GRID_STRIDE(i, inputs) {
+    const int ix = static_cast<int>(i % w);
+    const long long row = i / w;  // plane · h + iy
+    const float v = x[i];
+    float* out = y + row * fh * ow + static_cast<long long>(ix) * fw;
+    for (int dy = 0; dy < fh; ++dy) {
+      if (fw == 2) {
+        *reinterpret_cast<float2*>(out + static_cast<long long>(dy) * ow) = make_float2(v, v);
+      } else {
+        for (int dx = 0; dx < fw; ++dx) out[static_cast<long long>(dy) * ow + dx] = v;
+      }
+    }
+  }
+}
+
+// Whether every output of one axis takes input o / factor.
+bool takes_o_over_factor(ResizeNearest nearest, ResizeCoord coord, float scale, int in, int out) {
+  if (out % in != 0) return false;
+  const int factor = out / in;
+  for (int o = 0; o < out; ++o) {
+    if (nearest_index(nearest, source_coord(coord, o, scale, in, out), in) != o / factor) return false;
+  }
+  return true;
 }
 
 __global__ void resize_kernel(ResizeParams p, const float* __restrict__ x, float* __restrict__ y, long long total) {
@@ -128,6 +163,14 @@ void launch_global_pool(const float* x, float* y, long long rows, long long inne
 void launch_resize(const ResizeParams& p, const float* x, float* y, cudaStream_t stream) {
   const long long total = p.planes * p.oh * p.ow;
   if (total == 0) return;
+  if (p.mode == ResizeMode::kNearest && takes_o_over_factor(p.nearest, p.coord, p.scale_h, p.h, p.oh) &&
+      takes_o_over_factor(p.nearest, p.coord, p.scale_w, p.w, p.ow) &&
+      (p.ow / p.w != 2 || reinterpret_cast<std::uintptr_t>(y) % 8 == 0)) {
+    const long long inputs = p.planes * p.h * p.w;
+    launch_kernel(resize_nearest_blocks, grid_for(inputs), 256, 0, stream, x, y, inputs, p.h, p.w, p.oh / p.h, p.ow / p.w);
+    RW_CUDA_CHECK_LAUNCH("resize_nearest_blocks");
+    return;
+  }
   launch_kernel(resize_kernel, grid_for(total), 256, 0, stream, p, x, y, total);
   RW_CUDA_CHECK_LAUNCH("resize");
 }

@@ -90,6 +90,14 @@ std::vector<OpCase> cases() {
 
   c.push_back({"convtranspose_2x2_s2", "ConvTranspose", {r({1, 16, 10, 12}, 30), r({16, 8, 2, 2}, 31), r({8}, 32)},
                {{"strides", I{2, 2}}}});
+  // Kernel = stride, no padding: conv_transpose_blocks, with 16, 32 and 64 channels in registers
+  // and output channels in several blocks of eight (the DB detectors' heads).
+  c.push_back({"convtranspose_blocks_c24_k24", "ConvTranspose", {r({2, 24, 7, 9}, 35), r({24, 24, 2, 2}, 36), r({24}, 37)},
+               {{"strides", I{2, 2}}}});
+  c.push_back({"convtranspose_blocks_c40_k12", "ConvTranspose", {r({1, 40, 6, 5}, 38), r({40, 12, 2, 2}, 39), r({12}, 43)},
+               {{"strides", I{2, 2}}, {"rw.activation", std::string("Relu")}}});
+  c.push_back({"convtranspose_blocks_3x3_s3_k1", "ConvTranspose", {r({1, 24, 5, 6}, 44), r({24, 1, 3, 3}, 45)},
+               {{"strides", I{3, 3}}}});
   c.push_back({"convtranspose_grouped_outpad", "ConvTranspose", {r({2, 4, 5, 6}, 33), r({4, 3, 3, 3}, 34)},
                {{"strides", I{2, 2}}, {"pads", I{1, 1, 1, 1}}, {"output_padding", I{1, 1}}, {"group", std::int64_t{2}}}});
 
@@ -105,6 +113,12 @@ std::vector<OpCase> cases() {
   c.push_back({"binary_Div_row", "Div", {r({2, 3, 4, 5}, 54), r({5}, 55, 0.5, 2)}, {}});
   c.push_back({"binary_Sub_scalar", "Sub", {scalar(0.25f), r({7, 9}, 56)}, {}});
   c.push_back({"binary_Pow", "Pow", {r({6, 7}, 57, 0.1, 3), r({6, 1}, 58, -2, 2)}, {}});
+  // Same shapes in fours (16-byte loads) and not; broadcasts that collapse to [N·C, H·W], to three
+  // dims, and both operands broadcasting.
+  c.push_back({"binary_Mul_same_odd", "Mul", {r({3, 7, 11}, 59), r({3, 7, 11}, 60)}, {}});
+  c.push_back({"binary_Mul_per_image_channel", "Mul", {r({2, 16, 9, 13}, 61), r({2, 16, 1, 1}, 62)}, {}});
+  c.push_back({"binary_Add_middle", "Add", {r({2, 6, 4, 5}, 63), r({1, 6, 4, 1}, 64)}, {}});
+  c.push_back({"binary_Sub_both", "Sub", {r({5, 1, 3}, 65), r({1, 4, 1}, 66)}, {}});
   c.push_back({"batchnorm", "BatchNormalization",
                {r({2, 6, 5, 4}, 60), r({6}, 61), r({6}, 62), r({6}, 63), r({6}, 64, 0.5, 2)}, {{"epsilon", 1e-3f}}});
   c.push_back({"maxpool_3x3_s2_p1", "MaxPool", {r({2, 4, 13, 12}, 70)},
@@ -119,6 +133,17 @@ std::vector<OpCase> cases() {
   c.push_back({"resize_nearest_x2", "Resize", {r({1, 3, 5, 7}, 80), Tensor(), Tensor::from_vector<float>({4}, {1, 1, 2, 2})},
                {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
                 {"nearest_mode", std::string("floor")}}, 11});
+  // Whole factors: the block kernel (x2 with paired stores, x4 x3); half_pixel with
+  // round_prefer_floor takes o / factor too; asymmetric round_prefer_ceil does not (the general
+  // kernel).
+  c.push_back({"resize_nearest_x4_x3_half_pixel", "Resize", {r({2, 3, 5, 7}, 83), Tensor(), Tensor::from_vector<float>({4}, {1, 1, 4, 3})},
+               {{"mode", std::string("nearest")}}, 13});
+  c.push_back({"resize_nearest_x2_odd_width", "Resize", {r({1, 2, 6, 9}, 84), Tensor(), Tensor::from_vector<float>({4}, {1, 1, 2, 2})},
+               {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
+                {"nearest_mode", std::string("floor")}}, 13});
+  c.push_back({"resize_nearest_x2_prefer_ceil", "Resize", {r({1, 2, 4, 5}, 85), Tensor(), Tensor::from_vector<float>({4}, {1, 1, 2, 2})},
+               {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
+                {"nearest_mode", std::string("round_prefer_ceil")}}, 13});
   c.push_back({"resize_linear_sizes", "Resize", {r({2, 2, 6, 5}, 81), Tensor(), Tensor(), ints({2, 2, 9, 13})},
                {{"mode", std::string("linear")}}, 13});
   c.push_back({"resize_linear_align_corners_down", "Resize", {r({1, 2, 12, 10}, 82), Tensor(), Tensor(), ints({1, 2, 5, 4})},
