@@ -52,14 +52,18 @@ std::vector<FramePtr> Batcher::take(std::deque<std::pair<FramePtr, Clock::time_p
 }
 
 Clock::time_point Batcher::deadline() const {
-  auto at = queue_.front().second + std::chrono::microseconds(static_cast<std::int64_t>(policy_.timeout_ms * 1000.0));
+  const Clock::time_point first = queue_.front().second;
+  auto at = first + std::chrono::microseconds(static_cast<std::int64_t>(policy_.timeout_ms * 1000.0));
   if (policy_.latency_budget_ms > 0) {
     // The oldest frame must finish within the budget of its read; leave the batch its time.
     Clock::time_point oldest = queue_.front().first->read_at;
     for (const auto& e : queue_) oldest = std::min(oldest, e.first->read_at);
     const double expected = policy_.expected_batch_ms ? policy_.expected_batch_ms() : 0;
     const auto budget = std::chrono::microseconds(static_cast<std::int64_t>((policy_.latency_budget_ms - expected) * 1000.0));
-    at = std::min(at, oldest + budget);
+    // A frame already past its budget when its batch started gathering is not saved by going
+    // early: the batch then waits its timeout as any other, since under overload small batches
+    // would only lower the throughput that every later frame depends on.
+    if (oldest + budget >= first) at = std::min(at, oldest + budget);
   }
   return at;
 }

@@ -8,7 +8,8 @@
 //
 // A batch goes when it holds max_batch frames, when its first frame has waited timeout_ms, or
 // earlier when the oldest frame's age plus the batch's expected time would pass the latency
-// budget: a frame read long ago is not kept waiting for company. dispatch() takes the batch and
+// budget: a frame read long ago is not kept waiting for company. A frame already past its budget
+// does not hurry its batch (overload would otherwise become a stream of small batches). dispatch() takes the batch and
 // is responsible for the frames from then on (the stage completes them and hands them on).
 
 #include "stages/stage.hpp"

@@ -1,45 +1,177 @@
 #include "stages/sink/frame_json.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cmath>
+#include <iterator>
 
 namespace redwood {
 namespace {
+
 // One decimal is a tenth of a pixel: plenty, and keeps messages short.
 double r1(double v) { return std::round(v * 10.0) / 10.0; }
 double r3(double v) { return std::round(v * 1000.0) / 1000.0; }
-nlohmann::json points(const std::vector<cv::Point2f>& pts) {
-  nlohmann::json a = nlohmann::json::array();
-  for (const auto& p : pts) a.push_back({r1(p.x), r1(p.y)});
-  return a;
-}
+
+// Writes appended to `out` with fmt (shortest round-trip doubles, as JSON libraries print them):
+// once the buffer has grown to a message's size, nothing here allocates.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  void raw(std::string_view s) { out_.append(s); }
+  void number(double v) {
+    if (!std::isfinite(v)) v = 0;  // JSON has no NaN or infinity
+    fmt::format_to(std::back_inserter(out_), "{}", v);
+  }
+  void integer(std::int64_t v) { fmt::format_to(std::back_inserter(out_), "{}", v); }
+  void string(std::string_view s) {
+    out_.push_back('"');
+    for (const char c : s) {
+      switch (c) {
+        case '"': out_.append("\\\""); break;
+        case '\\': out_.append("\\\\"); break;
+        case '\n': out_.append("\\n"); break;
+        case '\r': out_.append("\\r"); break;
+        case '\t': out_.append("\\t"); break;
+        case '\b': out_.append("\\b"); break;
+        case '\f': out_.append("\\f"); break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            fmt::format_to(std::back_inserter(out_), "\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+          } else {
+            out_.push_back(c);  // UTF-8 passes through
+          }
+      }
+    }
+    out_.push_back('"');
+  }
+  void key(std::string_view k) {
+    string(k);
+    out_.push_back(':');
+  }
+  void points(const std::vector<cv::Point2f>& pts) {
+    out_.push_back('[');
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      if (i) out_.push_back(',');
+      out_.push_back('[');
+      number(r1(pts[i].x));
+      out_.push_back(',');
+      number(r1(pts[i].y));
+      out_.push_back(']');
+    }
+    out_.push_back(']');
+  }
+
+ private:
+  std::string& out_;
+};
+
 }  // namespace
 
-nlohmann::json frame_to_json(const Frame& f, const std::string& pipeline, double latency_ms) {
-  nlohmann::json dets = nlohmann::json::array();
-  for (const Detection& d : f.detections) {
-    nlohmann::json j{{"kind", d.kind}, {"score", r3(d.score)}, {"box", {r1(d.box.x), r1(d.box.y), r1(d.box.width), r1(d.box.height)}}};
-    if (!d.quad.empty()) j["quad"] = points(d.quad);
-    if (!d.keypoints.empty()) j["keypoints"] = points(d.keypoints);
-    if (d.kind == "text") {
-      j["text"] = d.text;
-      j["text_score"] = r3(d.text_score);
-    }
-    dets.push_back(std::move(j));
-  }
+void append_frame_json(std::string& out, const Frame& f, std::string_view pipeline, double latency_ms) {
+  Writer w(out);
   // Stage times are milliseconds after the source produced the frame (one monotonic clock), so
   // consumers read the pipeline's breakdown directly; "captured" anchors them on the wall clock.
   const auto since_read = [&](Clock::time_point t) { return r1(std::chrono::duration<double, std::milli>(t - f.read_at).count()); };
-  nlohmann::json stages = nlohmann::json::array();
-  for (const StageMark& m : f.stage_done) stages.push_back({{"stage", std::string(m.stage)}, {"done_ms", since_read(m.at)}});
   const double captured = std::chrono::duration<double, std::milli>(f.captured.time_since_epoch()).count();
-  nlohmann::json timestamps{{"captured_unix_ms", std::round(captured * 10.0) / 10.0},
-                            {"admitted_ms", f.admitted_at >= f.read_at ? since_read(f.admitted_at) : 0.0},
-                            {"stages", std::move(stages)},
-                            {"published_ms", r1(latency_ms)}};
-  return {{"schema", kFrameSchema}, {"pipeline", pipeline}, {"stream", f.stream_name}, {"seq", f.seq},
-          {"pts_ms", r1(f.pts_ms)}, {"width", f.image.cols}, {"height", f.image.rows}, {"latency_ms", r1(latency_ms)},
-          {"timestamps", std::move(timestamps)}, {"detections", std::move(dets)}};
+  w.raw("{");
+  w.key("schema");
+  w.string(kFrameSchema);
+  w.raw(",");
+  w.key("pipeline");
+  w.string(pipeline);
+  w.raw(",");
+  w.key("stream");
+  w.string(f.stream_name);
+  w.raw(",");
+  w.key("seq");
+  w.integer(f.seq);
+  w.raw(",");
+  w.key("pts_ms");
+  w.number(r1(f.pts_ms));
+  w.raw(",");
+  w.key("width");
+  w.integer(f.image.cols);
+  w.raw(",");
+  w.key("height");
+  w.integer(f.image.rows);
+  w.raw(",");
+  w.key("latency_ms");
+  w.number(r1(latency_ms));
+  w.raw(",");
+  w.key("timestamps");
+  w.raw("{");
+  w.key("captured_unix_ms");
+  w.number(std::round(captured * 10.0) / 10.0);
+  w.raw(",");
+  w.key("admitted_ms");
+  w.number(f.admitted_at >= f.read_at ? since_read(f.admitted_at) : 0.0);
+  w.raw(",");
+  w.key("stages");
+  w.raw("[");
+  for (std::size_t i = 0; i < f.stage_done.size(); ++i) {
+    if (i) w.raw(",");
+    w.raw("{");
+    w.key("stage");
+    w.string(f.stage_done[i].stage);
+    w.raw(",");
+    w.key("done_ms");
+    w.number(since_read(f.stage_done[i].at));
+    w.raw("}");
+  }
+  w.raw("],");
+  w.key("published_ms");
+  w.number(r1(latency_ms));
+  w.raw("},");
+  w.key("detections");
+  w.raw("[");
+  for (std::size_t i = 0; i < f.detections.size(); ++i) {
+    const Detection& d = f.detections[i];
+    if (i) w.raw(",");
+    w.raw("{");
+    w.key("kind");
+    w.string(d.kind);
+    w.raw(",");
+    w.key("score");
+    w.number(r3(d.score));
+    w.raw(",");
+    w.key("box");
+    w.raw("[");
+    w.number(r1(d.box.x));
+    w.raw(",");
+    w.number(r1(d.box.y));
+    w.raw(",");
+    w.number(r1(d.box.width));
+    w.raw(",");
+    w.number(r1(d.box.height));
+    w.raw("]");
+    if (!d.quad.empty()) {
+      w.raw(",");
+      w.key("quad");
+      w.points(d.quad);
+    }
+    if (!d.keypoints.empty()) {
+      w.raw(",");
+      w.key("keypoints");
+      w.points(d.keypoints);
+    }
+    if (d.kind == "text") {
+      w.raw(",");
+      w.key("text");
+      w.string(d.text);
+      w.raw(",");
+      w.key("text_score");
+      w.number(r3(d.text_score));
+    }
+    w.raw("}");
+  }
+  w.raw("]}");
+}
+
+nlohmann::json frame_to_json(const Frame& f, const std::string& pipeline, double latency_ms) {
+  std::string text;
+  append_frame_json(text, f, pipeline, latency_ms);
+  return nlohmann::json::parse(text);
 }
 
 }  // namespace redwood

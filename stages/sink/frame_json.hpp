@@ -14,10 +14,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <string>
+#include <string_view>
+
 namespace redwood {
 
 inline constexpr const char* kFrameSchema = "redwood.frame/1";
 
+/// Appends the frame's message to `out` (the sinks keep one buffer each and clear it per frame:
+/// once it has grown, writing a message allocates nothing).
+void append_frame_json(std::string& out, const Frame& frame, std::string_view pipeline, double latency_ms);
+/// The same message as a JSON value (tests, tools).
 nlohmann::json frame_to_json(const Frame& frame, const std::string& pipeline, double latency_ms);
 
 }  // namespace redwood

@@ -24,13 +24,17 @@ class JsonlSink final : public Sink {
   }
 
   void write(const Frame& f, double latency_ms) override {
-    out_ << frame_to_json(f, pipeline_, latency_ms).dump() << '\n';
+    line_.clear();
+    append_frame_json(line_, f, pipeline_, latency_ms);
+    line_.push_back('\n');
+    out_.write(line_.data(), static_cast<std::streamsize>(line_.size()));
     ++written_;
   }
   void close() override { out_.close(); }
 
  private:
   std::string pipeline_;
+  std::string line_;  // reused: no allocation per frame once grown
   std::ofstream out_;
 };
 

@@ -41,8 +41,12 @@ class ZmqSink final : public Sink {
     // Subscription messages arrive on an XPUB socket; nothing here needs them.
     for (zmq::message_t m; socket_.recv(m, zmq::recv_flags::dontwait);) {
     }
-    const std::string topic = pipeline_ + "/" + f.stream_name;
-    const std::string body = frame_to_json(f, pipeline_, latency_ms).dump();
+    // The buffers keep their capacity from frame to frame (write is called by one thread).
+    topic_.assign(pipeline_).append("/").append(f.stream_name);
+    body_.clear();
+    append_frame_json(body_, f, pipeline_, latency_ms);
+    const std::string& topic = topic_;
+    const std::string& body = body_;
     // A PUB socket at its high-water mark drops silently; dontwait makes that visible as a
     // refused send so that it can be counted.
     const auto sent_topic = socket_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -58,6 +62,7 @@ class ZmqSink final : public Sink {
 
  private:
   std::string pipeline_, endpoint_;
+  std::string topic_, body_;
   zmq::context_t context_;
   zmq::socket_t socket_;
 };

@@ -77,5 +77,23 @@ TEST(Batcher, TheLatencyBudgetSendsAnOldFrameBeforeTheTimeout) {
   batcher.finish();
 }
 
+TEST(Batcher, AFramePastItsBudgetWaitsForItsBatchAsAnyOther) {
+  std::promise<std::vector<FramePtr>> sent;
+  // Read 2 s ago against a budget of 1 s: late already, so the batch waits for its timeout (or
+  // to be full) rather than going alone at once.
+  BatchPolicy policy;
+  policy.max_batch = 2;
+  policy.timeout_ms = 60'000;
+  policy.latency_budget_ms = 1000;
+  Batcher batcher(policy, [&](std::vector<FramePtr> batch) { sent.set_value(std::move(batch)); });
+  batcher.push(frame(0, 0, 0, Clock::now() - std::chrono::milliseconds(2000)));
+  auto f = sent.get_future();
+  EXPECT_EQ(f.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout);
+  batcher.push(frame(1, 0));
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(f.get().size(), 2u);
+  batcher.finish();
+}
+
 }  // namespace
 }  // namespace redwood
