@@ -6,6 +6,48 @@
 
 namespace redwood {
 
+std::int64_t& Shape::at(size_type i) {
+  RW_EXPECTS(i < size_, InvalidArgument, "shape index {} is past its {} extents", i, size_);
+  return data_[i];
+}
+
+const std::int64_t& Shape::at(size_type i) const {
+  RW_EXPECTS(i < size_, InvalidArgument, "shape index {} is past its {} extents", i, size_);
+  return data_[i];
+}
+
+void Shape::grow(size_type n) {
+  n = std::max<size_type>(n, kInline);
+  auto* bigger = new std::int64_t[n];
+  std::copy(data_, data_ + size_, bigger);
+  const std::uint32_t size = size_;
+  free_heap();
+  data_ = bigger;
+  capacity_ = static_cast<std::uint32_t>(n);
+  size_ = size;
+}
+
+void Shape::open_gap(size_type at, size_type count) {
+  reserve(size_ + count);
+  std::copy_backward(data_ + at, data_ + size_, data_ + size_ + count);
+  size_ += static_cast<std::uint32_t>(count);
+}
+
+Shape::iterator Shape::insert(const_iterator pos, size_type count, std::int64_t value) {
+  const auto at = static_cast<size_type>(pos - data_);
+  open_gap(at, count);
+  std::fill(data_ + at, data_ + at + count, value);
+  return data_ + at;
+}
+
+Shape::iterator Shape::erase(const_iterator first, const_iterator last) {
+  const auto at = static_cast<size_type>(first - data_);
+  const auto n = static_cast<size_type>(last - first);
+  std::copy(data_ + at + n, data_ + size_, data_ + at);
+  size_ -= static_cast<std::uint32_t>(n);
+  return data_ + at;
+}
+
 std::int64_t shape_numel(const Shape& shape) {
   std::int64_t n = 1;
   for (auto d : shape) n *= d;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds what the streaming benchmark runs on the GPU host (Release, CUDA, sm_90): the launcher
 # `redwood`, redwood_gpu_tests, redwood_gpu_bench and redwood_stream_bench, and packs them with
-# their shared libraries, the models, the videos and ONNX's node tests into .device/ (ignored by
+# their shared libraries, the models, the video, ONNX's node tests and the allocation counter
+# (tests/support/alloc_counter.c) into .device/ (ignored by
 # git). With OpenCV's closure the bundle is over the device tool's 58 MiB a call, so it comes out
 # as parts .device/p1 .. .device/pN, carried by calls made back to back (../shared/tools/device-bundle):
 #
@@ -18,12 +19,14 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDWOOD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 fi
 targets=(redwood redwood_gpu_tests redwood_gpu_bench redwood_stream_bench)
-cmake --build "$build" --target "${targets[@]}"
+cmake --build "$build" --target "${targets[@]}" redwood_alloc_counter
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for t in "${targets[@]}"; do strip -o "$stage/$t" "$build/bin/$t"; done
+# The allocation counter (tests/support/alloc_counter.c) travels as data: it is preloaded, not run.
 ../shared/tools/device-bundle -o .device "${targets[@]/#/$stage/}" \
-  -d assets/models -d assets/video/vtest-captions.avi -d /usr/share/libonnx-testdata/data/node
+  -d assets/models -d assets/video/vtest-captions.avi -d /usr/share/libonnx-testdata/data/node \
+  -d "$build/tests/libredwood_alloc_counter.so"
 commit=$(git rev-parse --short HEAD)
 [[ -z $(git status --porcelain --untracked-files=no) ]] || commit+=-dirty
 nvcc=$(sed -n 's/^CMAKE_CUDA_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")

@@ -72,6 +72,20 @@ pipeline() {  # name, then redwood run's options
   echo "(rc=$?)" >>"$OUT/run-$name.log"
   sed -n '/^summary/,$p' "$OUT/run-$name.log"
 }
+step "heap allocations per frame, one stream on the GPU"
+counter=$(ls "$RW_BUNDLE_DATA"/*/tests/libredwood_alloc_counter.so 2>/dev/null | head -1)
+allocs="not measured (no allocation counter in the bundle)"
+if [[ -n $counter ]]; then
+  for n in 100 400; do
+    OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$counter REDWOOD_ALLOC_COUNT=/tmp/allocs-$n timeout 120 bash "$run" redwood run \
+      configs/ocr-streams.yaml --quiet --frames "$n" >/dev/null 2>&1
+  done
+  if [[ -s /tmp/allocs-100 && -s /tmp/allocs-400 ]]; then
+    allocs=$(awk -v a="$(cat /tmp/allocs-100)" -v b="$(cat /tmp/allocs-400)" 'BEGIN{printf "%.1f (100 frames: %d, 400 frames: %d)", (b-a)/300, a, b}')
+  fi
+fi
+echo "allocations per frame: $allocs" | tee "$OUT/allocations.txt"
+
 pipeline "fast-${STREAMS_FAST:-32}" --streams "${STREAMS_FAST:-32}"
 for n in ${STREAMS_REALTIME:-100 128}; do pipeline "realtime-$n" --streams "$n" --fps 30; done
 
@@ -105,6 +119,7 @@ row() {  # a run's line of the pipeline table, from its summary
   echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
   echo "| command | \`bash scripts/streaming_device_run.sh\` (DURATION=$duration) |"
   echo "| \`redwood_gpu_tests\`, same call | ${tests:-not recorded} |"
+  echo "| heap allocations per frame (one stream, both models on the GPU; tests/support/alloc_counter.c) | $(sed 's/^allocations per frame: //' "$OUT/allocations.txt" 2>/dev/null) |"
   echo
   echo "## Slots against the serial call (\`redwood_stream_bench\`)"
   echo

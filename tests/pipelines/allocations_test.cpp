@@ -28,7 +28,10 @@ std::uint64_t allocations(std::int64_t frames, const std::filesystem::path& dir)
   return n;
 }
 
-constexpr double kAllocationsPerFrameBound = 1e9;
+// Measured on the 2-core VM: 3,600 to 4,000 per frame, nearly all inside oneDNN's primitive
+// execution (its argument maps, once per primitive run: about 1,900) and the oneDNN regions'
+// own argument lists; a quarter above that catches a regression.
+constexpr double kAllocationsPerFrameBound = 5000;
 
 TEST(PipelineAllocations, SteadyStateOfTheShippedOcrPipelineOnTheCpu) {
   if (!std::filesystem::exists(testing::assets_dir() / "video" / "vtest-captions.avi")) {
@@ -42,9 +45,8 @@ TEST(PipelineAllocations, SteadyStateOfTheShippedOcrPipelineOnTheCpu) {
   std::printf("[ measured ] %.1f heap allocations per frame (40 frames: %llu, 240: %llu)\n", per_frame,
               static_cast<unsigned long long>(short_run), static_cast<unsigned long long>(long_run));
   RecordProperty("allocations_per_frame", std::to_string(per_frame));
-  // What remains per frame comes from tensor handles (shapes and strides are heap vectors),
-  // oneDNN's argument maps in every primitive execution, OpenCV's temporaries and ZeroMQ's
-  // message buffers (docs/streaming.md, "Allocations"). The bound catches a regression.
+  // What remains per frame comes from oneDNN's argument maps in every primitive execution,
+  // OpenCV's temporaries and ZeroMQ's message buffers (docs/streaming.md, "Allocations").
   EXPECT_LE(per_frame, kAllocationsPerFrameBound);
   std::filesystem::remove_all(dir);
 }
