@@ -446,7 +446,9 @@ TEST(ChooseGpuLayout, Tf32RoundsTheWeightsAndMarksEveryNhwcWriter) {
   auto gm = optimized_tf32(m);
   for (const char* op : {"rw.DepthwiseConvNhwc", "rw.ScaleChannelsNhwc", "rw.ConvNhwc", "rw.ToNhwc"}) {
     for (const Node& n : gm->nodes) {
-      if (n.op_type == op) EXPECT_EQ(n.attr_int("rw.round_tf32", 0), 1) << n.name;
+      if (n.op_type == op) {
+        EXPECT_EQ(n.attr_int("rw.round_tf32", 0), 1) << n.name;
+      }
     }
   }
   const Tensor xm = testing::random_tensor(DType::kF32, {3, 16, 9, 9}, -1, 1, 6);
