@@ -77,11 +77,14 @@ counter=$(ls "$RW_BUNDLE_DATA"/*/tests/libredwood_alloc_counter.so 2>/dev/null |
 allocs="not measured (no allocation counter in the bundle)"
 if [[ -n $counter ]]; then
   for n in 100 400; do
+    rm -f /tmp/allocs-$n  # every preloaded process appends "COUNT PROGRAM": keep the launcher's
     OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$counter REDWOOD_ALLOC_COUNT=/tmp/allocs-$n timeout 120 bash "$run" redwood run \
       configs/ocr-streams.yaml --quiet --frames "$n" >/dev/null 2>&1
   done
-  if [[ -s /tmp/allocs-100 && -s /tmp/allocs-400 ]]; then
-    allocs=$(awk -v a="$(cat /tmp/allocs-100)" -v b="$(cat /tmp/allocs-400)" 'BEGIN{printf "%.1f (100 frames: %d, 400 frames: %d)", (b-a)/300, a, b}')
+  a=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-100 2>/dev/null)
+  b=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-400 2>/dev/null)
+  if [[ -n $a && -n $b ]]; then
+    allocs=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.1f (100 frames: %d, 400 frames: %d)", (b-a)/300, a, b}')
   fi
 fi
 echo "allocations per frame: $allocs" | tee "$OUT/allocations.txt"

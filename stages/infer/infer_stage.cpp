@@ -253,7 +253,8 @@ class InferStage final : public Stage {
 
   // When the tensor's item shape is known at load, the runners make their plans for the batch
   // sizes the run will use now (on a GPU: tuning and capture, which would otherwise stall the
-  // first batch of each size): every preferred size up to the rows of a full batch (whole
+  // first batch of each size for up to seconds, and back up every stream): every size of an
+  // explicit `batch_sizes`, else the powers of two up to the rows of a full batch (whole
   // pictures: one row a frame; crops, not known: one a frame is assumed, larger ones come later).
   void prepare_batch_sizes(const TensorSpec& spec) const {
     if (device_ == "cpu" || spec.dims.empty()) return;
@@ -264,6 +265,7 @@ class InferStage final : public Stage {
     const std::int64_t rows_per_frame = spec.dims[0] > 0 ? spec.dims[0] : 1;
     const std::int64_t most = fixed_batch_one_ ? 1 : run_rows(rows_per_frame * max_batch_);
     std::set<std::int64_t> sizes{most};
+    if (!fixed_batch_one_) sizes.insert(batch_sizes_.begin(), batch_sizes_.end());
     for (std::int64_t r = 1; r < most; r = run_rows(r) + 1) sizes.insert(run_rows(r));
     for (std::int64_t rows : sizes) {
       shape[0] = rows;

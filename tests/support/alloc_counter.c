@@ -1,8 +1,10 @@
 /* alloc_counter: an LD_PRELOAD library that counts the heap allocations of a whole process
  * (malloc, calloc, realloc, posix_memalign, aligned_alloc, memalign, valloc; C++'s operator new
- * comes through malloc) and writes the count at exit to the file named by REDWOOD_ALLOC_COUNT
- * (else to stderr). The steady-state test runs the same pipeline for two frame counts and
- * divides the difference by the frames between them (tests/pipelines/allocations_test.cpp).
+ * comes through malloc) and, at exit, appends "COUNT PROGRAM" to the file named by
+ * REDWOOD_ALLOC_COUNT (else writes it to stderr): every process that inherits the preload
+ * (a wrapper script, `timeout`) adds its own line, and the reader takes the program's. The
+ * steady-state test runs the same pipeline for two frame counts and divides the difference by
+ * the frames between them (tests/pipelines/allocations_test.cpp).
  *
  *   LD_PRELOAD=build/lib/libredwood_alloc_counter.so REDWOOD_ALLOC_COUNT=/tmp/n redwood run ...
  *
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern void* __libc_malloc(size_t);
 extern void* __libc_calloc(size_t, size_t);
@@ -57,8 +60,13 @@ void* valloc(size_t n) {
 }
 
 __attribute__((destructor)) static void report(void) {
+  const unsigned long long n = atomic_load(&allocations);
+  char exe[256] = "?";
+  const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) exe[len] = 0;
+  const char* name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
   const char* file = getenv("REDWOOD_ALLOC_COUNT");
-  FILE* out = file && *file ? fopen(file, "w") : NULL;
-  fprintf(out ? out : stderr, "%llu\n", (unsigned long long)atomic_load(&allocations));
+  FILE* out = file && *file ? fopen(file, "a") : NULL;
+  fprintf(out ? out : stderr, "%llu %s\n", n, name);
   if (out) fclose(out);
 }
