@@ -254,12 +254,12 @@ template <typename T, int BM, int BN, int WM, int WN> MmaLaunch<T> mma_entry() {
   return {conv_mma<T, BM, BN, WM, WN>, Tile::template smem_bytes<T>(), Tile::kThreads, BM, BN};
 }
 
-constexpr int kMmaTiles = 7;
+constexpr int kMmaTiles = 8;
 template <typename T> const MmaLaunch<T>& mma_launch(int tile) {
   static const MmaLaunch<T> table[kMmaTiles] = {
       mma_entry<T, 128, 128, 64, 32>(), mma_entry<T, 128, 64, 64, 32>(), mma_entry<T, 64, 128, 64, 32>(),
       mma_entry<T, 64, 64, 32, 32>(),   mma_entry<T, 64, 32, 32, 16>(),  mma_entry<T, 32, 64, 16, 32>(),
-      mma_entry<T, 128, 128, 64, 64>()};
+      mma_entry<T, 128, 128, 64, 64>(), mma_entry<T, 128, 32, 64, 16>()};
   // More than 48 KiB of dynamic shared memory needs the kernel's opt-in, once per process.
   static std::once_flag opted_in;
   std::call_once(opted_in, [] {
@@ -347,7 +347,7 @@ const std::vector<ConvTile>& conv_tiles(MmaType type) {
   static const std::vector<ConvTile> mma = {{128, 128, 256, "128x128"}, {128, 64, 128, "128x64"},
                                             {64, 128, 128, "64x128"},   {64, 64, 128, "64x64"},
                                             {64, 32, 128, "64x32"},     {32, 64, 128, "32x64"},
-                                            {128, 128, 128, "128x128w4"}};
+                                            {128, 128, 128, "128x128w4"}, {128, 32, 128, "128x32"}};
   return type == MmaType::kFp32 ? simt : mma;
 }
 

@@ -31,8 +31,9 @@ struct ConvTile {
 
 /// The tiles a precision can use. kFp32 (exact, CUDA cores): one 64×64 tile. kTf32/kFp16/kBf16
 /// (mma.sync, fp32 accumulation, 3-stage cp.async pipeline): 128×128, 128×64, 64×128, 64×64,
-/// 64×32, 32×64 with 64×32, 32×32 or smaller warp tiles, and 128×128w4 (4 warps of 64×64: fewer
-/// shared-memory reads per mma, more registers).
+/// 64×32, 32×64 with 64×32, 32×32 or smaller warp tiles, 128×128w4 (4 warps of 64×64: fewer
+/// shared-memory reads per mma, more registers), and 128×32 (4 warps of 64×16: for layers of few
+/// output channels over many pixels, such as a DB detector's 96→24 head).
 const std::vector<ConvTile>& conv_tiles(MmaType type);
 
 /// The type a convolution of this shape runs at: `type`, or kFp32 (exact, CUDA cores) for shapes
