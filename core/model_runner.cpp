@@ -105,6 +105,41 @@ RunnerStats RunnerStatsRecorder::stats() const {
   return stats_;
 }
 
+// ---- slots ----
+
+SlotRing::SlotRing(int slots) : slots_(slots) {
+  RW_EXPECTS(slots >= 1 && slots <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slots);
+  for (int i = 0; i < slots; ++i) free_.push_back(i);
+}
+
+int SlotRing::acquire(double* waited_ms) {
+  const auto asked = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] { return !free_.empty(); });
+  const int slot = free_.front();
+  free_.pop_front();
+  if (waited_ms != nullptr) *waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+  return slot;
+}
+
+void SlotRing::release(int slot) {
+  {
+    std::lock_guard lock(mutex_);
+    free_.push_back(slot);
+  }
+  freed_.notify_all();
+}
+
+void SlotRing::drain() const {
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] { return static_cast<int>(free_.size()) == slots_; });
+}
+
+int SlotRing::in_flight() const {
+  std::lock_guard lock(mutex_);
+  return slots_ - static_cast<int>(free_.size());
+}
+
 // ---- batches ----
 
 std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts) {
@@ -221,10 +256,9 @@ class CpuRunner final : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
       : ModelRunner(input_names(*graph)),
-        executor_(std::move(graph)),
         slots_(config.slots),
+        executor_(std::move(graph)),
         recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots) {
-    RW_EXPECTS(slots_ >= 1 && slots_ <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slots_);
     worker_ = std::thread([this] { work(); });
   }
 
@@ -239,26 +273,18 @@ class CpuRunner final : public ModelRunner {
 
   void submit(InferBatch batch, InferDone done) override {
     check_batch(executor_.graph(), batch);
-    const auto asked = std::chrono::steady_clock::now();
-    std::unique_lock lock(mutex_);
-    free_cv_.wait(lock, [&] { return in_flight_ < slots_; });
-    ++in_flight_;
-    queue_.push_back({std::move(batch), std::move(done), ms_since(asked, std::chrono::steady_clock::now())});
-    lock.unlock();
+    double waited = 0;
+    const int slot = slots_.acquire(&waited);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back({std::move(batch), std::move(done), waited, slot});
+    }
     work_cv_.notify_one();
   }
 
-  void drain() override {
-    std::unique_lock lock(mutex_);
-    free_cv_.wait(lock, [&] { return in_flight_ == 0; });
-  }
-
-  int in_flight() const override {
-    std::lock_guard lock(mutex_);
-    return in_flight_;
-  }
-
-  std::string description() const override { return fmt::format("cpu, {} slot(s)", slots_); }
+  void drain() override { slots_.drain(); }
+  int in_flight() const override { return slots_.in_flight(); }
+  std::string description() const override { return fmt::format("cpu, {} slot(s)", slots_.slots()); }
   RunnerStats stats() const override { return recorder_.stats(); }
 
  private:
@@ -266,6 +292,7 @@ class CpuRunner final : public ModelRunner {
     InferBatch batch;
     InferDone done;
     double wait_ms = 0;
+    int slot = 0;
   };
 
   void work() {
@@ -294,12 +321,9 @@ class CpuRunner final : public ModelRunner {
         // A continuation must handle its own errors; this thread must not die of one.
         log().error("cpu runner: a batch's completion threw: {}", e.what());
       }
+      const int slot = job.slot;
       job = Job{};  // the batch's tensors go back to their pool before the slot does
-      {
-        std::lock_guard lock(mutex_);
-        --in_flight_;
-      }
-      free_cv_.notify_all();
+      slots_.release(slot);
     }
   }
 
@@ -345,14 +369,13 @@ class CpuRunner final : public ModelRunner {
     return parts;
   }
 
+  SlotRing slots_;  // first: a bad slot count fails before the executor is built
   Executor executor_;
-  int slots_;
   RunnerStatsRecorder recorder_;
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
-  mutable std::mutex mutex_;
-  std::condition_variable free_cv_, work_cv_;
+  std::mutex mutex_;
+  std::condition_variable work_cv_;
   std::deque<Job> queue_;
-  int in_flight_ = 0;
   bool stopping_ = false;
   std::thread worker_;  // last: starts once everything above exists
 };

@@ -23,7 +23,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <map>
@@ -128,6 +130,26 @@ class RunnerStatsRecorder {
   RunnerStats stats_;
   IntervalUnion compute_, copy_, busy_;
   double first_start_ = 1e300, last_end_ = -1e300;
+};
+
+/// A runner's slots: which are free, and the back-pressure of submit. acquire() hands out the
+/// longest-free slot's index, waiting while every slot is busy; release() gives it back once its batch is
+/// done; drain() waits until none is in flight. Thread-safe.
+class SlotRing {
+ public:
+  explicit SlotRing(int slots);
+  /// A free slot (0 .. slots-1); `waited_ms`, if given, gets the milliseconds spent waiting.
+  int acquire(double* waited_ms = nullptr);
+  void release(int slot);
+  void drain() const;
+  int in_flight() const;
+  int slots() const { return slots_; }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable freed_;
+  std::deque<int> free_;  // oldest free first: slots are used in turn
+  int slots_;
 };
 
 class ModelRunner {

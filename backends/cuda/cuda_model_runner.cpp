@@ -138,16 +138,12 @@ class CudaModelRunner final : public ModelRunner {
   CudaModelRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config, std::string device_name)
       : ModelRunner(input_names(*graph)),
         device_(config.device),
-        slot_count_(config.slots),
+        ring_(config.slots),
         runner_(set_device(config.device, std::move(graph)), RunnerOptions{.precision = parse_precision(config.precision)}),
         description_(fmt::format("cuda:{} ({}), {}, {} slot(s)", config.device, device_name, config.precision, config.slots)),
         recorder_(description_, config.slots, config.device, config.slots > 1),
         clock_(device_clock(config.device)) {
-    RW_EXPECTS(slot_count_ >= 1 && slot_count_ <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slot_count_);
-    for (int i = 0; i < slot_count_; ++i) {
-      slots_.push_back(std::make_unique<Slot>());
-      free_.push_back(i);
-    }
+    for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>());
     // A model whose input shapes are all fixed is planned now, on every slot, so that an op
     // without a CUDA kernel fails at load rather than on the first frame.
     std::vector<Shape> shapes;
@@ -183,18 +179,11 @@ class CudaModelRunner final : public ModelRunner {
   void submit(InferBatch batch, InferDone done) override {
     check_batch(runner_.graph(), batch);
     RW_CUDA_CHECK(cudaSetDevice(device_));
-    const auto asked = std::chrono::steady_clock::now();
-    int index = -1;
-    {
-      std::unique_lock lock(mutex_);
-      free_cv_.wait(lock, [&] { return !free_.empty(); });
-      index = free_.front();
-      free_.pop_front();
-      ++in_flight_;
-    }
+    double waited = 0;
+    const int index = ring_.acquire(&waited);
     Slot& slot = *slots_[static_cast<std::size_t>(index)];
     slot.timing = BatchTiming{};
-    slot.timing.wait_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
+    slot.timing.wait_ms = waited;
     try {
       enqueue(slot, batch);
     } catch (...) {
@@ -203,7 +192,7 @@ class CudaModelRunner final : public ModelRunner {
       cudaStreamSynchronize(slot.stream.get());
       cudaGetLastError();
       slot.clear();
-      give_back(index);
+      ring_.release(index);
       throw;
     }
     slot.batch = std::move(batch);
@@ -222,15 +211,8 @@ class CudaModelRunner final : public ModelRunner {
     for (auto& slot : slots_) plan_on(*slot, input_shapes);
   }
 
-  void drain() override {
-    std::unique_lock lock(mutex_);
-    free_cv_.wait(lock, [&] { return in_flight_ == 0; });
-  }
-
-  int in_flight() const override {
-    std::lock_guard lock(mutex_);
-    return in_flight_;
-  }
+  void drain() override { ring_.drain(); }
+  int in_flight() const override { return ring_.in_flight(); }
 
   std::string description() const override { return description_; }
   RunnerStats stats() const override {
@@ -450,31 +432,21 @@ class CudaModelRunner final : public ModelRunner {
       }
       result = InferResult{};
       slot.clear();  // the batch's tensors go back to their pool before the slot is reused
-      give_back(index);
+      ring_.release(index);
     }
-  }
-
-  void give_back(int index) {
-    {
-      std::lock_guard lock(mutex_);
-      free_.push_back(index);
-      --in_flight_;
-    }
-    free_cv_.notify_all();
   }
 
   int device_;
-  int slot_count_;
+  SlotRing ring_;  // before runner_: a bad slot count fails before the model is loaded
   GraphRunner runner_;
   std::string description_;
   RunnerStatsRecorder recorder_;
   std::vector<std::unique_ptr<Slot>> slots_;  // after runner_: their plans go first
   DeviceClock& clock_;
   std::mutex plan_mutex_;
-  mutable std::mutex mutex_;
-  std::condition_variable free_cv_, completion_cv_;
-  std::deque<int> free_, in_order_;
-  int in_flight_ = 0;
+  std::mutex mutex_;  // guards in_order_ and stopping_
+  std::condition_variable completion_cv_;
+  std::deque<int> in_order_;  // submitted slots, oldest first
   bool stopping_ = false;
   std::thread completion_;
 };
