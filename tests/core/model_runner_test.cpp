@@ -1,7 +1,8 @@
 // The runner contract (core/model_runner.hpp) through the CPU runner: submit returns at once and
 // done runs later on the runner's thread, in submit order; never more batches in flight than
 // slots; parts split back by rows, padding rows dropped; errors reach done (or submit, for a
-// batch that does not fit) and leave the runner usable; the statistics' unions of intervals.
+// batch that does not fit) and leave the runner usable; the slot ring's order and back-pressure;
+// the statistics' unions of intervals.
 
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <thread>
 
@@ -183,6 +185,39 @@ TEST(CpuRunner, ABatchThatDoesNotFitFailsInSubmitNamingWhatDiffers) {
 TEST(CpuRunner, SlotsOutsideOneToFourAreRefused) {
   EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 0}), InvalidArgument);
   EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 5}), InvalidArgument);
+}
+
+TEST(SlotRing, HandsOutTheLongestFreeSlotAndWaitsWhileAllAreBusy) {
+  EXPECT_THROW(SlotRing(0), InvalidArgument);
+  EXPECT_THROW(SlotRing(5), InvalidArgument);
+  SlotRing ring(3);
+  EXPECT_EQ(ring.acquire(), 0);
+  EXPECT_EQ(ring.acquire(), 1);
+  ring.release(0);
+  // Slot 2 has been free longer than slot 0, which was just given back.
+  EXPECT_EQ(ring.acquire(), 2);
+  EXPECT_EQ(ring.acquire(), 0);
+  EXPECT_EQ(ring.in_flight(), 3);
+  // Every slot busy: acquire waits until one is released.
+  std::promise<void> started;
+  auto third = std::async(std::launch::async, [&] {
+    started.set_value();
+    double waited = -1;
+    const int slot = ring.acquire(&waited);
+    EXPECT_GT(waited, 0.0);
+    return slot;
+  });
+  started.get_future().wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(third.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  ring.release(1);
+  EXPECT_EQ(third.get(), 1);
+  // drain() returns once every slot is back.
+  auto drained = std::async(std::launch::async, [&] { ring.drain(); });
+  EXPECT_EQ(drained.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+  for (int slot : {0, 1, 2}) ring.release(slot);
+  drained.get();
+  EXPECT_EQ(ring.in_flight(), 0);
 }
 
 // Busy time is the union of intervals: overlapping batches count once, gaps not at all.
