@@ -90,18 +90,12 @@ struct Sizes {
   }
 };
 
-void BM_PipelineTrace(benchmark::State& state) {
-  std::string why;
-  const AllocationTrace* t = pipeline_trace(why);
-  if (t == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
-  const Sizes sizes(*t);
-  // The pipeline's frame pool (stages/frame_memory.hpp): 64 MiB chunks, 1 GiB limit.
-  HostResource upstream("host");
-  BuddyResource pool("frames", upstream, BuddyConfig{.max_block_bytes = 64ull << 20, .limit_bytes = 1ull << 30, .ordering = nullptr});
-  std::vector<void*> ptrs(t->allocations, nullptr);
+/// Replays the trace on `pool` (a BuddyResource or a TieredResource): one untimed replay that
+/// samples fragmentation along the way, then the timed replays; sets the counters listed above.
+template <typename Pool>
+void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& pool) {
+  const Sizes sizes(t);
+  std::vector<void*> ptrs(t.allocations, nullptr);
   auto alloc = [&](std::uint64_t b) { return pool.allocate(b); };
   auto free = [&](void* p, std::uint64_t index) { pool.deallocate(p, sizes.bytes[index]); };
   auto free_rest = [&] {
@@ -110,35 +104,47 @@ void BM_PipelineTrace(benchmark::State& state) {
       ptrs[i] = nullptr;
     }
   };
-  // Warm-up replay, untimed, sampling fragmentation along the way.
   const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
   double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0;
-  const std::size_t every = std::max<std::size_t>(1, t->events.size() / 64);
-  replay(*t, ptrs, alloc, free, every, [&](std::size_t i) {
+  const std::size_t every = std::max<std::size_t>(1, t.events.size() / 64);
+  replay(t, ptrs, alloc, free, every, [&](std::size_t i) {
     const double f = pool.stats().external_fragmentation();
     const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
     frag_max = std::max(frag_max, f);
     unusable_max = std::max(unusable_max, u);
-    if (i == t->peak_event) frag_peak = f, unusable_peak = u;
+    if (i == t.peak_event) frag_peak = f, unusable_peak = u;
   });
   pool.trim();
   const PoolStats end = pool.stats();
   free_rest();
   const std::uint64_t upstream_before = pool.stats().upstream_allocations;
   for (auto _ : state) {
-    replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
+    replay(t, ptrs, alloc, free, 0, [](std::size_t) {});
     free_rest();
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t->allocations));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t.allocations));
   state.counters["frag_peak"] = frag_peak;
   state.counters["unusable_peak"] = unusable_peak;
   state.counters["unusable_max"] = unusable_max;
   state.counters["frag_end"] = end.external_fragmentation();
   state.counters["frag_max"] = frag_max;
   state.counters["upstream"] = static_cast<double>(pool.stats().upstream_allocations - upstream_before);
-  state.counters["peak_MiB"] = static_cast<double>(t->peak_live_bytes) / (1 << 20);
+  state.counters["peak_MiB"] = static_cast<double>(t.peak_live_bytes) / (1 << 20);
   state.counters["reserved_MiB"] = static_cast<double>(end.reserved_bytes) / (1 << 20);
   state.counters["waste"] = end.internal_waste();
+}
+
+// The replay on one buddy pool of the frame pool's chunk size and limit.
+void BM_PipelineTrace(benchmark::State& state) {
+  std::string why;
+  const AllocationTrace* t = pipeline_trace(why);
+  if (t == nullptr) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  HostResource upstream("host");
+  BuddyResource pool("frames", upstream, BuddyConfig{.max_block_bytes = 64ull << 20, .limit_bytes = 1ull << 30, .ordering = nullptr});
+  replay_on_pool(state, *t, pool);
 }
 
 // The same replay on the frame pool as stages/frame_memory.hpp makes it: small and middle-sized
@@ -150,7 +156,6 @@ void BM_PipelineTraceTiered(benchmark::State& state) {
     state.SkipWithError(why.c_str());
     return;
   }
-  const Sizes sizes(*t);
   HostResource upstream("host");
   BuddyConfig base;
   base.max_block_bytes = 64ull << 20;
@@ -158,43 +163,7 @@ void BM_PipelineTraceTiered(benchmark::State& state) {
   base.shards = 1;
   base.cache_blocks_per_order = 0;
   TieredResource pool("frames", upstream, frame_pool_tiers(base.max_block_bytes), base);
-  std::vector<void*> ptrs(t->allocations, nullptr);
-  auto alloc = [&](std::uint64_t b) { return pool.allocate(b); };
-  auto free = [&](void* p, std::uint64_t index) { pool.deallocate(p, sizes.bytes[index]); };
-  auto free_rest = [&] {
-    for (std::size_t i = 0; i < ptrs.size(); ++i) {
-      if (ptrs[i] != nullptr) pool.deallocate(ptrs[i], sizes.bytes[i]);
-      ptrs[i] = nullptr;
-    }
-  };
-  const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
-  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0;
-  const std::size_t every = std::max<std::size_t>(1, t->events.size() / 64);
-  replay(*t, ptrs, alloc, free, every, [&](std::size_t i) {
-    const double f = pool.stats().external_fragmentation();
-    const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
-    frag_max = std::max(frag_max, f);
-    unusable_max = std::max(unusable_max, u);
-    if (i == t->peak_event) frag_peak = f, unusable_peak = u;
-  });
-  pool.trim();
-  const PoolStats end = pool.stats();
-  free_rest();
-  const std::uint64_t upstream_before = pool.stats().upstream_allocations;
-  for (auto _ : state) {
-    replay(*t, ptrs, alloc, free, 0, [](std::size_t) {});
-    free_rest();
-  }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * t->allocations));
-  state.counters["frag_peak"] = frag_peak;
-  state.counters["unusable_peak"] = unusable_peak;
-  state.counters["unusable_max"] = unusable_max;
-  state.counters["frag_end"] = end.external_fragmentation();
-  state.counters["frag_max"] = frag_max;
-  state.counters["upstream"] = static_cast<double>(pool.stats().upstream_allocations - upstream_before);
-  state.counters["peak_MiB"] = static_cast<double>(t->peak_live_bytes) / (1 << 20);
-  state.counters["reserved_MiB"] = static_cast<double>(end.reserved_bytes) / (1 << 20);
-  state.counters["waste"] = end.internal_waste();
+  replay_on_pool(state, *t, pool);
 }
 
 void BM_PipelineTraceMalloc(benchmark::State& state) {
