@@ -31,7 +31,8 @@
 namespace redwood::memory::bench {
 namespace {
 
-const AllocationTrace* pipeline_trace(std::string& why) {
+/// The trace, loaded once; null after marking `state` skipped with the reason when it cannot be read.
+const AllocationTrace* pipeline_trace(benchmark::State& state) {
   static std::optional<AllocationTrace> trace;
   static std::string error;
   static bool loaded = false;
@@ -46,7 +47,7 @@ const AllocationTrace* pipeline_trace(std::string& why) {
       error = e.what();
     }
   }
-  why = error;
+  if (!trace) state.SkipWithError(error.c_str());
   return trace ? &*trace : nullptr;
 }
 
@@ -136,12 +137,8 @@ void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& poo
 
 // The replay on one buddy pool of the frame pool's chunk size and limit.
 void BM_PipelineTrace(benchmark::State& state) {
-  std::string why;
-  const AllocationTrace* t = pipeline_trace(why);
-  if (t == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+  const AllocationTrace* t = pipeline_trace(state);
+  if (t == nullptr) return;
   HostResource upstream("host");
   BuddyResource pool("frames", upstream, BuddyConfig{.max_block_bytes = 64ull << 20, .limit_bytes = 1ull << 30, .ordering = nullptr});
   replay_on_pool(state, *t, pool);
@@ -150,12 +147,8 @@ void BM_PipelineTrace(benchmark::State& state) {
 // The same replay on the frame pool as stages/frame_memory.hpp makes it: small and middle-sized
 // requests in tiers of their own (memory/tiered.hpp), one shard, no thread cache.
 void BM_PipelineTraceTiered(benchmark::State& state) {
-  std::string why;
-  const AllocationTrace* t = pipeline_trace(why);
-  if (t == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+  const AllocationTrace* t = pipeline_trace(state);
+  if (t == nullptr) return;
   HostResource upstream("host");
   BuddyConfig base;
   base.max_block_bytes = 64ull << 20;
@@ -167,12 +160,8 @@ void BM_PipelineTraceTiered(benchmark::State& state) {
 }
 
 void BM_PipelineTraceMalloc(benchmark::State& state) {
-  std::string why;
-  const AllocationTrace* t = pipeline_trace(why);
-  if (t == nullptr) {
-    state.SkipWithError(why.c_str());
-    return;
-  }
+  const AllocationTrace* t = pipeline_trace(state);
+  if (t == nullptr) return;
   std::vector<void*> ptrs(t->allocations, nullptr);
   auto alloc = [](std::uint64_t b) {
     void* p = std::malloc(b);
