@@ -6,6 +6,7 @@
 #include "stages/preprocess/image_tensor.hpp"
 
 #include <gtest/gtest.h>
+#include <opencv2/imgproc.hpp>
 
 namespace redwood {
 namespace {
@@ -62,6 +63,37 @@ TEST(ImageTensor, NhwcBgrKeepsThePixelsInterleaved) {
       for (int c = 0; c < 3; ++c) {
         EXPECT_NEAR(v[(y * 5 + x) * 3 + c], static_cast<float>(10 * y + 3 * x + c) / 255.f - o.mean[c], 1e-6);
       }
+    }
+  }
+}
+
+// A window of a larger picture (rows not continuous), then a larger picture on the same thread
+// (the per-thread planes grow), then one grey channel: each value from its own pixel.
+TEST(ImageTensor, WriteNormalizedReadsWindowsAndPicturesOfAnySize) {
+  const float mean[3] = {0.5f, 0.25f, 0.125f}, std[3] = {0.5f, 2.f, 4.f};
+  cv::Mat big(40, 64, CV_8UC3);
+  cv::randu(big, 0, 256);
+  for (const cv::Rect window : {cv::Rect(3, 5, 17, 9), cv::Rect(0, 0, 64, 40)}) {
+    const cv::Mat pixels = big(window);
+    std::vector<float> out(static_cast<std::size_t>(3 * window.area()), -1.f);
+    write_normalized(pixels, 3, 1.f / 255, mean, std, true, out.data());
+    for (int c = 0; c < 3; ++c) {
+      for (int y = 0; y < window.height; ++y) {
+        for (int x = 0; x < window.width; ++x) {
+          const float want = (pixels.at<cv::Vec3b>(y, x)[c] / 255.f - mean[c]) / std[c];
+          EXPECT_NEAR(out[(static_cast<std::size_t>(c) * window.height + y) * window.width + x], want, 1e-5f)
+              << "window " << window << " c " << c << " y " << y << " x " << x;
+        }
+      }
+    }
+  }
+  cv::Mat grey;
+  cv::cvtColor(big(cv::Rect(1, 2, 9, 7)), grey, cv::COLOR_BGR2GRAY);
+  std::vector<float> out(static_cast<std::size_t>(grey.total()));
+  write_normalized(grey, 1, 1.f / 255, mean, std, true, out.data());
+  for (int y = 0; y < grey.rows; ++y) {
+    for (int x = 0; x < grey.cols; ++x) {
+      EXPECT_NEAR(out[static_cast<std::size_t>(y) * grey.cols + x], (grey.at<std::uint8_t>(y, x) / 255.f - mean[0]) / std[0], 1e-5f);
     }
   }
 }
