@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "support/test_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 namespace redwood {
@@ -30,6 +31,20 @@ TEST(CtcDecode, AllBlankIsEmpty) {
   const auto p = one_hot({0, 0, 0}, 3);
   EXPECT_EQ(dict.decode(p.data(), 3, 3).text, "");
   EXPECT_EQ(dict.decode(p.data(), 3, 3).score, 0.f);
+}
+
+// Over many classes (the vectorized search's full width and its tail) the first of equal maxima
+// wins, wherever the maxima sit.
+TEST(CtcDecode, TheFirstOfEqualMaximaWinsOverManyClasses) {
+  std::vector<std::string> chars;
+  for (int i = 0; i < 1000; ++i) chars.push_back(fmt::format("<{}>", i + 1));
+  const CtcDictionary dict(chars);
+  const std::size_t classes = dict.classes();  // 1002: not a multiple of any vector width
+  for (const auto& [first, second] : std::vector<std::pair<std::size_t, std::size_t>>{{7, 900}, {999, 1000}, {1000, 1001}, {3, 4}}) {
+    std::vector<float> p(classes, 0.001f);
+    p[first] = p[second] = 0.5f;
+    EXPECT_EQ(dict.decode(p.data(), 1, classes).text, first == 1001 ? " " : fmt::format("<{}>", first)) << first;
+  }
 }
 
 TEST(CtcDecode, PpOcrDictionaryMatchesTheRecognizer) {
