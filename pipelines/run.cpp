@@ -56,6 +56,7 @@ class Run {
   PipelineStats execute() {
     build_graph();
     start_ = Clock::now();
+    cpu_start_s_ = process_cpu_seconds();
     for (std::size_t i = 0; i < streams_.size(); ++i) {
       runs_[i]->reader = std::thread([this, i] { read_loop(i); });
       runs_[i]->pump = std::thread([this, i] { pump_loop(i); });
@@ -332,6 +333,8 @@ class Run {
     std::lock_guard lock(stats_mutex_);
     PipelineStats s = stats_;
     s.elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count();
+    s.cpu_s = process_cpu_seconds() - cpu_start_s_;
+    s.host_cores = host_cores();
     s.memory = memory_.stats();
     s.frames_created = frames_.created();
     for (std::size_t i = 0; i < streams_.size(); ++i) {
@@ -410,6 +413,7 @@ class Run {
   std::mutex stats_mutex_;
   PipelineStats stats_;
   Clock::time_point start_ = Clock::now();
+  double cpu_start_s_ = 0;
 };
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sched.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -61,6 +64,20 @@ std::string status_line(const PipelineStats& now, const PipelineStats& previous)
   return line;
 }
 
+double process_cpu_seconds() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  const auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  return seconds(u.ru_utime) + seconds(u.ru_stime);
+}
+
+int host_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
 std::string summary_text(const PipelineStats& st) {
   std::string out = fmt::format("summary: {:.1f} s\n", st.elapsed_s);
   const auto stream_line = [&](const StreamStats& s) {
@@ -116,6 +133,13 @@ std::string summary_text(const PipelineStats& st) {
       bound = d.bound_fps;
       bottleneck = d.name;
     }
+  }
+  if (st.host_cores > 0 && st.elapsed_s > 0 && st.cpu_s > 0) {
+    // Everything the process runs shares these cores: stages, sources' decoding, batchers and the
+    // runners' threads; near all of them busy, the host's CPU is the bound.
+    const double busy = st.cpu_s / st.elapsed_s;
+    out += fmt::format("  cpu: {:.1f} of {} core(s) busy in this process ({:.0f} %)\n", busy, st.host_cores,
+                       100.0 * busy / st.host_cores);
   }
   if (bound > 0 && st.elapsed_s > 0) {
     std::int64_t delivered = 0;

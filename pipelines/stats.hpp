@@ -53,6 +53,8 @@ struct SinkStats {
 
 struct PipelineStats {
   double elapsed_s = 0;
+  double cpu_s = 0;    // the process's CPU time (user + system, every thread) over the run
+  int host_cores = 0;  // the cores this process may run on
   std::vector<StreamStats> streams;
   std::vector<StageStats> stages;
   std::vector<RunnerStats> runners;  // the models' runners (core/model_runner.hpp)
@@ -61,6 +63,11 @@ struct PipelineStats {
   FrameMemoryStats memory;  // the frame pool: in steady state its upstream calls stay constant
   std::int64_t frames_created = 0;  // Frame objects made; the rest were recycled (FramePool)
 };
+
+/// The CPU time this process has used so far (user + system, every thread), in seconds.
+double process_cpu_seconds();
+/// The cores this process may run on (its CPU affinity).
+int host_cores();
 
 /// p in [0, 100]; 0 for no samples.
 double percentile(std::vector<double> values, double p);
