@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -73,12 +74,40 @@ Tensor read_npy(const std::filesystem::path& file) {
   RW_EXPECTS(m[1] == "False", Unsupported, "{}: Fortran-ordered .npy files are not supported", name);
   RW_EXPECTS(std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")), InvalidArgument,
              "{}: .npy header has no shape", name);
+  // The shape: comma-separated non-negative integers ("(2, 3)", "(4,)", "()").
   Shape shape;
   const std::string dims = m[1];
-  std::regex num(R"(\d+)");
-  for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
-    shape.push_back(std::stoll(it->str()));
+  std::size_t at = 0;
+  while (at < dims.size()) {
+    std::size_t end = dims.find(',', at);
+    if (end == std::string::npos) end = dims.size();
+    std::string item = dims.substr(at, end - at);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    at = end + 1;
+    if (item.empty() && end == dims.size()) break;  // the trailing comma of "(4,)"
+    std::int64_t d = -1;
+    const auto [rest, ec] = std::from_chars(item.data(), item.data() + item.size(), d);
+    RW_EXPECTS(ec == std::errc() && rest == item.data() + item.size() && d >= 0, InvalidArgument,
+               "{}: .npy shape ({}) has '{}' where a dimension (an integer >= 0) belongs", name, dims, item);
+    shape.push_back(d);
   }
+  // Sizes from the header are checked before anything is allocated: a shape whose element count
+  // overflows, or that the file does not hold, is an error naming the file.
+  std::int64_t numel = 0;
+  try {
+    numel = shape_numel(shape);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: .npy {}", name, e.what()));
+  }
+  const std::size_t need = static_cast<std::size_t>(numel) * dtype_size(dtype);
+  const auto data_at = in.tellg();
+  in.seekg(0, std::ios::end);
+  const auto file_end = in.tellg();
+  in.seekg(data_at);
+  const auto holds = static_cast<std::size_t>(file_end - data_at);
+  RW_EXPECTS(holds >= need, InvalidArgument, "{}: truncated .npy data ({} of {} bytes for {}[{}])", name, holds, need,
+             dtype_name(dtype), dims);
   Tensor t = Tensor::empty(dtype, shape);
   in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
   RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == t.nbytes(), InvalidArgument,

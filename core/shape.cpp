@@ -49,8 +49,16 @@ Shape::iterator Shape::erase(const_iterator first, const_iterator last) {
 }
 
 std::int64_t shape_numel(const Shape& shape) {
+  // Dims come from files (models, .npy, configs, the command line): a product that wraps would
+  // size a buffer far smaller than the loops that walk the dims, so it is checked here, where
+  // every size is computed.
   std::int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements || n < -kMaxElements) {
+      throw InvalidArgument(fmt::format("shape {} has more than 2^56 elements, more than Redwood can hold",
+                                        shape_str(shape)));
+    }
+  }
   return n;
 }
 

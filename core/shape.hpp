@@ -176,7 +176,11 @@ class Shape {
 
 using Strides = Shape;
 
-/// Product of the extents (1 for a scalar).
+/// The most elements a tensor may have: 2^56, so that its size in bytes fits in 64 bits
+/// whatever its element type.
+inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 56;
+/// Product of the extents (1 for a scalar); throws InvalidArgument, naming the shape, when it
+/// exceeds kMaxElements (a crafted shape whose product wraps around must not size a buffer).
 std::int64_t shape_numel(const Shape& shape);
 /// Row-major strides in elements.
 Strides contiguous_strides(const Shape& shape);

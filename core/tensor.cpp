@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <cstring>
+#include <new>
 
 namespace redwood {
 
@@ -37,7 +38,12 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.strides_ = contiguous_strides(t.shape_);
-  t.storage_ = Storage::allocate_host(t.nbytes());
+  try {
+    t.storage_ = Storage::allocate_host(t.nbytes());
+  } catch (const std::bad_alloc&) {
+    throw InvalidArgument(fmt::format("cannot allocate {} bytes for a tensor of {}: out of memory", t.nbytes(),
+                                      t.description()));
+  }
   t.data_ = t.storage_->data();
   return t;
 }

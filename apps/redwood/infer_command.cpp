@@ -70,6 +70,11 @@ Shape parse_shape(const std::string& text, const std::string& option) {
     if (next == std::string::npos) break;
     pos = next + 1;
   }
+  try {
+    (void)shape_numel(shape);  // a count that overflows is refused before anything is allocated
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: {}", option, e.what()));
+  }
   return shape;
 }
 

@@ -41,6 +41,13 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& wher
   for (auto d : shape) {
     RW_EXPECTS(d >= 0, InvalidArgument, "{}: tensor '{}' has a negative dimension", where, proto.name());
   }
+  // The element count is checked before the data is: dims whose product wraps around could
+  // otherwise match a few bytes of data and size a buffer that the dims then overrun.
+  try {
+    (void)shape_numel(shape);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: tensor '{}': {}", where, proto.name(), e.what()));
+  }
   Tensor t = Tensor::empty(dtype, shape);
   const std::int64_t n = t.numel();
   const auto nbytes = t.nbytes();

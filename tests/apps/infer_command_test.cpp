@@ -100,6 +100,7 @@ TEST_F(InferCommand, BadInputsEndWithOneClearMessage) {
       {"infer " + model_ + " --input x=" + (dir_ / "ints.npy").string(), "expects float[N, 4] but was given int64[2, 4]"},
       {"infer " + model_ + " --input x=" + (dir_ / "nothing.png").string(), "nothing.png: no such file"},
       {"infer " + model_ + " --input z=" + (dir_ / "wide.npy").string(), "no input 'z'"},
+      {"infer " + model_ + " --random x=4611686018427387905x4", "--random x: shape [4611686018427387905, 4] has more than 2^56 elements"},
   };
   for (const auto& c : cases) {
     const auto out_dir = dir_ / "should_not_exist";

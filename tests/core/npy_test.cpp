@@ -58,5 +58,42 @@ TEST(Npy, RejectsBadFiles) {
   }
 }
 
+// A .npy file with the given shape text in its header and `data` after it.
+std::filesystem::path npy_with_shape(const std::string& shape, std::size_t data_bytes) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + shape + "), }";
+  header.append(118 - header.size() - 1, ' ');
+  header += '\n';
+  const std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+                            std::string(data_bytes, '\0');
+  const auto file = testing::temp_dir("npy-shape") / "s.npy";
+  std::ofstream(file, std::ios::binary) << bytes;
+  return file;
+}
+
+std::string npy_error(const std::filesystem::path& file) {
+  try {
+    read_npy(file);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no InvalidArgument";
+}
+
+// A header whose element count wraps around 64 bits (2^62+1 x 3 x 32 x 32 wraps to a few
+// elements) must not size a small buffer that the dims then overrun; a count the file does not
+// hold fails before anything is allocated; dims that are not integers >= 0 are named.
+TEST(Npy, HeaderShapesAreCheckedBeforeAnythingIsAllocated) {
+  EXPECT_NE(npy_error(npy_with_shape("4611686018427387905, 3, 32, 32", 12288)).find("more than 2^56 elements"),
+            std::string::npos);
+  EXPECT_NE(npy_error(npy_with_shape("1000000, 1000000, 1000", 64)).find("truncated .npy data (64 of"),
+            std::string::npos);
+  EXPECT_NE(npy_error(npy_with_shape("-1, 3", 12)).find("has '-1' where a dimension"), std::string::npos);
+  EXPECT_NE(npy_error(npy_with_shape("99999999999999999999999", 4)).find("has '99999999999999999999999'"),
+            std::string::npos);
+  EXPECT_NE(npy_error(npy_with_shape("2, x", 8)).find("has 'x'"), std::string::npos);
+  EXPECT_EQ(read_npy(npy_with_shape("4,", 16)).shape(), (Shape{4}));
+  EXPECT_EQ(read_npy(npy_with_shape("", 4)).shape(), (Shape{}));
+}
+
 }  // namespace
 }  // namespace redwood

@@ -162,6 +162,31 @@ TEST(OnnxImport, UnsupportedElementTypeIsNamed) {
   }
 }
 
+// An initializer whose dims' product wraps around 64 bits ([2^62+1, 4] is 4 elements modulo 2^64)
+// with 16 bytes of data: the load refuses it naming the tensor, where the wrapped count once
+// matched the data and constant folding through Gather read far past it.
+TEST(OnnxImport, InitializerDimsWhoseProductOverflowsAreRefused) {
+  OnnxBuilder b(13);
+  b.input("i", onnx::TensorProto::INT64, {1});
+  b.initializer("table", Tensor::zeros(DType::kF32, {2, 2}));
+  b.node("Gather", {"table", "i"}, {"y"}, "gather");
+  b.output("y", kFloat, {1, 2});
+  onnx::TensorProto& table = *b.model().mutable_graph()->mutable_initializer(0);
+  table.clear_dims();
+  table.add_dims((std::int64_t{1} << 62) + 1);
+  table.add_dims(4);
+  table.set_raw_data(std::string(16, '\0'));
+  table.clear_float_data();
+  try {
+    load_onnx_bytes(b.bytes(), "wrap.onnx");
+    FAIL() << "no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'table': shape [4611686018427387905, 4] has more than 2^56 elements"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(OnnxImport, OpWithoutKernelFailsAtLoadNamingTheNode) {
   OnnxBuilder b(13);
   b.input("x", kFloat, {2});
