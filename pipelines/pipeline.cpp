@@ -77,7 +77,9 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     service_.memory.limit_bytes = static_cast<std::size_t>(pool_mb) << 20;
     if (service_.max_in_flight < 1) s.fail("max_in_flight", "must be at least 1");
     if (service_.queue < 1) s.fail("queue", "must be at least 1");
-    if (service_.threads < 0) s.fail("threads", "must be >= 0 (0: all cores)");
+    if (service_.threads < 0 || service_.threads > kMaxThreads) {
+      s.fail("threads", fmt::format("must be from 0 (all cores) to {}", kMaxThreads));
+    }
     s.finish();
   }
 

@@ -28,10 +28,13 @@
 
 namespace redwood {
 
+/// The most worker threads `service.threads` and `--threads` accept.
+inline constexpr int kMaxThreads = 1024;
+
 struct ServiceSettings {
   int max_in_flight = 4;        // per stream
   int queue = 2;                // frames waiting between a source and the graph, per stream
-  int threads = 0;              // TBB threads (0: all cores)
+  int threads = 0;              // oneTBB workers that run the stages (0: one per core)
   double status_interval_s = 1;
   FrameMemoryConfig memory;     // the frame pool (pictures, tensors, batches, crops)
 };

@@ -21,6 +21,7 @@
 #include "core/executor.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "pipelines/pipeline.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 
 #include <fmt/format.h>
@@ -340,7 +341,8 @@ Command make_bench_command() {
     sub->add_option("--peer", args->peer, "Peer runtime to compare with: ort");
     sub->add_option("--runs", args->runs, "Timed runs (at least 15)");
     sub->add_option("--warmup", args->warmup, "Warm-up runs");
-    sub->add_option("--threads", args->threads, "Threads for Redwood and the peer (0: all cores)");
+    sub->add_option("--threads", args->threads, "Threads for Redwood and the peer (0: all cores)")
+        ->check(CLI::Range(0, kMaxThreads));
     sub->add_option("--load", args->load, "Busy background threads while both runtimes run (a controlled load)");
     sub->add_option("--json", args->json, "Write the results as JSON");
     sub->add_flag("--profile", args->profile, "Print the time per op");

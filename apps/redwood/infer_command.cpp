@@ -11,6 +11,7 @@
 #include "core/executor.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "pipelines/pipeline.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 
 #include <fmt/format.h>
@@ -244,7 +245,9 @@ Command make_infer_command() {
                     "NAME=FILE: an image, a video (its first frame) or a .npy tensor");
     sub->add_option("--random", args->randoms, "NAME=SHAPE: uniform random values, e.g. x=1x3x640x640");
     sub->add_option("--repeat", args->repeat, "timed runs (after one warm-up run when > 1)")->default_val(1);
-    sub->add_option("--threads", args->threads, "CPU threads (0: all cores)")->default_val(0);
+    sub->add_option("--threads", args->threads, "CPU threads (0: all cores)")
+        ->default_val(0)
+        ->check(CLI::Range(0, kMaxThreads));
     sub->add_option("--save", args->save_dir, "write each output as DIR/<output name>.npy");
     sub->add_option("--mean", args->mean, "per-channel mean subtracted from pictures (after --scale)")
         ->delimiter(',')->expected(3);

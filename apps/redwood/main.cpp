@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the message (or the help) and names a code per kind of mistake (104, 106...);
+    // every command-line error exits 1, as every other bad input does.
+    return app.exit(e) == 0 ? 0 : 1;
   }
   try {
     for (auto& c : commands) {

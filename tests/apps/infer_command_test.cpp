@@ -119,9 +119,14 @@ TEST(Launcher, ProbeListsKernels) {
   EXPECT_NE(r.output.find("Relu"), std::string::npos);
 }
 
-TEST(Launcher, UnknownSubcommandIsAUsageError) {
-  RunResult r = run_redwood("frobnicate");
-  EXPECT_NE(r.exit_code, 0);
+// Command-line mistakes exit 1 like every other bad input (CLI11's own codes are 104, 106...).
+TEST(Launcher, UsageErrorsExitOne) {
+  for (const char* args : {"frobnicate", "infer", "infer m.onnx --threads -3", "infer m.onnx --threads 5000",
+                           "infer m.onnx --repeat lots"}) {
+    RunResult r = run_redwood(args);
+    EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.output;
+  }
+  EXPECT_EQ(run_redwood("--help").exit_code, 0);
 }
 
 }  // namespace

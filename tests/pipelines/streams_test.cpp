@@ -8,6 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+
 namespace redwood {
 namespace {
 
@@ -67,6 +72,28 @@ TEST(PipelineStreams, PriorityIsASourceKey) {
   Pipeline p(testing::pipeline_text(synthetic(", priority: 2")));
   EXPECT_EQ(p.run().streams.at(0).delivered, 5);
   EXPECT_NE(load_error(synthetic(", priority: high")).find("priority: expected an integer"), std::string::npos);
+}
+
+// `threads: 1` is one worker for the stages: the run delivers every frame (the calling thread
+// only watches it, so a limit that counted it left no worker and the run never ended).
+TEST(PipelineThreads, OneThreadRunsAndOutOfRangeCountsAreRefused) {
+  const std::string yaml = "version: 1\n"
+                           "service: {threads: 1}\n"
+                           "sources:\n"
+                           "  - {name: cam, type: synthetic, width: 32, height: 24, frames: 20}\n";
+  auto run = std::async(std::launch::async, [&] { return Pipeline(testing::pipeline_text(yaml)).run(); });
+  if (run.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    // The run cannot be stopped from here, and the future would wait for it forever.
+    std::fprintf(stderr, "FAILED: the run with one thread never ended\n");
+    std::quick_exit(1);
+  }
+  EXPECT_EQ(run.get().streams.at(0).delivered, 20);
+  for (const char* bad : {"-1", "1025"}) {
+    EXPECT_NE(load_error("version: 1\nservice: {threads: " + std::string(bad) + "}\n" + synthetic().substr(11))
+                  .find("threads: must be from 0 (all cores) to 1024"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 class StreamingModel : public ::testing::Test {
