@@ -30,6 +30,9 @@ namespace redwood {
 /// items of one frame (1 for a whole picture, the crops for crops); batching concatenates on it.
 struct TensorSpec {
   std::vector<std::int64_t> dims;
+  /// A preprocess stage's output: each frame also carries the picture -> tensor mapping under
+  /// this key (Frame::transforms), which decoders name as their `transform`.
+  bool maps_picture = false;
   std::string description() const;
 };
 using TensorSpecs = std::map<std::string, TensorSpec>;

@@ -107,6 +107,10 @@ class BlazeFaceStage final : public Stage {
 
   void check(const TensorSpecs& available) const override {
     Stage::check(available);
+    if (!available.at(transform_).maps_picture) {
+      fail_config(fmt::format("transform '{}' is not a preprocess stage's output: no picture mapping comes with it",
+                              transform_));
+    }
     const auto n = static_cast<std::int64_t>(anchors_.size());
     std::int64_t total = 0;
     bool known = true;

@@ -87,6 +87,10 @@ class DbTextStage final : public Stage {
 
   void check(const TensorSpecs& available) const override {
     Stage::check(available);
+    if (!available.at(transform_).maps_picture) {
+      fail_config(fmt::format("transform '{}' is not a preprocess stage's output: no picture mapping comes with it",
+                              transform_));
+    }
     const auto& dims = available.at(input_).dims;
     if (dims.size() != 4 || (dims[1] >= 0 && dims[1] != 1)) {
       fail_config(fmt::format("input '{}' is {}; DB decoding reads a [N, 1, H, W] probability map", input_,

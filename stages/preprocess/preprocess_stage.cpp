@@ -90,6 +90,7 @@ class PreprocessStage final : public Stage {
     // Without a size, a dynamic extent follows each picture's size: unknown at load.
     if (options_.width <= 0 && !(nchw ? input_.dims[3] : input_.dims[2]).known()) spec.dims[nchw ? 3 : 2] = -1;
     if (options_.height <= 0 && !(nchw ? input_.dims[2] : input_.dims[1]).known()) spec.dims[nchw ? 2 : 1] = -1;
+    spec.maps_picture = true;
     produce(output_, spec);
   }
 

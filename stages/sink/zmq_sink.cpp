@@ -25,6 +25,14 @@ class ZmqSink final : public Sink {
   explicit ZmqSink(SinkArgs& a) : pipeline_(a.pipeline), socket_(context_, zmq::socket_type::xpub) {
     Params& p = a.params;
     endpoint_ = p.require<std::string>("endpoint");
+    // ZeroMQ takes a TCP port modulo 65536 (99999 binds 34463): a port out of range is refused.
+    if (endpoint_.rfind("tcp://", 0) == 0) {
+      const std::string port = endpoint_.substr(endpoint_.rfind(':') + 1);
+      const bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
+      if (port != "*" && (!digits || port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535)) {
+        p.fail("endpoint", fmt::format("'{}': the port must be from 1 to 65535 (or * for any free port)", endpoint_));
+      }
+    }
     const int hwm = p.get<int>("hwm", 100);
     if (hwm < 1) p.fail("hwm", "must be at least 1");
     socket_.set(zmq::sockopt::sndhwm, hwm);

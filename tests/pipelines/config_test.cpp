@@ -150,6 +150,26 @@ TEST(PipelineConfig, StageReadingAnUnwrittenTensor) {
   EXPECT_NE(e.find("reads tensor 'nothing' but no earlier stage writes it"), std::string::npos) << e;
 }
 
+// A decoder's transform must be a preprocess stage's output (only those carry the picture
+// mapping): another tensor fails at load, not with a missing key at the first frame.
+TEST(PipelineConfig, TransformMustNameAPreprocessOutput) {
+  std::string yaml = kFaces;
+  yaml += "    outputs: {\"Identity:0\": s16, \"Identity_1:0\": s8, \"Identity_2:0\": b16, \"Identity_3:0\": b8}\n"
+          "  - {name: post, type: blazeface, scores: [s16, s8], boxes: [b16, b8], transform: s16, input_size: 128}\n";
+  const std::string e = load_error(yaml);
+  EXPECT_NE(e.find("transform 's16' is not a preprocess stage's output"), std::string::npos) << e;
+  yaml.replace(yaml.find("transform: s16"), 14, "transform: face_in");
+  EXPECT_EQ(load_error(yaml), "");
+}
+
+// ZeroMQ would take a TCP port modulo 65536; one out of range is refused at load.
+TEST(PipelineConfig, ZmqPortOutOfRange) {
+  for (const char* endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1:http"}) {
+    const std::string e = load_error(std::string(kSynthetic) + "sinks:\n  - {name: pub, type: zmq, endpoint: '" + endpoint + "'}\n");
+    EXPECT_NE(e.find("the port must be from 1 to 65535"), std::string::npos) << endpoint << ": " << e;
+  }
+}
+
 TEST(PipelineConfig, UnknownModelName) {
   std::string yaml = kFaces;
   yaml.replace(yaml.find("model: face\n    input"), 11, "model: body");
