@@ -7,6 +7,8 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -32,6 +34,54 @@ void copy_field(const Field& field, Dst* dst, std::int64_t count) {
   for (std::int64_t i = 0; i < count; ++i) dst[i] = static_cast<Dst>(field.Get(static_cast<int>(i)));
 }
 
+// External data: a file in the model's folder (after resolving links: a location that is
+// absolute, climbs out with "..", or links out is refused), a regular file (a FIFO or device
+// would block the load or never end), with the offset and length inside it.
+void read_external_data(const onnx::TensorProto& proto, const std::string& where, const std::filesystem::path& model_dir,
+                        Tensor& t) {
+  namespace fs = std::filesystem;
+  std::string location;
+  std::uint64_t offset = 0;
+  std::int64_t length = -1;
+  const auto number = [&](const std::string& key, const std::string& text) {
+    std::uint64_t v = 0;
+    const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    RW_EXPECTS(ec == std::errc() && rest == text.data() + text.size() && v <= (std::uint64_t{1} << 62), InvalidArgument,
+               "{}: tensor '{}' has external data {} '{}', not a byte count", where, proto.name(), key, text);
+    return v;
+  };
+  for (const auto& kv : proto.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = number("offset", kv.value());
+    if (kv.key() == "length") length = static_cast<std::int64_t>(number("length", kv.value()));
+  }
+  RW_EXPECTS(!location.empty(), InvalidArgument, "{}: tensor '{}' has external data without a location", where,
+             proto.name());
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(model_dir.empty() ? fs::path(".") : model_dir, ec);
+  const fs::path path = fs::weakly_canonical(folder / location, ec);
+  const auto [outside, _] = std::mismatch(folder.begin(), folder.end(), path.begin(), path.end());
+  RW_EXPECTS(!fs::path(location).is_absolute() && outside == folder.end(), InvalidArgument,
+             "{}: tensor '{}' has external data at '{}', outside the model's folder {}", where, proto.name(), location,
+             folder.string());
+  RW_EXPECTS(fs::is_regular_file(path, ec), IoError, "{}: external data file {} of tensor '{}' is not a regular file",
+             where, path.string(), proto.name());
+  const std::size_t nbytes = t.nbytes();
+  RW_EXPECTS(length < 0 || static_cast<std::size_t>(length) == nbytes, InvalidArgument,
+             "{}: tensor '{}' external length {} differs from its size {}", where, proto.name(), length, nbytes);
+  const std::uintmax_t size = fs::file_size(path, ec);
+  RW_EXPECTS(!ec && offset <= size && size - offset >= nbytes, InvalidArgument,
+             "{}: external data of tensor '{}' in {} is truncated ({} bytes from offset {} in a file of {})", where,
+             proto.name(), path.string(), nbytes, offset, size);
+  std::ifstream in(path, std::ios::binary);
+  RW_EXPECTS(in.good(), IoError, "{}: external data file {} of tensor '{}' cannot be opened", where, path.string(),
+             proto.name());
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(nbytes));
+  RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == nbytes, InvalidArgument,
+             "{}: external data of tensor '{}' in {} is truncated", where, proto.name(), path.string());
+}
+
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& where,
                          const std::filesystem::path& model_dir) {
   const DType dtype = dtype_from_onnx(proto.data_type());
@@ -53,25 +103,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& wher
   const auto nbytes = t.nbytes();
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    std::int64_t offset = 0, length = -1;
-    for (const auto& kv : proto.external_data()) {
-      if (kv.key() == "location") location = kv.value();
-      if (kv.key() == "offset") offset = std::stoll(kv.value());
-      if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    RW_EXPECTS(!location.empty(), InvalidArgument, "{}: tensor '{}' has external data without a location",
-               where, proto.name());
-    const auto path = model_dir / location;
-    std::ifstream in(path, std::ios::binary);
-    RW_EXPECTS(in.good(), IoError, "{}: external data file {} of tensor '{}' cannot be opened", where,
-               path.string(), proto.name());
-    RW_EXPECTS(length < 0 || static_cast<std::size_t>(length) == nbytes, InvalidArgument,
-               "{}: tensor '{}' external length {} differs from its size {}", where, proto.name(), length, nbytes);
-    in.seekg(offset);
-    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(nbytes));
-    RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == nbytes, InvalidArgument,
-               "{}: external data of tensor '{}' in {} is truncated", where, proto.name(), path.string());
+    read_external_data(proto, where, model_dir, t);
     return t;
   }
   if (proto.has_raw_data()) {
@@ -193,7 +225,13 @@ std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::stri
   const std::filesystem::path model_dir = std::filesystem::path(source).parent_path();
   if (options.check) {
     try {
-      onnx::checker::check_model(model);
+      // From a file, the checker reads it again by path: that gives it the model's folder, where
+      // it looks for external data (from bytes alone it would look in the working directory).
+      if (std::filesystem::is_regular_file(source)) {
+        onnx::checker::check_model(source);
+      } else {
+        onnx::checker::check_model(model);
+      }
     } catch (const std::exception& e) {
       throw InvalidArgument(fmt::format("{}: the ONNX checker rejects the model: {}", source, e.what()));
     }
