@@ -321,7 +321,7 @@ class Run {
         --s.in_flight;
         if (ok) {
           ++s.delivered;
-          s.latencies_ms.push_back(latency);
+          s.latency.add(latency);
         }
       }
       r.limiter.release();

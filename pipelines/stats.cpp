@@ -23,33 +23,24 @@ std::string histogram_text(const std::map<std::int64_t, std::int64_t>& h) {
 
 }  // namespace
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
-  return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
-}
-
 std::string status_line(const PipelineStats& now, const PipelineStats& previous) {
   const double window = std::max(1e-3, now.elapsed_s - previous.elapsed_s);
   std::string line = fmt::format("[{:7.1f}s]", now.elapsed_s);
-  std::vector<double> all_recent;
+  LatencyHistogram all_recent;
   double total_fps = 0, min_fps = 1e300, max_fps = 0;
   std::int64_t delivered = 0, drops = 0;
   for (std::size_t i = 0; i < now.streams.size(); ++i) {
     const StreamStats& s = now.streams[i];
     const std::int64_t before = i < previous.streams.size() ? previous.streams[i].delivered : 0;
-    const std::size_t from = i < previous.streams.size() ? previous.streams[i].latencies_ms.size() : 0;
-    const std::vector<double> recent(s.latencies_ms.begin() + static_cast<std::ptrdiff_t>(std::min(from, s.latencies_ms.size())),
-                                     s.latencies_ms.end());
+    const LatencyHistogram recent = i < previous.streams.size() ? s.latency.since(previous.streams[i].latency) : s.latency;
     const double fps = static_cast<double>(s.delivered - before) / window;
     if (now.streams.size() <= kStreamsShown) {
       line += fmt::format("{} {}: {} frames {:.1f} fps p50 {:.0f} ms p99 {:.0f} ms drops {}", i ? " |" : "", s.name,
-                          s.delivered, fps, percentile(recent, 50), percentile(recent, 99), s.dropped);
+                          s.delivered, fps, recent.percentile(50), recent.percentile(99), s.dropped);
       if (s.reconnects) line += fmt::format(" reconnects {} outage {:.1f} s", s.reconnects, s.outage_ms / 1000.0);
       continue;
     }
-    all_recent.insert(all_recent.end(), recent.begin(), recent.end());
+    all_recent.merge(recent);
     total_fps += fps;
     min_fps = std::min(min_fps, fps);
     max_fps = std::max(max_fps, fps);
@@ -58,8 +49,8 @@ std::string status_line(const PipelineStats& now, const PipelineStats& previous)
   }
   if (now.streams.size() > kStreamsShown) {
     line += fmt::format(" {} streams: {} frames {:.0f} fps (per stream {:.1f} to {:.1f}) p50 {:.0f} ms p99 {:.0f} ms drops {}",
-                        now.streams.size(), delivered, total_fps, min_fps, max_fps, percentile(all_recent, 50),
-                        percentile(all_recent, 99), drops);
+                        now.streams.size(), delivered, total_fps, min_fps, max_fps, all_recent.percentile(50),
+                        all_recent.percentile(99), drops);
   }
   return line;
 }
@@ -84,17 +75,17 @@ std::string summary_text(const PipelineStats& st) {
     return fmt::format("  stream {}: read {}, delivered {}, dropped {}, {:.2f} fps, latency p50 {:.1f} ms p99 {:.1f} ms, "
                        "max in flight {}{}\n",
                        s.name, s.read, s.delivered, s.dropped, st.elapsed_s > 0 ? s.delivered / st.elapsed_s : 0.0,
-                       percentile(s.latencies_ms, 50), percentile(s.latencies_ms, 99), s.max_in_flight,
+                       s.latency.percentile(50), s.latency.percentile(99), s.max_in_flight,
                        s.reconnects ? fmt::format(", reconnects {}, outage {:.2f} s", s.reconnects, s.outage_ms / 1000.0)
                                     : std::string());
   };
   if (st.streams.size() <= kStreamsShown) {
     for (const StreamStats& s : st.streams) out += stream_line(s);
   } else {
-    std::vector<double> all;
+    LatencyHistogram all;
     std::int64_t read = 0, delivered = 0, dropped = 0;
     for (const StreamStats& s : st.streams) {
-      all.insert(all.end(), s.latencies_ms.begin(), s.latencies_ms.end());
+      all.merge(s.latency);
       read += s.read;
       delivered += s.delivered;
       dropped += s.dropped;
@@ -103,7 +94,7 @@ std::string summary_text(const PipelineStats& st) {
                        "latency p50 {:.1f} ms p99 {:.1f} ms\n",
                        st.streams.size(), read, delivered, dropped, st.elapsed_s > 0 ? delivered / st.elapsed_s : 0.0,
                        st.elapsed_s > 0 ? delivered / st.elapsed_s / static_cast<double>(st.streams.size()) : 0.0,
-                       percentile(all, 50), percentile(all, 99));
+                       all.percentile(50), all.percentile(99));
     // The slowest streams, by delivered frames, then by p99.
     std::vector<const StreamStats*> order;
     for (const StreamStats& s : st.streams) order.push_back(&s);

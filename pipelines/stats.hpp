@@ -1,9 +1,10 @@
 #pragma once
 // Run statistics per stream: frames read, delivered, dropped (live sources falling behind),
 // in flight (and its high water: back-pressure must keep it <= max_in_flight), reconnects, and
-// end-to-end latency (read to sinks) for p50/p99.
+// end-to-end latency (read to sinks) for p50/p99 in a fixed-size histogram.
 
 #include "core/model_runner.hpp"
+#include "pipelines/latency_histogram.hpp"
 #include "stages/frame_memory.hpp"
 
 #include <cstdint>
@@ -22,7 +23,7 @@ struct StreamStats {
   std::int64_t max_in_flight = 0;
   std::int64_t reconnects = 0;
   double outage_ms = 0;         // time without frames after lost connections (network sources)
-  std::vector<double> latencies_ms;  // every delivered frame
+  LatencyHistogram latency;     // of every delivered frame, in fixed memory
 };
 
 /// A stage's work over the run, and what it could sustain alone (its bound).
@@ -69,8 +70,6 @@ double process_cpu_seconds();
 /// The cores this process may run on (its CPU affinity).
 int host_cores();
 
-/// p in [0, 100]; 0 for no samples.
-double percentile(std::vector<double> values, double p);
 
 /// "cam0 120 frames 9.8 fps p50 85.1 ms p99 130.2 ms drops 0 | ..." — fps over the time since
 /// `previous` (same streams). Over four streams, one line for all: total fps, the slowest and
