@@ -11,6 +11,8 @@ namespace redwood {
 
 Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     : graph_(std::move(graph)), options_(options) {
+  plans_ = decltype(plans_)(options_.max_plans);
+  shape_values_ = decltype(shape_values_)(options_.max_plans);
   if (options_.optimize) {
     auto optimized = std::make_shared<Graph>(*graph_);
     // Regions (one composite node per group of oneDNN nodes) only when other providers than the
@@ -345,13 +347,13 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   const bool folding = !shape_folded_nodes_.empty();
   if (folding) {
     std::lock_guard lock(plans_mutex_);
-    if (auto it = shape_values_.find(signature); it != shape_values_.end()) folded = it->second;
+    if (auto* found = shape_values_.find(signature)) folded = *found;
   }
   std::vector<Tensor> outputs =
       run_signature(values, signature, folded.get(), folding && !folded ? &captured : nullptr);
   if (folding && !folded) {
     std::lock_guard lock(plans_mutex_);
-    shape_values_.emplace(std::move(signature), std::make_shared<const ShapeValues>(std::move(captured)));
+    shape_values_.insert(std::move(signature), std::make_shared<const ShapeValues>(std::move(captured)));
   }
   return outputs;
 }
@@ -364,14 +366,14 @@ std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::ve
   std::shared_ptr<MemoryPlan> plan;
   {
     std::lock_guard lock(plans_mutex_);
-    if (auto it = plans_.find(signature); it != plans_.end()) plan = it->second;
+    if (auto* found = plans_.find(signature)) plan = *found;
   }
   if (plan == nullptr) {
     placer.mode = OutputPlacer::Mode::kRecord;
     std::vector<Tensor> outputs = run_nodes(values, placer, folded, capture);
     auto recorded = record_plan(placer);
     std::lock_guard lock(plans_mutex_);
-    plans_.emplace(std::move(signature), recorded);
+    plans_.insert(std::move(signature), recorded);
     last_plan_ = std::move(recorded);
     return outputs;
   }

@@ -29,6 +29,7 @@
 // runs of one signature hold N workspaces. Profiling (last_timings) is for one thread at a time.
 
 #include "core/graph/graph.hpp"
+#include "core/lru_map.hpp"
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "core/tensor.hpp"
@@ -57,6 +58,9 @@ struct ExecutorOptions {
   /// chains that build Reshape targets) run on the first run of each input-shape signature;
   /// later runs of that signature reuse their values and skip them.
   bool fold_shapes = true;
+  /// Input-shape signatures whose memory plan (and folded shape values) are kept; beyond, the
+  /// least recently used is dropped and planned again if it comes back.
+  std::size_t max_plans = 64;
 };
 
 /// The memory plan of one input-shape signature.
@@ -138,12 +142,12 @@ class Executor {
   bool profiling_ = false;
   std::vector<NodeTiming> timings_;
   mutable std::mutex plans_mutex_;
-  std::map<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_;  // by signature
+  LruMap<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_{1};  // by signature (options_.max_plans)
   std::shared_ptr<MemoryPlan> last_plan_;
   std::atomic<std::uint64_t> workspace_allocations_{0};
   std::vector<bool> shape_folded_;                        // node -> folded per input shape
   std::vector<std::size_t> shape_folded_nodes_;
-  std::map<std::vector<std::int64_t>, std::shared_ptr<const ShapeValues>> shape_values_;  // by signature
+  LruMap<std::vector<std::int64_t>, std::shared_ptr<const ShapeValues>> shape_values_{1};  // by signature
 };
 
 }  // namespace redwood

@@ -165,14 +165,19 @@ TEST(ExecutorWorkspace, OneWorkspacePerShapeSignature) {
   EXPECT_EQ(e8.workspace_allocations(), 1u);
 }
 
-TEST(ExecutorWorkspace, DynamicShapesPlanOncePerSignature) {
-  // Relu -> Sigmoid -> Relu over a symbolic input: every input shape is its own signature.
+// Relu -> Sigmoid -> Relu over a symbolic input: every input shape is its own signature.
+std::shared_ptr<Graph> relu_sigmoid_relu() {
   auto g = std::make_shared<Graph>();
   g->opset = 17;
   g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, false, {}});
   g->nodes = {make_node("a", "Relu", {"x"}, {"p"}), make_node("b", "Sigmoid", {"p"}, {"q"}),
               make_node("c", "Relu", {"q"}, {"y"})};
   g->outputs = {ValueInfo{"y", DType::kF32, 0, false, {}}};
+  return g;
+}
+
+TEST(ExecutorWorkspace, DynamicShapesPlanOncePerSignature) {
+  const auto g = relu_sigmoid_relu();
   Executor e(g, options(true, true)), heap(g, options(false, true));
   for (int round = 0; round < 3; ++round) {
     for (std::int64_t n : {3, 5, 9}) {
@@ -184,6 +189,28 @@ TEST(ExecutorWorkspace, DynamicShapesPlanOncePerSignature) {
   EXPECT_EQ(e.workspace_allocations(), 3u);
   const WorkspaceStats st = e.workspace_stats();
   EXPECT_EQ(st.planned_tensors, 2u);  // p and q share nothing (live together at b), y is returned
+}
+
+// Plans are kept for at most max_plans signatures: an endless run of new input shapes holds that
+// many, the least recently used going first, and a shape that comes back is planned again and
+// still runs right.
+TEST(ExecutorWorkspace, PlansAreBoundedAndTheLeastRecentlyUsedGoesFirst) {
+  const auto g = relu_sigmoid_relu();
+  ExecutorOptions bounded = options(true, true);
+  bounded.max_plans = 2;
+  Executor e(g, bounded), heap(g, options(false, true));
+  auto run = [&](std::int64_t n) {
+    const std::map<std::string, Tensor> in{{"x", random_tensor(DType::kF32, {n, 7}, -1, 1, static_cast<std::uint32_t>(n))}};
+    expect_identical(e.run(in), heap.run(in));
+  };
+  for (std::int64_t n = 1; n <= 20; ++n) run(n);
+  EXPECT_EQ(e.planned_signatures(), 2u);
+  EXPECT_EQ(e.workspace_allocations(), 0u);  // each first run records; none reused a plan yet
+  run(20);  // the most recent: its plan is kept and reused
+  EXPECT_EQ(e.workspace_allocations(), 1u);
+  run(18);  // evicted long ago: recorded again
+  EXPECT_EQ(e.workspace_allocations(), 1u);
+  EXPECT_EQ(e.planned_signatures(), 2u);
 }
 
 TEST(ExecutorWorkspace, ConcurrentRunsEachGetTheirOwnWorkspace) {
