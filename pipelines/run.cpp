@@ -94,7 +94,13 @@ class Run {
       r->reader.join();
       r->pump.join();
     }
-    for (auto& s : sinks_) s.sink->close();
+    for (auto& s : sinks_) {
+      try {
+        s.sink->close();
+      } catch (const std::exception& e) {
+        fail(fmt::format("sink '{}' failed: {}", s.name, e.what()));
+      }
+    }
     if (failed_) throw RunError(error_message_, snapshot());
     if (!source_error_.empty()) throw RunError(source_error_, snapshot());
     return snapshot();
@@ -344,6 +350,7 @@ class Run {
     for (std::size_t k = 0; k < sinks_.size(); ++k) {
       s.sinks[k].written = sinks_[k].sink->written();
       s.sinks[k].dropped = sinks_[k].sink->dropped();
+      s.sinks[k].failed = sinks_[k].sink->failed();
     }
     const int threads = service_.threads > 0 ? service_.threads : oneapi::tbb::this_task_arena::max_concurrency();
     std::map<int, DeviceStats> devices;

@@ -159,7 +159,10 @@ std::string summary_text(const PipelineStats& st) {
     out += fmt::format("\n    batch sizes (rows x batches): {}{}\n", histogram_text(r.batch_rows),
                        r.failed ? fmt::format(", {} failed", r.failed) : std::string());
   }
-  for (const SinkStats& s : st.sinks) out += fmt::format("  sink {}: written {}, dropped {}\n", s.name, s.written, s.dropped);
+  for (const SinkStats& s : st.sinks) {
+    out += fmt::format("  sink {}: written {}, dropped {}{}\n", s.name, s.written, s.dropped,
+                       s.failed ? fmt::format(", failed {}", s.failed) : std::string());
+  }
   const auto& m = st.memory;
   out += fmt::format("  frame pool: {} frame object(s), {} allocations, in use {}, high water {}, reserved {}, system allocations {} (freed {}){}\n",
                      st.frames_created, m.pool.allocations, memory::format_bytes(m.pool.bytes_in_use), memory::format_bytes(m.pool.high_water_bytes),

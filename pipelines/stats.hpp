@@ -49,7 +49,7 @@ struct DeviceStats {
 
 struct SinkStats {
   std::string name;
-  std::int64_t written = 0, dropped = 0;
+  std::int64_t written = 0, dropped = 0, failed = 0;
 };
 
 struct PipelineStats {

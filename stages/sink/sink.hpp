@@ -27,14 +27,17 @@ class Sink {
  public:
   virtual ~Sink() = default;
   virtual void write(const Frame& frame, double latency_ms) = 0;
-  /// Flushes and closes (end of run).
+  /// Flushes and closes (end of run); throws when what the sink took could not all be written.
   virtual void close() {}
   std::int64_t written() const { return written_.load(); }
   std::int64_t dropped() const { return dropped_.load(); }
+  /// Frames the sink took but could not write (a full disk): the run ends with an error.
+  std::int64_t failed() const { return failed_.load(); }
 
  protected:
   std::atomic<std::int64_t> written_{0};
   std::atomic<std::int64_t> dropped_{0};
+  std::atomic<std::int64_t> failed_{0};
 };
 
 using SinkFactory = std::function<std::unique_ptr<Sink>(SinkArgs&)>;
