@@ -5,9 +5,31 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace redwood {
+
+namespace {
+
+// yaml-cpp keeps both entries of a key given twice in one map and reads the first: a second
+// `threads:` would be silently ignored. Refused at its line instead.
+void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& file) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      if (kv.first.IsScalar() && !seen.insert(kv.first.Scalar()).second) {
+        throw ConfigError(fmt::format("{}:{}:{}: key '{}' is given twice in this map", file.string(),
+                                      kv.first.Mark().line + 1, kv.first.Mark().column + 1, kv.first.Scalar()));
+      }
+      refuse_duplicate_keys(kv.second, file);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) refuse_duplicate_keys(item, file);
+  }
+}
+
+}  // namespace
 
 PipelineFile parse_pipeline_text(const std::string& text, const std::filesystem::path& file,
                                  const std::vector<std::string>& overrides) {
@@ -19,6 +41,7 @@ PipelineFile parse_pipeline_text(const std::string& text, const std::filesystem:
   } catch (const YAML::ParserException& e) {
     throw ConfigError(fmt::format("{}:{}:{}: {}", file.string(), e.mark.line + 1, e.mark.column + 1, e.msg));
   }
+  refuse_duplicate_keys(pf.root, file);
   if (!pf.root.IsMap()) throw ConfigError(fmt::format("{}: a pipeline file is a map (version, sources, models, stages, sinks)", file.string()));
   for (const auto& o : overrides) apply_override(pf, o);
   return pf;

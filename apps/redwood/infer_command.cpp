@@ -20,10 +20,14 @@
 #include <oneapi/tbb/global_control.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <random>
+
+#include <unistd.h>
 
 namespace redwood::app {
 
@@ -113,6 +117,17 @@ double percentile(std::vector<double> v, double p) {
   return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
+// --save is checked before the model runs (and nothing is created until its outputs are ready):
+// the folder, or the nearest folder above it that exists, must be one this process can write in.
+void check_save_dir(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir);
+  std::error_code ec;
+  while (!std::filesystem::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  RW_EXPECTS(std::filesystem::is_directory(p, ec), IoError, "--save {}: {} is not a folder", dir, p.string());
+  RW_EXPECTS(::access(p.c_str(), W_OK) == 0, IoError, "--save {}: cannot write in {}: {}", dir, p.string(),
+             std::strerror(errno));
+}
+
 int run_infer(const InferArgs& args) {
   std::optional<oneapi::tbb::global_control> threads;
   if (args.threads > 0) {
@@ -125,6 +140,8 @@ int run_infer(const InferArgs& args) {
   for (float s : args.std) RW_EXPECTS(s != 0.f, InvalidArgument, "--std values must not be zero");
   RW_EXPECTS(args.layout == "auto" || args.layout == "nchw" || args.layout == "nhwc", InvalidArgument,
              "--layout must be auto, nchw or nhwc (got '{}')", args.layout);
+
+  if (!args.save_dir.empty()) check_save_dir(args.save_dir);
 
   const auto load_start = std::chrono::steady_clock::now();
   std::shared_ptr<Graph> graph = load_onnx(args.model);
@@ -223,7 +240,9 @@ int run_infer(const InferArgs& args) {
     for (const auto& [op, ms] : sorted) fmt::print("  {:<20} {:9.2f} ms\n", op, ms);
   }
   if (!args.save_dir.empty()) {
-    std::filesystem::create_directories(args.save_dir);
+    std::error_code ec;
+    std::filesystem::create_directories(args.save_dir, ec);
+    RW_EXPECTS(!ec, IoError, "--save {}: cannot create the folder: {}", args.save_dir, ec.message());
     for (std::size_t i = 0; i < outputs.size(); ++i) {
       const auto file = std::filesystem::path(args.save_dir) / (file_safe(graph->outputs[i].name) + ".npy");
       write_npy(file, outputs[i]);

@@ -112,6 +112,19 @@ TEST_F(InferCommand, BadInputsEndWithOneClearMessage) {
   }
 }
 
+// --save is checked before the model runs: a folder that cannot be made is one message, exit 1,
+// and nothing is written.
+TEST_F(InferCommand, AnUnwritableSaveFolderFailsBeforeTheRun) {
+  std::ofstream(dir_ / "plain.txt") << "a file, not a folder";
+  const auto target = dir_ / "plain.txt" / "out";
+  RunResult r = run_redwood("infer " + model_ + " --random x=2x4 --save " + target.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("redwood: error: --save " + target.string() + ": " + (dir_ / "plain.txt").string() + " is not a folder"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("latency:"), std::string::npos) << "the model ran before --save was checked";
+}
+
 TEST(Launcher, ProbeListsKernels) {
   RunResult r = run_redwood("probe");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -53,6 +53,13 @@ TEST(PipelineConfig, UnknownTopLevelKey) {
   EXPECT_NE(e.find("unknown key 'stages_'"), std::string::npos) << e;
 }
 
+TEST(PipelineConfig, AKeyGivenTwiceIsRefusedAtItsLine) {
+  const std::string e = load_error(std::string(kSynthetic) + "    frames: 9\n");
+  EXPECT_NE(e.find(where(9, 5)), std::string::npos) << e;
+  EXPECT_NE(e.find("key 'frames' is given twice in this map"), std::string::npos) << e;
+  EXPECT_NE(load_error("version: 1\nversion: 1\n").find("key 'version' is given twice"), std::string::npos);
+}
+
 TEST(PipelineConfig, WrongTypeNamesTheValue) {
   std::string yaml = kSynthetic;
   yaml.replace(yaml.find("width: 64"), 9, "width: wide");
