@@ -46,7 +46,13 @@ class StreamSource final : public Source {
 
   bool live() const override { return true; }
   std::int64_t reconnects() const override { return reconnects_.load(); }
-  double outage_ms() const override { return outage_us_.load() / 1000.0; }
+  /// Outages that ended, plus the one going on (a stream that never comes back reports the time
+  /// since it was lost, up to the moment it was given up or stopped).
+  double outage_ms() const override {
+    const std::int64_t since = lost_since_us_.load();
+    const std::int64_t ongoing = since < 0 ? 0 : std::max<std::int64_t>(0, now_us() - since);
+    return static_cast<double>(outage_us_.load() + ongoing) / 1000.0;
+  }
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     while (!stop) {
@@ -55,7 +61,7 @@ class StreamSource final : public Source {
         if (lost_) {
           // Frames again: report the gap, from the last good frame (or the loss) to now.
           const auto gap = now - lost_at_;
-          outage_us_ += std::chrono::duration_cast<std::chrono::microseconds>(gap).count();
+          end_outage();
           log().warn("stream {}: resumed after {:.2f} s without frames ({} reconnection attempt(s))", url_,
                      std::chrono::duration<double>(gap).count(), retries_);
           lost_ = false;
@@ -72,8 +78,10 @@ class StreamSource final : public Source {
         if (!lost_) {
           lost_ = true;
           lost_at_ = had_frame_ ? last_frame_at_ : SteadyClock::now();
+          lost_since_us_ = std::chrono::duration_cast<std::chrono::microseconds>(lost_at_ - start_).count();
         }
         if (max_reconnects_ > 0 && retries_ >= max_reconnects_) {
+          end_outage();  // given up: the outage counts until now
           throw IoError(fmt::format("stream {}: {} after {} reconnection attempt(s) (max_reconnects {})", url_,
                                     had_frame_ ? "lost and not back" : "no answer", retries_, max_reconnects_));
         }
@@ -96,10 +104,20 @@ class StreamSource final : public Source {
         if (retries_ > 0) log().info("stream {}: connected again", url_);
       }
     }
+    if (lost_) end_outage();  // stopped while lost: the outage counts until the stop
     return ReadStatus::kEnd;
   }
 
  private:
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start_).count();
+  }
+  void end_outage() {
+    if (lost_since_us_.load() < 0) return;
+    outage_us_ += std::max<std::int64_t>(0, now_us() - lost_since_us_.load());
+    lost_since_us_ = -1;
+  }
+
   std::string url_;
   int initial_ms_, max_ms_, max_reconnects_, open_timeout_ms_, read_timeout_ms_;
   cv::VideoCapture capture_;
@@ -111,6 +129,7 @@ class StreamSource final : public Source {
   SteadyClock::time_point lost_at_, last_frame_at_;
   std::atomic<std::int64_t> reconnects_{0};
   std::atomic<std::int64_t> outage_us_{0};
+  std::atomic<std::int64_t> lost_since_us_{-1};  // since start_, while an outage goes on; -1 otherwise
   SteadyClock::time_point start_ = SteadyClock::now();
 };
 

@@ -160,5 +160,24 @@ TEST(PipelineStreamReconnect, ServerStoppedAndRestartedMidRun) {
   for (std::size_t i = 1; i < g_seqs.size(); ++i) ASSERT_LT(g_seqs[i - 1], g_seqs[i]) << "out of order at " << i;
 }
 
+// A stream that never answers and is given up reports its outage (the time since it was lost),
+// not 0.00 s.
+TEST(PipelineStreamReconnect, AStreamNeverBackReportsItsOutage) {
+  const std::string yaml = "version: 1\n"
+                           "sources:\n"
+                           "  - {name: gone, type: stream, url: 'tcp://127.0.0.1:9', initial_backoff_ms: 100,\n"
+                           "     max_backoff_ms: 200, max_reconnects: 2, open_timeout_ms: 1000}\n";
+  Pipeline p(testing::pipeline_text(yaml));
+  try {
+    p.run();
+    FAIL() << "a source that never answers ended the run without an error";
+  } catch (const RunError& e) {
+    const StreamStats& s = e.stats().streams.at(0);
+    EXPECT_EQ(s.reconnects, 2);
+    EXPECT_GE(s.outage_ms, 250.0) << "two backoffs of 100 and 200 ms";
+    EXPECT_NE(std::string(e.what()).find("no answer after 2 reconnection attempt(s)"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace redwood
