@@ -21,8 +21,11 @@ function(redwood_set_warnings target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
   if(REDWOOD_SANITIZE)
-    target_compile_options(${target} PUBLIC -fsanitize=${REDWOOD_SANITIZE} -fno-omit-frame-pointer)
+    # Every finding fails its test: UBSan would otherwise print and carry on.
+    target_compile_options(${target} PUBLIC -fsanitize=${REDWOOD_SANITIZE} -fno-sanitize-recover=all
+                                            -fno-omit-frame-pointer)
     target_link_options(${target} PUBLIC -fsanitize=${REDWOOD_SANITIZE})
+    target_compile_definitions(${target} PUBLIC REDWOOD_SANITIZED=1)
   endif()
 endfunction()
 

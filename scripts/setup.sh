@@ -4,7 +4,7 @@
 # re-hashed, and the build is incremental, so a second run takes seconds.
 #
 #   bash scripts/setup.sh            # as root (CI), or with sudo available
-#   BUILD_DIR=build-asan bash scripts/setup.sh
+#   BUILD_DIR=build-asan SANITIZE=address,undefined bash scripts/setup.sh   # a sanitizer build
 #   BUILD_TARGETS=redwood bash scripts/setup.sh   # only these targets (default: everything)
 #
 # CUDA: CMake picks up /usr/local/cuda by itself when it exists (backends/cuda then builds).
@@ -64,6 +64,11 @@ bash "$root/scripts/make_caption_clip.sh"
 
 log "configuring $build_dir"
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+# SANITIZE: GCC's -fsanitize list for every Redwood target (CUDA stays off there: the CUDA runtime
+# and AddressSanitizer's shadow memory do not mix).
+if [[ -n ${SANITIZE:-} ]]; then
+  cmake_args+=(-DREDWOOD_SANITIZE="$SANITIZE" -DREDWOOD_WITH_CUDA=OFF)
+fi
 # A folder configured before keeps its generator (CMake refuses to switch it).
 [[ -f $build_dir/CMakeCache.txt ]] || cmake_args+=(-G Ninja)
 mkdir -p "$build_dir"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, CI): set up and build, then run every ctest test. GPU tests skip by
 # themselves on a machine without one. Exits with ctest's status.
-#   BUILD_DIR=build-asan bash scripts/test.sh
+#   BUILD_DIR=build-asan SANITIZE=address,undefined bash scripts/test.sh   # under ASan and UBSan
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
