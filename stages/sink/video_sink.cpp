@@ -22,6 +22,7 @@ class VideoSink final : public Sink {
     Params& p = a.params;
     pattern_ = p.origin().resolve(p.require<std::string>("path")).string();
     fps_ = p.get<double>("fps", 10.0);
+    if (!(fps_ > 0 && fps_ <= 1000)) p.fail("fps", "must be above 0 and at most 1000");
     const auto fourcc = p.get<std::string>("fourcc", "MJPG");
     if (fourcc.size() != 4) p.fail("fourcc", "expected four characters such as MJPG");
     fourcc_ = cv::VideoWriter::fourcc(fourcc[0], fourcc[1], fourcc[2], fourcc[3]);

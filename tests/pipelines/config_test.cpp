@@ -169,6 +169,13 @@ TEST(PipelineConfig, TransformMustNameAPreprocessOutput) {
   EXPECT_EQ(load_error(yaml), "");
 }
 
+TEST(PipelineConfig, VideoSinkFrameRateMustBePositive) {
+  for (const char* fps : {"0", "-5"}) {
+    const std::string e = load_error(std::string(kSynthetic) + "sinks:\n  - {name: v, type: video, path: /tmp/x.avi, fps: " + fps + "}\n");
+    EXPECT_NE(e.find("fps: must be above 0 and at most 1000"), std::string::npos) << fps << ": " << e;
+  }
+}
+
 // ZeroMQ would take a TCP port modulo 65536; one out of range is refused at load.
 TEST(PipelineConfig, ZmqPortOutOfRange) {
   for (const char* endpoint : {"tcp://127.0.0.1:99999", "tcp://127.0.0.1:0", "tcp://127.0.0.1:http"}) {
