@@ -49,6 +49,11 @@ class Writer {
     string(k);
     out_.push_back(':');
   }
+  /// A comma, then the key of the next member.
+  void next(std::string_view k) {
+    out_.push_back(',');
+    key(k);
+  }
   void points(const std::vector<cv::Point2f>& pts) {
     out_.push_back('[');
     for (std::size_t i = 0; i < pts.size(); ++i) {
@@ -77,45 +82,34 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
   w.raw("{");
   w.key("schema");
   w.string(kFrameSchema);
-  w.raw(",");
-  w.key("pipeline");
+  w.next("pipeline");
   w.string(pipeline);
-  w.raw(",");
-  w.key("stream");
+  w.next("stream");
   w.string(f.stream_name);
-  w.raw(",");
-  w.key("seq");
+  w.next("seq");
   w.integer(f.seq);
-  w.raw(",");
-  w.key("pts_ms");
+  w.next("pts_ms");
   w.number(r1(f.pts_ms));
-  w.raw(",");
-  w.key("width");
+  w.next("width");
   w.integer(f.image.cols);
-  w.raw(",");
-  w.key("height");
+  w.next("height");
   w.integer(f.image.rows);
-  w.raw(",");
-  w.key("latency_ms");
+  w.next("latency_ms");
   w.number(r1(latency_ms));
-  w.raw(",");
-  w.key("timestamps");
+  w.next("timestamps");
   w.raw("{");
   w.key("captured_unix_ms");
   w.number(std::round(captured * 10.0) / 10.0);
-  w.raw(",");
-  w.key("admitted_ms");
+  w.next("admitted_ms");
   w.number(f.admitted_at >= f.read_at ? since_read(f.admitted_at) : 0.0);
-  w.raw(",");
-  w.key("stages");
+  w.next("stages");
   w.raw("[");
   for (std::size_t i = 0; i < f.stage_done.size(); ++i) {
     if (i) w.raw(",");
     w.raw("{");
     w.key("stage");
     w.string(f.stage_done[i].stage);
-    w.raw(",");
-    w.key("done_ms");
+    w.next("done_ms");
     w.number(since_read(f.stage_done[i].at));
     w.raw("}");
   }
@@ -131,11 +125,9 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
     w.raw("{");
     w.key("kind");
     w.string(d.kind);
-    w.raw(",");
-    w.key("score");
+    w.next("score");
     w.number(r3(d.score));
-    w.raw(",");
-    w.key("box");
+    w.next("box");
     w.raw("[");
     w.number(r1(d.box.x));
     w.raw(",");
@@ -146,21 +138,17 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
     w.number(r1(d.box.height));
     w.raw("]");
     if (!d.quad.empty()) {
-      w.raw(",");
-      w.key("quad");
+      w.next("quad");
       w.points(d.quad);
     }
     if (!d.keypoints.empty()) {
-      w.raw(",");
-      w.key("keypoints");
+      w.next("keypoints");
       w.points(d.keypoints);
     }
     if (d.kind == "text") {
-      w.raw(",");
-      w.key("text");
+      w.next("text");
       w.string(d.text);
-      w.raw(",");
-      w.key("text_score");
+      w.next("text_score");
       w.number(r3(d.text_score));
     }
     w.raw("}");

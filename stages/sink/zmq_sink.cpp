@@ -28,8 +28,9 @@ class ZmqSink final : public Sink {
     // ZeroMQ takes a TCP port modulo 65536 (99999 binds 34463): a port out of range is refused.
     if (endpoint_.rfind("tcp://", 0) == 0) {
       const std::string port = endpoint_.substr(endpoint_.rfind(':') + 1);
-      const bool digits = !port.empty() && port.find_first_not_of("0123456789") == std::string::npos;
-      if (port != "*" && (!digits || port.size() > 5 || std::stoi(port) < 1 || std::stoi(port) > 65535)) {
+      const bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+      const int number = digits ? std::stoi(port) : 0;
+      if (port != "*" && (number < 1 || number > 65535)) {
         p.fail("endpoint", fmt::format("'{}': the port must be from 1 to 65535 (or * for any free port)", endpoint_));
       }
     }
