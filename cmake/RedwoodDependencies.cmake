@@ -11,6 +11,8 @@ find_package(Protobuf REQUIRED)
 find_package(ONNX REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# The metrics endpoint's HTTP server (pipelines/metrics_server.cpp).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
 
 set(REDWOOD_HAVE_CUDA OFF)

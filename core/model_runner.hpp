@@ -210,6 +210,10 @@ std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts);
 void check_batch(const Graph& graph, const InferBatch& batch);
 
 /// How a backend other than the CPU makes runners.
+struct DeviceMemoryInfo {
+  std::int64_t used_bytes = 0, total_bytes = 0;
+};
+
 struct DeviceRunnerFactory {
   /// Why this process cannot run models on the device ("" when it can), e.g. CUDA's error for
   /// "no device". Cheap enough to ask once per model at load.
@@ -222,6 +226,8 @@ struct DeviceRunnerFactory {
   std::function<memory::MemoryResource&()> pinned_memory;
   /// How many devices of this kind the process sees.
   std::function<int()> device_count;
+  /// Device `index`'s memory: in use (by every process) and in all; zeros when unknown.
+  std::function<DeviceMemoryInfo(int index)> memory_info;
 };
 
 /// Device name ("cuda") -> factory; filled by static registration in the backends.

@@ -103,6 +103,10 @@ class FrameQueue {
     not_full_.notify_all();
     return n;
   }
+  std::size_t size() {
+    std::lock_guard lock(mutex_);
+    return items_.size();
+  }
 
  private:
   std::mutex mutex_;

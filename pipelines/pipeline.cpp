@@ -66,6 +66,8 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     service_.queue = s.get<int>("queue", service_.queue);
     service_.threads = s.get<int>("threads", service_.threads);
     service_.status_interval_s = s.get<double>("status_interval_s", service_.status_interval_s);
+    s.node("metrics");  // read (and checked) by read_metrics_settings
+    service_.metrics = read_metrics_settings(file);
     const auto pool_mb = s.get<std::int64_t>("frame_pool_mb", static_cast<std::int64_t>(service_.memory.limit_bytes >> 20));
     const auto chunk_mb = s.get<std::int64_t>("frame_chunk_mb", static_cast<std::int64_t>(service_.memory.chunk_bytes >> 20));
     // The buddy pool's chunk is its largest block: a power of two.
@@ -77,6 +79,9 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     service_.memory.limit_bytes = static_cast<std::size_t>(pool_mb) << 20;
     if (service_.max_in_flight < 1) s.fail("max_in_flight", "must be at least 1");
     if (service_.queue < 1) s.fail("queue", "must be at least 1");
+    if (!(service_.status_interval_s > 0 && service_.status_interval_s <= 3600)) {
+      s.fail("status_interval_s", "must be above 0 and at most 3600 (seconds between status lines and metrics updates)");
+    }
     if (service_.threads < 0 || service_.threads > kMaxThreads) {
       s.fail("threads", fmt::format("must be from 0 (all cores) to {}", kMaxThreads));
     }

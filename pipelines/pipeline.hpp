@@ -14,6 +14,7 @@
 // stops the sources too, but the frames read so far go through to the sinks before run() throws.
 
 #include "pipelines/config.hpp"
+#include "pipelines/metrics.hpp"
 #include "pipelines/stats.hpp"
 #include "stages/frame_memory.hpp"
 #include "stages/sink/sink.hpp"
@@ -37,6 +38,7 @@ struct ServiceSettings {
   int threads = 0;              // oneTBB workers that run the stages (0: one per core)
   double status_interval_s = 1;
   FrameMemoryConfig memory;     // the frame pool (pictures, tensors, batches, crops)
+  MetricsSettings metrics;      // the metrics and health endpoint (the launcher serves it)
 };
 
 /// How the launcher asks a pipeline to run its sources (redwood run --streams, --realtime).

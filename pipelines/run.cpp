@@ -346,6 +346,8 @@ class Run {
     for (std::size_t i = 0; i < streams_.size(); ++i) {
       s.streams[i].reconnects = streams_[i].source->reconnects();
       s.streams[i].outage_ms = streams_[i].source->outage_ms();
+      s.streams[i].connected = streams_[i].source->connected();
+      s.streams[i].queued = static_cast<std::int64_t>(runs_[i]->queue.size());
     }
     for (std::size_t k = 0; k < sinks_.size(); ++k) {
       s.sinks[k].written = sinks_[k].sink->written();
@@ -360,6 +362,7 @@ class Run {
       st.calls = stage->calls();
       st.frames = stage->frames();
       st.busy_ms = stage->busy_ms();
+      st.latency = stage->call_latency();
       const bool own_thread = stage->max_batch() > 1 || stage->asynchronous();
       st.parallelism = own_thread || stage->serial() ? 1 : threads;
       if (st.busy_ms > 0) st.bound_fps = 1000.0 * static_cast<double>(st.frames) * st.parallelism / st.busy_ms;
@@ -368,6 +371,7 @@ class Run {
       std::map<int, double> device_ms;
       int cpu_runner = -1000;
       for (RunnerStats& r : stage->runner_stats()) {
+        for (const auto& [rows, batches] : r.batch_rows) st.batch_rows[rows] += batches;
         device_ms[r.device >= 0 ? r.device : cpu_runner--] += r.bound_busy_ms();
         if (r.device >= 0) {
           DeviceStats& d = devices[r.device];
@@ -385,8 +389,14 @@ class Run {
       }
       s.stages.push_back(std::move(st));
     }
+    const auto cuda = device_runner_registry().find("cuda");
     for (auto& [index, d] : devices) {
       if (d.compute_busy_ms > 0) d.bound_fps = 1000.0 * static_cast<double>(d.frames) / d.compute_busy_ms;
+      if (cuda != device_runner_registry().end() && cuda->second.memory_info) {
+        const DeviceMemoryInfo m = cuda->second.memory_info(index);
+        d.memory_used_bytes = m.used_bytes;
+        d.memory_total_bytes = m.total_bytes;
+      }
       s.devices.push_back(d);
     }
     return s;

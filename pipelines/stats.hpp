@@ -4,10 +4,11 @@
 // end-to-end latency (read to sinks) for p50/p99 in a fixed-size histogram.
 
 #include "core/model_runner.hpp"
-#include "pipelines/latency_histogram.hpp"
+#include "core/latency_histogram.hpp"
 #include "stages/frame_memory.hpp"
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,8 +22,10 @@ struct StreamStats {
   std::int64_t delivered = 0;   // frames every sink got
   std::int64_t in_flight = 0;
   std::int64_t max_in_flight = 0;
+  std::int64_t queued = 0;      // frames waiting between the source and the graph
   std::int64_t reconnects = 0;
   double outage_ms = 0;         // time without frames after lost connections (network sources)
+  bool connected = true;        // false during an outage (network sources)
   LatencyHistogram latency;     // of every delivered frame, in fixed memory
 };
 
@@ -31,6 +34,8 @@ struct StageStats {
   std::string name;
   std::int64_t calls = 0, frames = 0;
   double busy_ms = 0;        // in the stage's own code (asynchronous: handing frames over)
+  LatencyHistogram latency;  // per call, start to finish (asynchronous: to completion)
+  std::map<std::int64_t, std::int64_t> batch_rows;  // a model stage's batches: rows -> batches
   int parallelism = 1;       // threads that may run it at once
   /// Frames per second the stage could sustain if nothing else ran: frames over its busy time
   /// spread across its parallelism, and for a model also over its runners' busy time (the device:
@@ -45,6 +50,7 @@ struct DeviceStats {
   std::int64_t frames = 0;   // the most frames any of its stages handled
   double compute_busy_ms = 0;
   double bound_fps = 0;
+  std::int64_t memory_used_bytes = 0, memory_total_bytes = 0;  // the whole device's (0: unknown)
 };
 
 struct SinkStats {

@@ -48,6 +48,10 @@ void Stage::process(std::span<Frame* const> frames) {
   const auto done = Clock::now();
   for (Frame* f : frames) f->stage_done.push_back({name_, done});
   busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(done - start).count();
+  {
+    std::lock_guard lock(latency_mutex_);
+    call_latency_.add(std::chrono::duration<double, std::milli>(done - start).count());
+  }
   ++calls_;
   frames_ += static_cast<std::int64_t>(frames.size());
 }
@@ -56,10 +60,14 @@ void Stage::process_async(std::span<Frame* const> frames, Completion done) {
   const auto start = Clock::now();
   // The frames' marks are set when they complete; the copy of the names keeps them valid after
   // the caller's span is gone.
-  auto completion = [this, marked = std::vector<Frame*>(frames.begin(), frames.end()),
+  auto completion = [this, start, marked = std::vector<Frame*>(frames.begin(), frames.end()),
                      done = std::move(done)](std::exception_ptr error) {
     const auto at = Clock::now();
     for (Frame* f : marked) f->stage_done.push_back({name_, at});
+    {
+      std::lock_guard lock(latency_mutex_);
+      call_latency_.add(std::chrono::duration<double, std::milli>(at - start).count());
+    }
     done(error);
   };
   // do_process_async reports errors through `done` once it has handed anything over; an
@@ -74,6 +82,11 @@ void Stage::process_async(std::span<Frame* const> frames, Completion done) {
   ++calls_;
   frames_ += static_cast<std::int64_t>(frames.size());
   if (error) completion(error);
+}
+
+LatencyHistogram Stage::call_latency() const {
+  std::lock_guard lock(latency_mutex_);
+  return call_latency_;
 }
 
 void Stage::do_process_async(std::span<Frame* const> frames, Completion done) {

@@ -12,6 +12,7 @@
 // Stages register by type name at the bottom of their file (RW_REGISTER_STAGE).
 
 #include "core/graph/graph.hpp"
+#include "core/latency_histogram.hpp"
 #include "core/model_runner.hpp"
 #include "stages/frame.hpp"
 #include "stages/params.hpp"
@@ -20,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -115,6 +117,9 @@ class Stage {
   std::int64_t frames() const { return frames_.load(); }
   /// Time spent in do_process (for an asynchronous stage: handing frames over, not waiting).
   double busy_ms() const { return busy_us_.load() / 1000.0; }
+  /// How long each call took, start to finish: for an asynchronous stage from handing the
+  /// frames over to their completion (the device's queueing and work included).
+  LatencyHistogram call_latency() const;
 
  protected:
   /// Throws ConfigError at where_ (the stage's place in the file) with the stage's name.
@@ -136,6 +141,8 @@ class Stage {
   std::atomic<std::int64_t> calls_{0};
   std::atomic<std::int64_t> frames_{0};
   std::atomic<std::int64_t> busy_us_{0};
+  mutable std::mutex latency_mutex_;
+  LatencyHistogram call_latency_;
 };
 
 using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;

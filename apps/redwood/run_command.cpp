@@ -2,6 +2,8 @@
 // --frames frames per stream, or SIGINT/SIGTERM (which drain the frames in flight, then exit 0).
 // A status line (frames, fps, p50/p99 latency, drops per stream) at most once a second, a
 // summary at the end; a mistake in the file or a stage's error ends in one message, exit 1.
+// With service.metrics set, an HTTP endpoint serves /metrics, /healthz and /readyz from before
+// the models load until the process exits (pipelines/metrics_server.hpp).
 //
 //   redwood run configs/ocr-video.yaml --set stages.det.max_batch=2 --frames 20
 //   redwood run configs/ocr-video.yaml --streams 100 --fps 30 --loop --duration 60   # 100 cameras
@@ -9,6 +11,7 @@
 #include "apps/redwood/commands.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
+#include "pipelines/metrics_server.hpp"
 #include "pipelines/pipeline.hpp"
 
 #include <fmt/format.h>
@@ -41,7 +44,18 @@ extern "C" void on_signal(int) {
 int run_pipeline(const RunArgs& args) {
   RW_EXPECTS(args.frames >= 0, InvalidArgument, "--frames must be >= 0 (got {})", args.frames);
   RW_EXPECTS(args.duration_s >= 0, InvalidArgument, "--duration must be >= 0 (got {})", args.duration_s);
-  Pipeline pipeline(load_pipeline_file(args.config, args.sets), args.pipeline);
+  const PipelineFile file = load_pipeline_file(args.config, args.sets);
+  // The endpoint starts first: /healthz answers while models load, /readyz says why not yet.
+  std::unique_ptr<MetricsServer> metrics;
+  if (const MetricsSettings settings = read_metrics_settings(file); settings.enabled) {
+    metrics = std::make_unique<MetricsServer>(settings);
+    metrics->set_not_ready("loading the pipeline (models, sources, sinks)");
+    fmt::print("metrics: http://{}:{}/metrics (health: /healthz, readiness: /readyz)\n", metrics->address(),
+               metrics->port());
+    std::fflush(stdout);
+  }
+  Pipeline pipeline(file, args.pipeline);
+  if (metrics) metrics->set_not_ready("starting the run");
   // oneDNN's OpenMP teams follow service.threads as oneTBB does (0 keeps OpenMP's default: all
   // cores); docs/optimizer.md says why they are two pools.
   cpu::onednn::set_threads(pipeline.service().threads);
@@ -57,14 +71,19 @@ int run_pipeline(const RunArgs& args) {
   PipelineStats previous;
   const bool quiet = args.quiet;
   const double duration_s = args.duration_s;
-  options.on_status = [&previous, quiet, duration_s](const PipelineStats& now) {
+  options.on_status = [&previous, &metrics, &pipeline, quiet, duration_s](const PipelineStats& now) {
     if (duration_s > 0 && now.elapsed_s >= duration_s) g_stop = true;  // --duration: stop and drain
+    if (metrics) metrics->publish(pipeline.name(), now);
     if (quiet) return;
     fmt::print("{}\n", status_line(now, previous));
     std::fflush(stdout);
     previous = now;
   };
-  const auto print_summary = [](const PipelineStats& stats) {
+  const auto print_summary = [&metrics, &pipeline](const PipelineStats& stats) {
+    if (metrics) {
+      metrics->publish(pipeline.name(), stats);
+      metrics->finish();
+    }
     fmt::print("{}", summary_text(stats));
     std::fflush(stdout);
   };

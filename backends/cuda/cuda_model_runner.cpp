@@ -477,8 +477,18 @@ int cuda_device_count() { return static_cast<int>(probe_devices().devices.size()
 
 memory::MemoryResource& pinned_memory() { return pinned_upstream(); }
 
-[[maybe_unused]] const bool registered =
-    register_device_runner("cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count});
+// The whole GPU's memory in use (every process's) and its size; {0, 0} when CUDA cannot say.
+DeviceMemoryInfo cuda_memory_info(int device) {
+  std::size_t free = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error state for the next call
+    return {};
+  }
+  return {static_cast<std::int64_t>(total - free), static_cast<std::int64_t>(total)};
+}
+
+[[maybe_unused]] const bool registered = register_device_runner(
+    "cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count, cuda_memory_info});
 
 }  // namespace
 }  // namespace redwood::cuda

@@ -42,6 +42,8 @@ class Source {
   /// Time without frames because the connection was lost, summed over the outages so far
   /// (network sources; from the last good frame to the first one after reconnecting).
   virtual double outage_ms() const { return 0; }
+  /// False while a network source has lost its connection (or has not made it yet).
+  virtual bool connected() const { return true; }
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(Params&)>;

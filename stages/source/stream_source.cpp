@@ -48,6 +48,7 @@ class StreamSource final : public Source {
   std::int64_t reconnects() const override { return reconnects_.load(); }
   /// Outages that ended, plus the one going on (a stream that never comes back reports the time
   /// since it was lost, up to the moment it was given up or stopped).
+  bool connected() const override { return lost_since_us_.load() < 0; }
   double outage_ms() const override {
     const std::int64_t since = lost_since_us_.load();
     const std::int64_t ongoing = since < 0 ? 0 : std::max<std::int64_t>(0, now_us() - since);

@@ -16,7 +16,7 @@ std::uint64_t allocations(std::int64_t frames, const std::filesystem::path& dir)
   const auto count = dir / ("count-" + std::to_string(frames));
   const std::string command = "env OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=" + std::string(REDWOOD_ALLOC_COUNTER) +
                               " REDWOOD_ALLOC_COUNT=" + count.string() + " " + REDWOOD_BINARY + " run " +
-                              REDWOOD_SOURCE_DIR + "/configs/ocr-video.yaml --quiet --frames " + std::to_string(frames) +
+                              REDWOOD_SOURCE_DIR + "/configs/ocr-video.yaml --quiet --set service.metrics.enabled=false --frames " + std::to_string(frames) +
                               " --set sinks.pub.endpoint=ipc://" + (dir / "pub.sock").string() +
                               " --set sinks.log.path=" + (dir / "log.jsonl").string();
   const auto r = testing::run_command(command);

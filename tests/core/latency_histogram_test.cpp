@@ -1,7 +1,7 @@
 // Latencies in fixed memory: percentiles within 2 % of the exact ones (and exact at the ends),
 // merging streams, the window since an earlier copy, and a size that does not grow with frames.
 
-#include "pipelines/latency_histogram.hpp"
+#include "core/latency_histogram.hpp"
 
 #include <gtest/gtest.h>
 
@@ -62,6 +62,25 @@ TEST(LatencyHistogram, MergeAndSinceGiveTheStreamsTogetherAndTheRecentWindow) {
   ends.add(1e12);
   EXPECT_EQ(ends.count(), 3);
   EXPECT_EQ(ends.percentile(100), 1e12);
+}
+
+TEST(LatencyHistogram, CountAtMostIsACumulativeBucketWithinTwoPercent) {
+  LatencyHistogram h;
+  for (int i = 1; i <= 1000; ++i) h.add(i);  // 1 .. 1000 ms
+  EXPECT_EQ(h.count_at_most(0.001), 0);
+  EXPECT_EQ(h.count_at_most(1e9), 1000);
+  for (double le : {5.0, 50.0, 250.0, 999.0}) {
+    const auto n = h.count_at_most(le);
+    // Every sample <= le / 1.02 is in, none above le.
+    EXPECT_GE(n, static_cast<std::int64_t>(std::floor(le / 1.02))) << le;
+    EXPECT_LE(n, static_cast<std::int64_t>(std::floor(le))) << le;
+  }
+  // Cumulative: never decreasing in le.
+  std::int64_t last = 0;
+  for (double le = 0.01; le < 2000; le *= 1.3) {
+    EXPECT_GE(h.count_at_most(le), last);
+    last = h.count_at_most(le);
+  }
 }
 
 }  // namespace

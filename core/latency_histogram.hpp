@@ -26,6 +26,9 @@ class LatencyHistogram {
   /// The latency below which p % of the samples fall (p in [0, 100]); 0 when empty.
   double percentile(double p) const;
   std::int64_t count() const { return count_; }
+  /// The samples in buckets whose upper bound is at most `ms` (a Prometheus bucket "le"): every
+  /// sample <= ms / 1.02 is counted, none above ms.
+  std::int64_t count_at_most(double ms) const;
   double sum_ms() const { return sum_ms_; }
   /// The upper bound of bucket i, in milliseconds.
   static double upper_ms(int i);

@@ -1,4 +1,4 @@
-#include "pipelines/latency_histogram.hpp"
+#include "core/latency_histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +40,12 @@ LatencyHistogram LatencyHistogram::since(const LatencyHistogram& earlier) const 
   d.count_ -= earlier.count_;
   d.sum_ms_ -= earlier.sum_ms_;
   return d;
+}
+
+std::int64_t LatencyHistogram::count_at_most(double ms) const {
+  std::int64_t n = 0;
+  for (int i = 0; i < kBuckets && upper_ms(i) <= ms; ++i) n += counts_[static_cast<std::size_t>(i)];
+  return n;
 }
 
 double LatencyHistogram::percentile(double p) const {
