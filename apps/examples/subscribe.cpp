@@ -7,6 +7,11 @@
 // Each message has two parts: the topic "<pipeline>/<stream>" and one JSON object per frame,
 // schema "redwood.frame/1" (docs/pipelines.md). Bad arguments and unreachable endpoints end with
 // a message and exit code 2; a message that is not redwood.frame/1 is skipped with a warning.
+//
+// A sink with `curve` takes only CURVE clients whose public key it lists: give the server's
+// public certificate and this client's secret one (both as `redwood keygen` writes them):
+//
+//   build-examples/subscribe tcp://server:5555 --server-key keys/server.key --client-key keys/me.key_secret
 
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
@@ -14,12 +19,15 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <string>
 
 namespace {
 
 constexpr const char* kUsage =
     "usage: %s ENDPOINT [TOPIC_PREFIX] [--count N] [--timeout SECONDS]\n"
+    "       [--server-key FILE --client-key FILE]\n"
     "\n"
     "Prints the results a Redwood pipeline publishes on ENDPOINT (e.g. tcp://127.0.0.1:5555),\n"
     "one line per frame: topic, sequence number, latency, per-stage times and what was found.\n"
@@ -27,10 +35,13 @@ constexpr const char* kUsage =
     "  TOPIC_PREFIX       only topics starting with it, e.g. ocr-video/ (default: all)\n"
     "  --count N          stop after N messages (default 0: never)\n"
     "  --timeout SECONDS  stop after this many idle seconds (default 0: never)\n"
+    "  --server-key FILE  CURVE: the sink's public certificate (NAME.key)\n"
+    "  --client-key FILE  CURVE: this client's secret certificate (NAME.key_secret, holding\n"
+    "                     both its keys); the sink must list its NAME.key in `clients`\n"
     "  -h, --help         this text\n";
 
 struct Options {
-  std::string endpoint, topic_prefix;
+  std::string endpoint, topic_prefix, server_key_file, client_key_file;
   long count = 0;
   double timeout_s = 0;
 };
@@ -65,6 +76,9 @@ Options parse(int argc, char** argv) {
       const double v = parse_number(argv[0], arg, argv[++i], arg == "--count");
       if (arg == "--count") o.count = static_cast<long>(v);
       else o.timeout_s = v;
+    } else if (arg == "--server-key" || arg == "--client-key") {
+      if (i + 1 >= argc) usage_error(argv[0], arg + " needs a value");
+      (arg == "--server-key" ? o.server_key_file : o.client_key_file) = argv[++i];
     } else if (arg.size() > 1 && arg[0] == '-') {
       usage_error(argv[0], "unknown option '" + arg + "'");
     } else if (positional == 0) {
@@ -78,7 +92,39 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.endpoint.empty()) usage_error(argv[0], "give the ENDPOINT to subscribe to");
+  if (o.server_key_file.empty() != o.client_key_file.empty()) {
+    usage_error(argv[0], "CURVE needs both --server-key and --client-key");
+  }
   return o;
+}
+
+// One key of a ZeroMQ certificate file (`name = "<40 Z85 characters>"`, as redwood keygen, czmq
+// and pyzmq write them), checked: a bad file ends the program naming it, exit code 2.
+std::string read_key(const std::string& file, const char* name) {
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "subscribe: %s: cannot read: %s\n", file.c_str(), std::strerror(errno));
+    std::exit(2);
+  }
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const auto start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line.compare(start, std::strlen(name), name) != 0) continue;
+    const auto equals = line.find('=', start);
+    if (equals == std::string::npos) continue;
+    std::string key = line.substr(equals + 1);
+    key.erase(0, key.find_first_not_of(" \t\"'"));
+    key.erase(key.find_last_not_of(" \t\r\"'") + 1);
+    unsigned char bytes[32];
+    if (key.size() != 40 || zmq_z85_decode(bytes, key.c_str()) == nullptr) {
+      std::fprintf(stderr, "subscribe: %s:%d: %s is not a CURVE key (40 Z85 characters)\n", file.c_str(), number, name);
+      std::exit(2);
+    }
+    return key;
+  }
+  std::fprintf(stderr, "subscribe: %s: no %s line; expected a ZeroMQ CURVE certificate (redwood keygen writes them)\n",
+               file.c_str(), name);
+  std::exit(2);
 }
 
 // One line per frame; fields a producer may leave out print as "-".
@@ -109,6 +155,11 @@ int main(int argc, char** argv) {
   try {
     zmq::context_t context;
     zmq::socket_t socket(context, zmq::socket_type::sub);
+    if (!o.server_key_file.empty()) {
+      socket.set(zmq::sockopt::curve_serverkey, read_key(o.server_key_file, "public-key"));
+      socket.set(zmq::sockopt::curve_publickey, read_key(o.client_key_file, "public-key"));
+      socket.set(zmq::sockopt::curve_secretkey, read_key(o.client_key_file, "secret-key"));
+    }
     socket.set(zmq::sockopt::subscribe, o.topic_prefix);
     if (o.timeout_s > 0) socket.set(zmq::sockopt::rcvtimeo, static_cast<int>(o.timeout_s * 1000));
     socket.connect(o.endpoint);

@@ -5,14 +5,48 @@
 
 Each message has two parts: the topic "<pipeline>/<stream>" and one JSON object per frame
 (docs/pipelines.md describes the fields). Needs python3-zmq (Debian: apt-get install python3-zmq).
+
+A sink with `curve` takes only CURVE clients whose public key it lists: add
+--server-key keys/server.key --client-key keys/me.key_secret (certificates as `redwood keygen`
+and zmq.auth.create_certificates write them).
 """
 import argparse
 import json
+import struct
 import sys
+from typing import NoReturn
 
 import zmq
+import zmq.auth
+from zmq.utils import z85
 
 SCHEMA = "redwood.frame/1"
+
+
+def fail(message: str) -> NoReturn:
+    print(f"subscribe.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def is_z85_key(key: bytes) -> bool:
+    try:
+        return len(z85.decode(key)) == 32
+    except (KeyError, ValueError, struct.error):  # what z85.decode raises on text that is not Z85
+        return False
+
+
+def load_key(path: str, secret: bool) -> tuple:
+    """(public, secret) Z85 keys of a ZeroMQ certificate file, checked; exits 2 naming the file."""
+    try:
+        public_key, secret_key = zmq.auth.load_certificate(path)
+    except (OSError, ValueError) as e:
+        fail(f"{path}: not a CURVE certificate: {e}")
+    if secret and secret_key is None:
+        fail(f"{path}: no secret-key line (give NAME.key_secret, not NAME.key)")
+    for name, key in (("public-key", public_key), ("secret-key", secret_key)):
+        if key is not None and not is_z85_key(key):
+            fail(f"{path}: {name} is not a CURVE key (40 Z85 characters)")
+    return public_key, secret_key
 
 
 def main() -> int:
@@ -21,9 +55,16 @@ def main() -> int:
     parser.add_argument("topic", nargs="?", default="", help="topic prefix, e.g. ocr-video/ (default: all)")
     parser.add_argument("--count", type=int, default=0, help="stop after N messages (0: never)")
     parser.add_argument("--timeout", type=float, default=0, help="stop after this many idle seconds (0: never)")
+    parser.add_argument("--server-key", help="CURVE: the sink's public certificate (NAME.key)")
+    parser.add_argument("--client-key", help="CURVE: this client's secret certificate (NAME.key_secret)")
     args = parser.parse_args()
+    if (args.server_key is None) != (args.client_key is None):
+        parser.error("CURVE needs both --server-key and --client-key")
 
     socket = zmq.Context.instance().socket(zmq.SUB)
+    if args.server_key is not None:
+        socket.curve_serverkey = load_key(args.server_key, secret=False)[0]
+        socket.curve_publickey, socket.curve_secretkey = load_key(args.client_key, secret=True)
     socket.setsockopt_string(zmq.SUBSCRIBE, args.topic)
     if args.timeout > 0:
         socket.setsockopt(zmq.RCVTIMEO, int(args.timeout * 1000))
