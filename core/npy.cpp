@@ -3,10 +3,13 @@
 #include "core/error.hpp"
 
 #include <charconv>
+#include <cctype>
 #include <cstring>
 #include <fstream>
-#include <regex>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 namespace redwood {
 
@@ -36,18 +39,39 @@ DType dtype_from_descr(const std::string& d, const std::string& file) {
   throw InvalidArgument(fmt::format("{}: .npy dtype '{}' is not supported (float32, float16, int64, "
                                     "int32, uint8, bool)", file, d));
 }
-}  // namespace
 
-Tensor read_npy(const std::filesystem::path& file) {
-  const std::string name = file.string();
-  std::ifstream in(file, std::ios::binary);
-  RW_EXPECTS(in.good(), IoError, "{}: cannot open", name);
+// The text after "'key'" and its colon (spaces around it skipped) in a .npy header dict, or
+// nullopt when the key is not there. A hand scan, not std::regex: libstdc++'s regex matcher
+// recurses once per character and overflows the stack on a long header (one of 100 kB crashed).
+std::optional<std::string_view> header_value(std::string_view header, std::string_view key) {
+  const std::string quoted = "'" + std::string(key) + "'";
+  for (std::size_t at = header.find(quoted); at != std::string_view::npos; at = header.find(quoted, at + 1)) {
+    std::size_t i = at + quoted.size();
+    while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
+    if (i >= header.size() || header[i] != ':') continue;
+    ++i;
+    while (i < header.size() && std::isspace(static_cast<unsigned char>(header[i]))) ++i;
+    return header.substr(i);
+  }
+  return std::nullopt;
+}
+
+// The text between `open` and the first `close` at the start of `value` ("'<f4'", "(2, 3)").
+std::optional<std::string_view> delimited(std::optional<std::string_view> value, char open, char close) {
+  if (!value || value->empty() || value->front() != open) return std::nullopt;
+  const std::size_t end = value->find(close, 1);
+  if (end == std::string_view::npos) return std::nullopt;
+  return value->substr(1, end - 1);
+}
+
+Tensor read_npy_stream(std::istream& in, const std::string& name) {
   char magic[6];
   in.read(magic, 6);
   RW_EXPECTS(in.good() && std::memcmp(magic, kMagic, 6) == 0, InvalidArgument,
              "{}: not a .npy file (bad magic)", name);
   unsigned char version[2];
   in.read(reinterpret_cast<char*>(version), 2);
+  RW_EXPECTS(in.good(), InvalidArgument, "{}: truncated .npy header", name);
   std::uint32_t header_len = 0;
   if (version[0] == 1) {
     unsigned char b[2];
@@ -65,18 +89,19 @@ Tensor read_npy(const std::filesystem::path& file) {
   in.read(header.data(), header_len);
   RW_EXPECTS(in.good(), InvalidArgument, "{}: truncated .npy header", name);
 
-  std::smatch m;
-  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('descr'\s*:\s*'([^']+)')")), InvalidArgument,
-             "{}: .npy header has no descr", name);
-  const DType dtype = dtype_from_descr(m[1], name);
-  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('fortran_order'\s*:\s*(True|False))")),
-             InvalidArgument, "{}: .npy header has no fortran_order", name);
-  RW_EXPECTS(m[1] == "False", Unsupported, "{}: Fortran-ordered .npy files are not supported", name);
-  RW_EXPECTS(std::regex_search(header, m, std::regex(R"('shape'\s*:\s*\(([^)]*)\))")), InvalidArgument,
-             "{}: .npy header has no shape", name);
+  const auto descr = delimited(header_value(header, "descr"), '\'', '\'');
+  RW_EXPECTS(descr && !descr->empty(), InvalidArgument, "{}: .npy header has no descr", name);
+  const DType dtype = dtype_from_descr(std::string(*descr), name);
+  const auto fortran = header_value(header, "fortran_order");
+  const bool is_false = fortran && fortran->substr(0, 5) == "False";
+  RW_EXPECTS(is_false || (fortran && fortran->substr(0, 4) == "True"), InvalidArgument,
+             "{}: .npy header has no fortran_order", name);
+  RW_EXPECTS(is_false, Unsupported, "{}: Fortran-ordered .npy files are not supported", name);
+  const auto shape_text = delimited(header_value(header, "shape"), '(', ')');
+  RW_EXPECTS(shape_text.has_value(), InvalidArgument, "{}: .npy header has no shape", name);
   // The shape: comma-separated non-negative integers ("(2, 3)", "(4,)", "()").
   Shape shape;
-  const std::string dims = m[1];
+  const std::string dims(*shape_text);
   std::size_t at = 0;
   while (at < dims.size()) {
     std::size_t end = dims.find(',', at);
@@ -105,6 +130,7 @@ Tensor read_npy(const std::filesystem::path& file) {
   in.seekg(0, std::ios::end);
   const auto file_end = in.tellg();
   in.seekg(data_at);
+  RW_EXPECTS(data_at >= 0 && file_end >= data_at, IoError, "{}: cannot tell the .npy file's size", name);
   const auto holds = static_cast<std::size_t>(file_end - data_at);
   RW_EXPECTS(holds >= need, InvalidArgument, "{}: truncated .npy data ({} of {} bytes for {}[{}])", name, holds, need,
              dtype_name(dtype), dims);
@@ -114,6 +140,19 @@ Tensor read_npy(const std::filesystem::path& file) {
              "{}: truncated .npy data ({} of {} bytes for {})", name, in.gcount(), t.nbytes(),
              t.description());
   return t;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  RW_EXPECTS(in.good(), IoError, "{}: cannot open", file.string());
+  return read_npy_stream(in, file.string());
+}
+
+Tensor read_npy_bytes(const std::string& bytes, const std::string& source) {
+  std::istringstream in(bytes, std::ios::binary);
+  return read_npy_stream(in, source);
 }
 
 void write_npy(const std::filesystem::path& file, const Tensor& tensor) {

@@ -43,6 +43,34 @@ TEST(Npy, ReadsNumpyWrittenHeader) {
   EXPECT_EQ(t.to_float_vector(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
 }
 
+// A header a .npy file may have (up to 1 MiB) that is long: the header was matched with
+// std::regex, whose libstdc++ matcher recurses once per character, and a 100 kB descr overflowed
+// the stack (found by tests/fuzz/npy_fuzz.cpp). Now a clear error, and a long padded header reads.
+TEST(Npy, LongHeadersNeitherCrashNorMisread) {
+  const auto npy = [](const std::string& dict) {
+    std::string header = dict + '\n';
+    const std::uint32_t n = static_cast<std::uint32_t>(header.size());
+    return std::string("\x93NUMPY\x02\x00", 8) + std::string(reinterpret_cast<const char*>(&n), 4) + header;
+  };
+  const std::string long_descr = npy("{'descr': '" + std::string(200000, 'f') + "', 'fortran_order': False, 'shape': (1,), }");
+  try {
+    read_npy_bytes(long_descr, "long.npy");
+    FAIL() << "no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("long.npy: .npy dtype 'fff"), std::string::npos) << e.what();
+  }
+  const std::string padded =
+      npy("{'descr': '<i4', 'fortran_order': False, 'shape': (" + std::string(300000, ' ') + "2, ), }") +
+      std::string("\x07\x00\x00\x00\xf9\xff\xff\xff", 8);
+  const Tensor t = read_npy_bytes(padded, "padded.npy");
+  EXPECT_EQ(t.shape(), (Shape{2}));
+  EXPECT_EQ(t.to_float_vector(), (std::vector<float>{7, -7}));
+  EXPECT_THROW(read_npy_bytes(npy("{'descr': '<f4', 'shape': (1,), }"), "x.npy"), InvalidArgument);  // no fortran_order
+  EXPECT_THROW(read_npy_bytes(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, }"), "x.npy"),
+               InvalidArgument);  // no closing parenthesis
+  EXPECT_THROW(read_npy_bytes(std::string("\x93NUMPY", 6), "x.npy"), InvalidArgument);  // no version
+}
+
 TEST(Npy, RejectsBadFiles) {
   const auto dir = testing::temp_dir("npy-bad");
   EXPECT_THROW(read_npy(dir / "missing.npy"), IoError);
