@@ -36,9 +36,10 @@ void copy_field(const Field& field, Dst* dst, std::int64_t count) {
 
 // External data: a file in the model's folder (after resolving links: a location that is
 // absolute, climbs out with "..", or links out is refused), a regular file (a FIFO or device
-// would block the load or never end), with the offset and length inside it.
-void read_external_data(const onnx::TensorProto& proto, const std::string& where, const std::filesystem::path& model_dir,
-                        Tensor& t) {
+// would block the load or never end), with the offset and length inside it. Everything is
+// checked before the tensor is allocated.
+Tensor read_external_data(const onnx::TensorProto& proto, const std::string& where, const std::filesystem::path& model_dir,
+                          DType dtype, const Shape& shape, std::size_t nbytes) {
   namespace fs = std::filesystem;
   std::string location;
   std::uint64_t offset = 0;
@@ -66,7 +67,6 @@ void read_external_data(const onnx::TensorProto& proto, const std::string& where
              folder.string());
   RW_EXPECTS(fs::is_regular_file(path, ec), IoError, "{}: external data file {} of tensor '{}' is not a regular file",
              where, path.string(), proto.name());
-  const std::size_t nbytes = t.nbytes();
   RW_EXPECTS(length < 0 || static_cast<std::size_t>(length) == nbytes, InvalidArgument,
              "{}: tensor '{}' external length {} differs from its size {}", where, proto.name(), length, nbytes);
   const std::uintmax_t size = fs::file_size(path, ec);
@@ -76,10 +76,27 @@ void read_external_data(const onnx::TensorProto& proto, const std::string& where
   std::ifstream in(path, std::ios::binary);
   RW_EXPECTS(in.good(), IoError, "{}: external data file {} of tensor '{}' cannot be opened", where, path.string(),
              proto.name());
+  Tensor t = Tensor::empty(dtype, shape);
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(nbytes));
   RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == nbytes, InvalidArgument,
              "{}: external data of tensor '{}' in {} is truncated", where, proto.name(), path.string());
+  return t;
+}
+
+// The values of a tensor's typed field (float_data, int64_data or int32_data, by element type).
+int typed_field_size(const onnx::TensorProto& proto, DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return proto.float_data_size();
+    case DType::kI64: return proto.int64_data_size();
+    case DType::kI32:
+    case DType::kU8:
+    case DType::kBool:
+    case DType::kF16:
+    case DType::kBF16: return proto.int32_data_size();  // 16-bit floats as their bit patterns
+    case DType::kUndefined: break;
+  }
+  return 0;
 }
 
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& where,
@@ -92,56 +109,42 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& wher
     RW_EXPECTS(d >= 0, InvalidArgument, "{}: tensor '{}' has a negative dimension", where, proto.name());
   }
   // The element count is checked before the data is: dims whose product wraps around could
-  // otherwise match a few bytes of data and size a buffer that the dims then overrun.
+  // otherwise match a few bytes of data and size a buffer that the dims then overrun. The data is
+  // checked against it before anything is allocated: dims far larger than the data a model
+  // holds are an error naming the tensor, not an allocation of their size.
+  std::int64_t n = 0;
   try {
-    (void)shape_numel(shape);
+    n = shape_numel(shape);
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(fmt::format("{}: tensor '{}': {}", where, proto.name(), e.what()));
   }
-  Tensor t = Tensor::empty(dtype, shape);
-  const std::int64_t n = t.numel();
-  const auto nbytes = t.nbytes();
+  const std::size_t nbytes = static_cast<std::size_t>(n) * dtype_size(dtype);
+  const auto description = [&] { return std::string(dtype_name(dtype)) + shape_str(shape); };
 
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    read_external_data(proto, where, model_dir, t);
-    return t;
+    return read_external_data(proto, where, model_dir, dtype, shape, nbytes);
   }
   if (proto.has_raw_data()) {
     RW_EXPECTS(proto.raw_data().size() == nbytes, InvalidArgument,
                "{}: tensor '{}' holds {} bytes of raw data but {} needs {}", where, proto.name(),
-               proto.raw_data().size(), t.description(), nbytes);
+               proto.raw_data().size(), description(), nbytes);
+    Tensor t = Tensor::empty(dtype, shape);
     std::memcpy(t.raw_data(), proto.raw_data().data(), nbytes);
     return t;
   }
-  auto expect_count = [&](int have) {
-    RW_EXPECTS(have == n, InvalidArgument, "{}: tensor '{}' holds {} values but {} needs {}", where,
-               proto.name(), have, t.description(), n);
-  };
+  const int have = typed_field_size(proto, dtype);
+  RW_EXPECTS(have == n, InvalidArgument, "{}: tensor '{}' holds {} values but {} needs {}", where, proto.name(), have,
+             description(), n);
+  Tensor t = Tensor::empty(dtype, shape);
   switch (dtype) {
-    case DType::kF32:
-      expect_count(proto.float_data_size());
-      copy_field(proto.float_data(), t.data<float>(), n);
-      break;
-    case DType::kI64:
-      expect_count(proto.int64_data_size());
-      copy_field(proto.int64_data(), t.data<std::int64_t>(), n);
-      break;
-    case DType::kI32:
-      expect_count(proto.int32_data_size());
-      copy_field(proto.int32_data(), t.data<std::int32_t>(), n);
-      break;
+    case DType::kF32: copy_field(proto.float_data(), t.data<float>(), n); break;
+    case DType::kI64: copy_field(proto.int64_data(), t.data<std::int64_t>(), n); break;
+    case DType::kI32: copy_field(proto.int32_data(), t.data<std::int32_t>(), n); break;
     case DType::kU8:
-    case DType::kBool:
-      expect_count(proto.int32_data_size());
-      copy_field(proto.int32_data(), static_cast<std::uint8_t*>(t.raw_data()), n);
-      break;
+    case DType::kBool: copy_field(proto.int32_data(), static_cast<std::uint8_t*>(t.raw_data()), n); break;
     case DType::kF16:
-    case DType::kBF16:  // 16-bit floats are kept as their bit patterns in int32_data
-      expect_count(proto.int32_data_size());
-      copy_field(proto.int32_data(), static_cast<std::uint16_t*>(t.raw_data()), n);
-      break;
-    case DType::kUndefined:
-      break;
+    case DType::kBF16: copy_field(proto.int32_data(), static_cast<std::uint16_t*>(t.raw_data()), n); break;
+    case DType::kUndefined: break;
   }
   return t;
 }

@@ -162,15 +162,21 @@ TEST(OnnxImport, UnsupportedElementTypeIsNamed) {
   }
 }
 
-// An initializer whose dims' product wraps around 64 bits ([2^62+1, 4] is 4 elements modulo 2^64)
-// with 16 bytes of data: the load refuses it naming the tensor, where the wrapped count once
-// matched the data and constant folding through Gather read far past it.
-TEST(OnnxImport, InitializerDimsWhoseProductOverflowsAreRefused) {
+// y = Gather(table, i): a float32[2, 2] initializer "table" that the tests below reshape.
+OnnxBuilder gather_model() {
   OnnxBuilder b(13);
   b.input("i", onnx::TensorProto::INT64, {1});
   b.initializer("table", Tensor::zeros(DType::kF32, {2, 2}));
   b.node("Gather", {"table", "i"}, {"y"}, "gather");
   b.output("y", kFloat, {1, 2});
+  return b;
+}
+
+// An initializer whose dims' product wraps around 64 bits ([2^62+1, 4] is 4 elements modulo 2^64)
+// with 16 bytes of data: the load refuses it naming the tensor, where the wrapped count once
+// matched the data and constant folding through Gather read far past it.
+TEST(OnnxImport, InitializerDimsWhoseProductOverflowsAreRefused) {
+  OnnxBuilder b = gather_model();
   onnx::TensorProto& table = *b.model().mutable_graph()->mutable_initializer(0);
   table.clear_dims();
   table.add_dims((std::int64_t{1} << 62) + 1);
@@ -184,6 +190,34 @@ TEST(OnnxImport, InitializerDimsWhoseProductOverflowsAreRefused) {
     EXPECT_NE(std::string(e.what()).find("tensor 'table': shape [4611686018427387905, 4] has more than 2^56 elements"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// An initializer whose dims ask for far more than the data it holds ([2^20, 2^20] floats, 4 TiB,
+// with 16 bytes): refused for its data before anything is allocated (it was allocated first, and
+// refused only when the allocation failed, if it failed).
+TEST(OnnxImport, InitializerDataIsCheckedBeforeItsSizeIsAllocated) {
+  for (const bool raw : {true, false}) {
+    OnnxBuilder b = gather_model();
+    onnx::TensorProto& table = *b.model().mutable_graph()->mutable_initializer(0);
+    table.clear_dims();
+    table.add_dims(std::int64_t{1} << 20);
+    table.add_dims(std::int64_t{1} << 20);
+    table.clear_raw_data();
+    table.clear_float_data();
+    if (raw) {
+      table.set_raw_data(std::string(16, '\0'));
+    } else {
+      for (int k = 0; k < 4; ++k) table.add_float_data(0.f);
+    }
+    try {
+      load_onnx_bytes(b.bytes(), "huge.onnx");
+      FAIL() << "no exception";
+    } catch (const InvalidArgument& e) {
+      const std::string want = raw ? "tensor 'table' holds 16 bytes of raw data but float[1048576, 1048576] needs"
+                                   : "tensor 'table' holds 4 values but float[1048576, 1048576] needs";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
   }
 }
 
