@@ -94,24 +94,30 @@ class PadKernel final : public Kernel {
     }
 
     Shape out_shape(static_cast<std::size_t>(rank));
-    std::vector<std::vector<std::int64_t>> maps(static_cast<std::size_t>(rank));
     for (std::size_t d = 0; d < out_shape.size(); ++d) {
       const std::int64_t n = x.shape()[d];
-      out_shape[d] = n + begin[d] + end[d];
-      RW_EXPECTS(out_shape[d] >= 0, InvalidArgument, "{}: pads [{}] crop axis {} of {} below zero",
-                 node.where(), fmt::join(pads, ", "), d, x.description());
+      // Pads come from the model (constant folding runs this at load): a sum that wraps is an error.
+      RW_EXPECTS(!__builtin_add_overflow(n, begin[d], &out_shape[d]) &&
+                     !__builtin_add_overflow(out_shape[d], end[d], &out_shape[d]) && out_shape[d] >= 0,
+                 InvalidArgument, "{}: pads [{}] make axis {} of {} below zero or past 2^63", node.where(),
+                 fmt::join(pads, ", "), d, x.description());
       if (out_shape[d] > 0 && n == 0) {
         RW_EXPECTS(mode_ == PadMode::kConstant, InvalidArgument,
                    "{}: cannot pad the empty axis {} of {} in mode {}", node.where(), d,
                    x.description(), mode_ == PadMode::kReflect ? "reflect" : "edge");
       }
-      maps[d].resize(static_cast<std::size_t>(out_shape[d]));
-      for (std::int64_t o = 0; o < out_shape[d]; ++o) maps[d][o] = source_index(o - begin[d], n);
     }
 
+    // The output first: its size is checked (and its allocation fails as an error naming the node)
+    // before the index maps, whose lengths are the output's extents, are made.
     Tensor y = ctx.allocate_output(0, x.dtype(), out_shape);
     const std::int64_t total = y.numel();
     if (total > 0) {
+      std::vector<std::vector<std::int64_t>> maps(static_cast<std::size_t>(rank));
+      for (std::size_t d = 0; d < out_shape.size(); ++d) {
+        maps[d].resize(static_cast<std::size_t>(out_shape[d]));
+        for (std::int64_t o = 0; o < out_shape[d]; ++o) maps[d][o] = source_index(o - begin[d], x.shape()[d]);
+      }
       const Strides in_strides = x.strides();
       const std::int64_t inner = rank == 0 ? 1 : out_shape.back();
       const std::int64_t rows = total / inner;

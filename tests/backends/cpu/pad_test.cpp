@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <numeric>
 
 namespace redwood {
@@ -59,6 +60,18 @@ TEST(Pad, Edge) {
 TEST(Pad, NegativePadsCrop) {
   expect_close(pad(kX, {0, -1, 0, 1}, "constant"), f32({2, 3}, {2, 3, 0, 5, 6, 0}));
   EXPECT_THROW(pad(kX, {0, -2, 0, -2}, "constant"), InvalidArgument);
+}
+
+// Pads from a crafted model (constant folding runs Pad at load): extents past 2^56 elements or
+// past 2^63 are errors naming the node, and a huge extent of an empty output allocates nothing.
+// Each once threw std::length_error or std::bad_alloc sizing an index map per output extent
+// (found by tests/fuzz/onnx_import_fuzz.cpp).
+TEST(Pad, HugePadsAreErrorsOrEmpty) {
+  EXPECT_THROW(pad(kX, {0, 0, 0, std::int64_t{1} << 60}, "constant"), InvalidArgument);
+  EXPECT_THROW(pad(kX, {0, 0, 0, std::numeric_limits<std::int64_t>::max()}, "constant"), InvalidArgument);
+  EXPECT_THROW(pad(kX, {std::numeric_limits<std::int64_t>::min(), 0, 0, 0}, "constant"), InvalidArgument);
+  const Tensor empty = pad(Tensor::zeros(DType::kF32, {0, 3}), {0, std::int64_t{1} << 60, 0, 0}, "constant");
+  EXPECT_EQ(empty.shape(), (Shape{0, (std::int64_t{1} << 60) + 3}));
 }
 
 TEST(Pad, Int32AndUint8) {
