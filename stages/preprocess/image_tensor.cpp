@@ -12,9 +12,25 @@
 
 namespace redwood {
 
+cv::Mat decode_image(const cv::Mat& bytes, const std::string& source) {
+  try {
+    return cv::imdecode(bytes, cv::IMREAD_COLOR);
+  } catch (const cv::Exception& e) {
+    throw IoError(fmt::format("{}: OpenCV refuses the picture: {}", source, e.err));
+  }
+}
+
+cv::Mat read_image(const std::filesystem::path& file) {
+  try {
+    return cv::imread(file.string(), cv::IMREAD_COLOR);
+  } catch (const cv::Exception& e) {
+    throw IoError(fmt::format("{}: OpenCV refuses the picture: {}", file.string(), e.err));
+  }
+}
+
 cv::Mat read_image_or_first_frame(const std::filesystem::path& file) {
   RW_EXPECTS(std::filesystem::is_regular_file(file), IoError, "{}: no such file", file.string());
-  cv::Mat image = cv::imread(file.string(), cv::IMREAD_COLOR);
+  cv::Mat image = read_image(file);
   if (!image.empty()) return image;
   cv::VideoCapture capture(file.string());
   RW_EXPECTS(capture.isOpened(), IoError, "{}: neither an image nor a video OpenCV can open",
@@ -58,8 +74,22 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   RW_EXPECTS(!input.dims[0].known() || input.dims[0].value == 1, InvalidArgument,
              "input '{}' is {}: batch {} from one picture", input.name, input.description(),
              input.dims[0].value);
-  const int height = h_dim.known() ? static_cast<int>(h_dim.value) : options.height > 0 ? options.height : bgr.rows;
-  const int width = w_dim.known() ? static_cast<int>(w_dim.value) : options.width > 0 ? options.width : bgr.cols;
+  // Fixed extents come from the model file: each is checked before OpenCV sizes a picture with it
+  // (a zero made cv::resize throw its own exception, and 2^32 + 5 was cut to 5 by the int).
+  const auto extent = [&](const Dim& dim, int fallback, const char* what) -> std::int64_t {
+    if (!dim.known()) return fallback;
+    RW_EXPECTS(dim.value >= 1 && dim.value <= kMaxPicturePixels, InvalidArgument,
+               "input '{}' is {}: a picture's {} must be from 1 to {}, not {}", input.name, input.description(), what,
+               kMaxPicturePixels, dim.value);
+    return dim.value;
+  };
+  const std::int64_t tall = extent(h_dim, options.height > 0 ? options.height : bgr.rows, "height");
+  const std::int64_t wide = extent(w_dim, options.width > 0 ? options.width : bgr.cols, "width");
+  RW_EXPECTS(tall * wide <= kMaxPicturePixels, InvalidArgument,
+             "input '{}' is {}: a {}x{} picture has more than {} pixels, the most OpenCV decodes", input.name,
+             input.description(), wide, tall, kMaxPicturePixels);
+  const int height = static_cast<int>(tall);
+  const int width = static_cast<int>(wide);
 
   cv::Mat resized = frame_mat(memory);
   ImageTransform tf;

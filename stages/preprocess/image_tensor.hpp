@@ -11,7 +11,9 @@
 #include <opencv2/core.hpp>
 
 #include <array>
+#include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace redwood {
 
@@ -32,12 +34,25 @@ struct ImageTensorOptions {
   float pad_value = 0.f;  // letterbox padding, in 0..255 pixel units (before scale/mean/std)
 };
 
+/// The most pixels a picture made for a model input may have: OpenCV's own limit on a decoded
+/// image (OPENCV_IO_MAX_IMAGE_PIXELS' default, 2^30).
+inline constexpr std::int64_t kMaxPicturePixels = std::int64_t{1} << 30;
+
+/// Decodes a still picture's file bytes (PNG, JPEG, BMP, ...) as 8-bit BGR, as cv::imread reads
+/// a file: empty when OpenCV does not recognise them. A picture OpenCV recognises but refuses (a
+/// header past its size limits, OPENCV_IO_MAX_IMAGE_PIXELS and the like) is an IoError naming
+/// `source`, where OpenCV throws its own exception.
+cv::Mat decode_image(const cv::Mat& bytes, const std::string& source);
+/// The same for a file (cv::imread): empty when it is not a picture OpenCV reads.
+cv::Mat read_image(const std::filesystem::path& file);
+
 /// Reads a still image (PNG, JPEG, ...) or the first frame of a video file as 8-bit BGR.
 /// Throws IoError naming the file when it is missing, unreadable, or a video with no frame.
 cv::Mat read_image_or_first_frame(const std::filesystem::path& file);
 
 /// Makes a float tensor of the shape `input` declares from a BGR image. The input must be
-/// rank 4 with 3 channels (or 1: the picture is then converted to grey).
+/// rank 4 with 3 channels (or 1: the picture is then converted to grey), its fixed height and
+/// width from 1 to kMaxPicturePixels, and at most kMaxPicturePixels in all.
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
 /// The same, also saying how picture coordinates map into the tensor (for boxes found in it);
 /// with `memory`, the tensor and the intermediate pictures come from that pool.

@@ -5,9 +5,8 @@
 //     path: ../data/pictures
 //     loop: false
 
+#include "stages/preprocess/image_tensor.hpp"
 #include "stages/source/source.hpp"
-
-#include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
 
@@ -42,8 +41,9 @@ class ImageFolderSource final : public Source {
         next_ = 0;
       }
       pts_ms = static_cast<double>(count_);
-      // Copied into `image` so that the picture lands in the buffer (and pool) the caller gave.
-      cv::imread(files_[next_++].string(), cv::IMREAD_COLOR).copyTo(image);
+      // Copied into `image` so that the picture lands in the buffer (and pool) the caller gave. A
+      // file that is no picture is skipped; one OpenCV refuses (a forged header) is an IoError.
+      read_image(files_[next_++]).copyTo(image);
       if (!image.empty()) {
         ++count_;
         return ReadStatus::kFrame;

@@ -4,9 +4,12 @@
 
 #include "stages/postprocess/text_crops.hpp"
 #include "stages/preprocess/image_tensor.hpp"
+#include "support/onnx_builder.hpp"
 
 #include <gtest/gtest.h>
 #include <opencv2/imgproc.hpp>
+
+#include <fstream>
 
 namespace redwood {
 namespace {
@@ -69,6 +72,63 @@ TEST(ImageTensor, NhwcBgrKeepsThePixelsInterleaved) {
 
 // A window of a larger picture (rows not continuous), then a larger picture on the same thread
 // (the per-thread planes grow), then one grey channel: each value from its own pixel.
+// Extents a model declares that no picture can have are refused naming the input (found by
+// tests/fuzz/image_tensor_fuzz.cpp): a zero made cv::resize throw cv::Exception, 2^32 + 5 was cut
+// to 5 rows by the int it went through, and 2^31 became negative.
+TEST(ImageTensor, ExtentsNoPictureCanHaveAreRefused) {
+  const ImageTensorOptions o;
+  for (const std::int64_t bad : {std::int64_t{0}, (std::int64_t{1} << 32) + 5, std::int64_t{1} << 31,
+                                 kMaxPicturePixels + 1}) {
+    for (const bool height : {true, false}) {
+      const Shape dims = height ? Shape{1, 3, bad, 4} : Shape{1, 3, 4, bad};
+      try {
+        image_to_tensor(picture(), input(dims), o);
+        FAIL() << "no exception for " << shape_str(dims);
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find(fmt::format("input 'x' is float{}: a picture's {} must be from 1 to "
+                                                         "1073741824, not {}",
+                                                         shape_str(dims), height ? "height" : "width", bad)),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+  // Each extent fits, the two together do not.
+  try {
+    image_to_tensor(picture(), input({1, 3, 1 << 16, 1 << 15}), o);
+    FAIL() << "no exception";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("a 32768x65536 picture has more than 1073741824 pixels"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A BMP header claiming 4 x 17039360 pixels: OpenCV recognises the format, then refuses the
+// size with a cv::Exception, which escaped `redwood infer` and the images source (found by
+// tests/fuzz/image_tensor_fuzz.cpp). Now an IoError naming the file; a file that is no picture
+// still reads as empty.
+TEST(ImageTensor, PicturesOpenCvRefusesAreIoErrorsNamingTheFile) {
+  std::string bmp = std::string("BM", 2) + std::string(12, '\0');
+  bmp[10] = 54;                                                     // pixel data offset
+  const std::int32_t info[] = {40, 4, 0x01040000, 0x00180001, 0};   // size, width, height, planes+bpp, BI_RGB
+  bmp.append(reinterpret_cast<const char*>(info), sizeof info);
+  bmp.append(60, '\0');
+  const cv::Mat bytes(1, static_cast<int>(bmp.size()), CV_8UC1, bmp.data());
+  try {
+    decode_image(bytes, "forged.bmp");
+    FAIL() << "no exception";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("forged.bmp: OpenCV refuses the picture"), std::string::npos) << e.what();
+  }
+  const auto file = testing::temp_dir("forged-bmp") / "forged.bmp";
+  std::ofstream(file, std::ios::binary) << bmp;
+  EXPECT_THROW(read_image(file), IoError);
+  EXPECT_THROW(read_image_or_first_frame(file), IoError);
+  const std::string text = "not a picture";
+  EXPECT_TRUE(decode_image(cv::Mat(1, static_cast<int>(text.size()), CV_8UC1, const_cast<char*>(text.data())), "t.txt")
+                  .empty());
+}
+
 TEST(ImageTensor, WriteNormalizedReadsWindowsAndPicturesOfAnySize) {
   const float mean[3] = {0.5f, 0.25f, 0.125f}, std[3] = {0.5f, 2.f, 4.f};
   cv::Mat big(40, 64, CV_8UC3);
