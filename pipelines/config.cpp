@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -13,11 +14,17 @@ namespace redwood {
 namespace {
 
 // yaml-cpp keeps both entries of a key given twice in one map and reads the first: a second
-// `threads:` would be silently ignored. Refused at its line instead.
+// `threads:` would be silently ignored. Refused at its line instead, as is a key that is a list or
+// a map (`[a, b]: 1`), which every reader of the file would otherwise meet as yaml-cpp's own
+// conversion error.
 void refuse_duplicate_keys(const YAML::Node& node, const std::filesystem::path& file) {
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
+      if (!kv.first.IsScalar() && !kv.first.IsNull()) {
+        throw ConfigError(fmt::format("{}:{}:{}: a key is a name, not a list or a map", file.string(),
+                                      kv.first.Mark().line + 1, kv.first.Mark().column + 1));
+      }
       if (kv.first.IsScalar() && !seen.insert(kv.first.Scalar()).second) {
         throw ConfigError(fmt::format("{}:{}:{}: key '{}' is given twice in this map", file.string(),
                                       kv.first.Mark().line + 1, kv.first.Mark().column + 1, kv.first.Scalar()));
@@ -71,6 +78,7 @@ void apply_override(PipelineFile& pf, const std::string& assignment) {
   } catch (const YAML::Exception& e) {
     throw ConfigError(fmt::format("{}: the value is not valid YAML: {}", where, e.msg));
   }
+  refuse_duplicate_keys(value, where);
   YAML::Node node = pf.root;
   std::string walked;
   for (std::size_t i = 0; i < parts.size(); ++i) {
@@ -82,13 +90,18 @@ void apply_override(PipelineFile& pf, const std::string& assignment) {
       bool matched = false;
       for (std::size_t k = 0; k < node.size() && !matched; ++k) {
         YAML::Node element = node[k];
-        if (element.IsMap() && element["name"] && element["name"].as<std::string>() == part) {
+        // A name that is a list or a map matches nothing (as<std::string> would throw yaml-cpp's own error).
+        if (element.IsMap() && element["name"] && element["name"].IsScalar() && element["name"].Scalar() == part) {
           found.reset(element);
           matched = true;
         }
       }
-      if (!matched && std::all_of(part.begin(), part.end(), ::isdigit) && std::stoul(part) < node.size()) {
-        found.reset(node[std::stoul(part)]);
+      // An index: digits only, below the list's size (from_chars: 99999999999999999999 is no index,
+      // where std::stoul threw std::out_of_range).
+      std::size_t index = 0;
+      const auto [rest, ec] = std::from_chars(part.data(), part.data() + part.size(), index);
+      if (!matched && ec == std::errc() && rest == part.data() + part.size() && index < node.size()) {
+        found.reset(node[index]);
         matched = true;
       }
       if (!matched) throw ConfigError(fmt::format("{}: no element named '{}' in '{}'", where, part, walked));

@@ -209,5 +209,34 @@ TEST(PipelineConfig, SetErrorsNameTheOverride) {
   EXPECT_THROW(pipeline_text(kSynthetic, {"no-equals-sign"}), ConfigError);
 }
 
+// A list part of a --set path that is a huge index, or a list whose elements have a list as their
+// name: a ConfigError naming the override, where std::out_of_range (std::stoul) and yaml-cpp's
+// TypedBadConversion escaped (found by tests/fuzz/pipeline_config_fuzz.cpp).
+TEST(PipelineConfig, SetPathsThatMatchNoElementAreConfigErrors) {
+  try {
+    pipeline_text(kSynthetic, {"sources.99999999999999999999999.width=3"});
+    FAIL() << "no exception";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("--set sources.99999999999999999999999.width=3: no element named "
+                                         "'99999999999999999999999'"),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string listed_name = std::string(kSynthetic) + "  - name: [b, c]\n    type: synthetic\n";
+  EXPECT_THROW(pipeline_text(listed_name, {"sources.b.width=3"}), ConfigError);
+  Pipeline p(pipeline_text(kSynthetic, {"sources.0.frames=2"}));  // an index still selects
+  EXPECT_EQ(p.run().streams.at(0).delivered, 2);
+}
+
+// A key that is a list or a map, in the file or in a --set value: refused at its place, where
+// Params met it as yaml-cpp's TypedBadConversion (found by tests/fuzz/pipeline_config_fuzz.cpp).
+TEST(PipelineConfig, KeysThatAreListsOrMapsAreRefusedAtTheirPlace) {
+  std::string e = load_error(std::string(kSynthetic) + "    [x, y]: 1\n");
+  EXPECT_NE(e.find(where(9, 5) + " a key is a name, not a list or a map"), std::string::npos) << e;
+  e = load_error(std::string(kSynthetic) + "service: {{a: b}: 1}\n");
+  EXPECT_NE(e.find(where(9, 11) + " a key is a name, not a list or a map"), std::string::npos) << e;
+  EXPECT_THROW(pipeline_text(kSynthetic, {"service={[a]: 1}"}), ConfigError);
+}
+
 }  // namespace
 }  // namespace redwood
