@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Fuzzes Redwood's parsers of untrusted input with libFuzzer (docs/fuzzing.md): builds the
+# targets of tests/fuzz with clang in build-fuzz (-DREDWOOD_FUZZ=ON: ASan, UBSan and coverage on
+# every library, CUDA off), runs each on a copy of its seed corpus for RUNS inputs, and writes
+# docs/results/YYYY-MM-DD-<host>-fuzz.md (machine, commit, and per target: executions, crashes,
+# time, exec/s, new corpus entries). Crash artifacts and the grown corpora stay in
+# build-fuzz/fuzz/; the seeds in tests/fuzz/corpus are never written.
+#
+#   bash scripts/fuzz.sh                           # every target, a million inputs each
+#   RUNS=20000 TARGETS="npy onnx_import" bash scripts/fuzz.sh
+#   JOBS=2 bash scripts/fuzz.sh                    # two targets at once (one core each)
+#
+# Needs clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) besides the
+# packages of scripts/setup.sh. Exits 1 when a target crashed (its artifact is named below).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cores=$(nproc)  # before OMP_NUM_THREADS is set below, which nproc reports instead
+build=${BUILD_DIR:-build-fuzz}
+runs=${RUNS:-1000000}
+jobs=${JOBS:-1}
+tag=${HOST_TAG:-vm}
+targets=(${TARGETS:-npy onnx_import image_tensor pipeline_config})
+# Inputs stay small: the seeds are under 1 kB except text_rec.onnx (14 kB), and a larger input
+# only makes each run slower, not the parsers' paths different.
+declare -A max_len=([npy]=4096 [onnx_import]=16384 [image_tensor]=4096 [pipeline_config]=4096)
+
+CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S . -B "$build" -G Ninja -DREDWOOD_FUZZ=ON -DREDWOOD_WITH_CUDA=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "${BUILD_JOBS:-2}" --target "${targets[@]/#/redwood_fuzz_}"
+
+# allocator_may_return_null + max_allocation_size_mb: an allocation over 2 GiB fails as it would
+# on a small machine (std::bad_alloc, which Redwood must turn into its own error) instead of
+# being reported by libFuzzer's malloc limit. OpenCV refuses forged picture headers past 16
+# Mpixel (its default is 2^30) so that such a header costs no gigabyte-sized decode per input.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:max_allocation_size_mb=2048:detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export OPENCV_IO_MAX_IMAGE_PIXELS=16777216
+export OMP_NUM_THREADS=1
+
+work=$build/fuzz
+fuzz_one() {  # target: runs it, leaves $work/<target>.summary
+  local t=$1
+  local corpus=$work/corpus/$t artifacts=$work/artifacts/$t/
+  rm -rf "$corpus" "$artifacts"
+  mkdir -p "$corpus" "$artifacts"
+  cp tests/fuzz/corpus/"$t"/* "$corpus"/
+  local before=$(ls "$corpus" | wc -l)
+  local start=$(date +%s.%N) rc=0
+  "$build/bin/redwood_fuzz_$t" -runs="$runs" -max_len="${max_len[$t]}" -seed=1 -timeout=30 -rss_limit_mb=4096 \
+    -malloc_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" >"$work/$t.log" 2>&1 || rc=$?
+  local seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  local done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)
+  local crashes=$(ls "$artifacts" | grep -cE '^(crash|leak|timeout|oom)-' || true)
+  local after=$(ls "$corpus" | wc -l)
+  printf '%s %s %s %s %s %s %s\n' "$t" "${done_runs:-0}" "$crashes" "$seconds" "$before" "$after" "$rc" >"$work/$t.summary"
+  echo "fuzz: $t: ${done_runs:-0} runs, $crashes crashes, $(printf '%.0f' "$seconds") s (log: $work/$t.log)" >&2
+}
+mkdir -p "$work"
+running=0
+for t in "${targets[@]}"; do
+  fuzz_one "$t" &
+  if ((++running >= jobs)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+done
+wait
+
+day=$(date -u +%F)
+out=docs/results/$day-$tag-fuzz.md
+commit=$(git rev-parse --short HEAD)
+[[ -z $(git status --porcelain --untracked-files=no) ]] || commit+=-dirty
+status=0
+{
+  echo "# $day · $cores-core $(uname -m) VM · fuzzing"
+  echo
+  echo "| | |"
+  echo "| --- | --- |"
+  echo "| date | $day |"
+  echo "| machine | $cores cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $(. /etc/os-release && echo "$PRETTY_NAME") |"
+  echo "| compiler | $(${CXX:-clang++-14} --version | head -1), libFuzzer, -fsanitize=fuzzer,address,undefined |"
+  echo "| commit | $commit (the results were recorded at this commit) |"
+  echo "| command | \`bash scripts/fuzz.sh\` (RUNS=$runs, JOBS=$jobs): \`build-fuzz/bin/redwood_fuzz_TARGET -runs=$runs -max_len=N -seed=1 -timeout=30 -rss_limit_mb=4096 CORPUS\` |"
+  echo
+  echo "Each target starts from its seeds in tests/fuzz/corpus (docs/fuzzing.md says what each covers)."
+  echo "A crash is any sanitizer report, fatal signal, timeout or exception other than redwood::Error;"
+  echo "new corpus entries are the inputs libFuzzer kept for new coverage. With JOBS=2 two targets"
+  echo "share the two cores, so exec/s is per core."
+  echo
+  echo "| target | max_len | executions | crashes | time | exec/s | seeds | new corpus entries |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+  for t in "${targets[@]}"; do
+    read -r name done_runs crashes seconds before after rc <"$work/$t.summary"
+    ((crashes == 0 && rc == 0)) || status=1
+    printf '| %s | %s | %s | %s | %.0f s | %.0f | %s | %s |\n' "$name" "${max_len[$t]}" "$done_runs" "$crashes" \
+      "$seconds" "$(echo "$done_runs / $seconds" | bc -l)" "$before" "$((after - before))"
+  done
+} >"$out"
+echo "results: $out"
+for t in "${targets[@]}"; do
+  ls "$work/artifacts/$t" | grep -E '^(crash|leak|timeout|oom)-' | sed "s|^|fuzz: $t: $work/artifacts/$t/|" >&2 || true
+done
+exit $status
