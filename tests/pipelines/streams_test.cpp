@@ -96,6 +96,17 @@ TEST(PipelineThreads, OneThreadRunsAndOutOfRangeCountsAreRefused) {
   }
 }
 
+// A status interval of 0 (or below) would make the run's loop snapshot the statistics every
+// 10 ms and print a status line each time; refused at its line instead.
+TEST(PipelineService, StatusIntervalMustBePositive) {
+  for (const char* bad : {"0", "-2", "1e9"}) {
+    EXPECT_NE(load_error("version: 1\nservice: {status_interval_s: " + std::string(bad) + "}\n" + synthetic().substr(11))
+                  .find("status_interval_s: must be above 0 and at most 3600"),
+              std::string::npos)
+        << bad;
+  }
+}
+
 class StreamingModel : public ::testing::Test {
  protected:
   void SetUp() override {
