@@ -5,7 +5,9 @@
 // the outage lasted, and the statistics sum it (outage_ms). max_reconnects > 0 gives up after
 // that many attempts in a row without a frame: the stream then fails with an error naming the
 // URL (the pipeline drains what it read and exits non-zero). A server that accepts but never
-// sends is caught by open_timeout_ms and read_timeout_ms.
+// sends is caught by open_timeout_ms and read_timeout_ms. Opening runs on a thread of its own, so
+// that a stop (Ctrl-C) never waits for an open that hangs until open_timeout_ms; a read that
+// stalls holds a stop up to read_timeout_ms.
 //
 //   - name: door
 //     type: stream
@@ -57,7 +59,7 @@ class StreamSource final : public Source {
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     while (!stop) {
-      if (capture_.isOpened() && capture_.read(image) && !image.empty()) {
+      if (capture_ && capture_->isOpened() && capture_->read(image) && !image.empty()) {
         const auto now = SteadyClock::now();
         if (lost_) {
           // Frames again: report the gap, from the last good frame (or the loss) to now.
@@ -89,7 +91,7 @@ class StreamSource final : public Source {
         ++retries_;
         ++reconnects_;
         log().warn("stream {}: {}; reconnecting in {} ms (attempt {})", url_,
-                   capture_.isOpened() ? "the stream broke off" : "cannot connect", backoff_ms_, retries_);
+                   capture_ && capture_->isOpened() ? "the stream broke off" : "cannot connect", backoff_ms_, retries_);
         // Sleep in small steps so that a stop request is honoured promptly.
         for (int waited = 0; waited < backoff_ms_ && !stop; waited += 10) {
           std::this_thread::sleep_for(std::chrono::milliseconds(std::min(10, backoff_ms_ - waited)));
@@ -97,19 +99,39 @@ class StreamSource final : public Source {
         backoff_ms_ = std::min(backoff_ms_ * 2, max_ms_);
       }
       tried_ = true;
-      capture_.release();
+      capture_.reset();
       if (stop) break;
-      const std::vector<int> params{cv::CAP_PROP_OPEN_TIMEOUT_MSEC, open_timeout_ms_, cv::CAP_PROP_READ_TIMEOUT_MSEC,
-                                    read_timeout_ms_};
-      if (capture_.open(url_, cv::CAP_FFMPEG, params)) {
-        if (retries_ > 0) log().info("stream {}: connected again", url_);
-      }
+      capture_ = open(stop);
+      if (capture_ && retries_ > 0) log().info("stream {}: connected again", url_);
     }
     if (lost_) end_outage();  // stopped while lost: the outage counts until the stop
     return ReadStatus::kEnd;
   }
 
  private:
+  /// Opens the URL on a thread of its own and waits for it, or for `stop`: FFmpeg's open blocks
+  /// up to open_timeout_ms and cannot be interrupted. An abandoned open ends on its thread, which
+  /// owns the capture until then; nothing waits for it. nullptr: not opened (or stopped).
+  std::shared_ptr<cv::VideoCapture> open(const std::atomic<bool>& stop) const {
+    struct Attempt {
+      std::shared_ptr<cv::VideoCapture> capture = std::make_shared<cv::VideoCapture>();
+      std::atomic<bool> done{false};
+      bool opened = false;
+    };
+    auto attempt = std::make_shared<Attempt>();
+    const std::vector<int> params{cv::CAP_PROP_OPEN_TIMEOUT_MSEC, open_timeout_ms_, cv::CAP_PROP_READ_TIMEOUT_MSEC,
+                                  read_timeout_ms_};
+    std::thread([attempt, url = url_, params] {
+      attempt->opened = attempt->capture->open(url, cv::CAP_FFMPEG, params);
+      attempt->done = true;
+    }).detach();
+    while (!attempt->done.load()) {
+      if (stop) return nullptr;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return attempt->opened ? attempt->capture : nullptr;
+  }
+
   std::int64_t now_us() const {
     return std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - start_).count();
   }
@@ -121,7 +143,7 @@ class StreamSource final : public Source {
 
   std::string url_;
   int initial_ms_, max_ms_, max_reconnects_, open_timeout_ms_, read_timeout_ms_;
-  cv::VideoCapture capture_;
+  std::shared_ptr<cv::VideoCapture> capture_;  // null: not open
   bool tried_ = false;      // the first open is not a reconnection
   bool had_frame_ = false;  // a frame ever arrived
   bool lost_ = false;       // in an outage: no frame since the connection failed

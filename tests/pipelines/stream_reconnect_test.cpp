@@ -15,6 +15,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <mutex>
 #include <thread>
@@ -177,6 +178,37 @@ TEST(PipelineStreamReconnect, AStreamNeverBackReportsItsOutage) {
     EXPECT_GE(s.outage_ms, 250.0) << "two backoffs of 100 and 200 ms";
     EXPECT_NE(std::string(e.what()).find("no answer after 2 reconnection attempt(s)"), std::string::npos) << e.what();
   }
+}
+
+// A server that takes the connection (the kernel's backlog does) and never sends: FFmpeg's open
+// then blocks until open_timeout_ms. A stop must end the run at once, not after the timeout.
+TEST(PipelineStreamReconnect, AStopDoesNotWaitForAHangingOpen) {
+  const int server = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(server, 4), 0);
+  socklen_t len = sizeof addr;
+  getsockname(server, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string yaml = "version: 1\n"
+                           "sources:\n"
+                           "  - {name: mute, type: stream, url: 'tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) +
+                           "', open_timeout_ms: 20000}\n";
+  Pipeline p(testing::pipeline_text(yaml));
+  std::atomic<bool> stop{false};
+  RunOptions options;
+  options.stop = &stop;
+  auto run = std::async(std::launch::async, [&] { return p.run(options); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));  // the open is under way by now
+  const auto stopped_at = std::chrono::steady_clock::now();
+  stop = true;
+  const bool ended = run.wait_for(std::chrono::seconds(3)) == std::future_status::ready;
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  const PipelineStats stats = run.get();  // joins (after the open timeout, when the stop was ignored)
+  close(server);
+  EXPECT_TRUE(ended) << "the run ended " << took_s << " s after the stop";
+  EXPECT_EQ(stats.streams.at(0).read, 0);
 }
 
 }  // namespace
