@@ -122,6 +122,7 @@ Tensor read_npy_stream(std::istream& in, const std::string& name) {
   std::int64_t numel = 0;
   try {
     numel = shape_numel(shape);
+    (void)contiguous_strides(shape);  // an empty shape's other extents may still multiply past 2^56
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(fmt::format("{}: .npy {}", name, e.what()));
   }

@@ -67,7 +67,12 @@ Strides contiguous_strides(const Shape& shape) {
   std::int64_t acc = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<std::int64_t>(shape[i], 1);
+    // An empty tensor passes shape_numel whatever its other extents; their strides must not wrap
+    // (an InvalidArgument like shape_numel's: extents whose product, zeros counted as ones, passes 2^56).
+    if (__builtin_mul_overflow(acc, std::max<std::int64_t>(shape[i], 1), &acc) || acc > kMaxElements) {
+      throw InvalidArgument(fmt::format("shape {} spans more than 2^56 elements, more than Redwood can hold",
+                                        shape_str(shape)));
+    }
   }
   return s;
 }

@@ -115,6 +115,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& wher
   std::int64_t n = 0;
   try {
     n = shape_numel(shape);
+    (void)contiguous_strides(shape);  // an empty shape's other extents may still multiply past 2^56
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(fmt::format("{}: tensor '{}': {}", where, proto.name(), e.what()));
   }

@@ -121,6 +121,11 @@ TEST(Npy, HeaderShapesAreCheckedBeforeAnythingIsAllocated) {
   EXPECT_NE(npy_error(npy_with_shape("2, x", 8)).find("has 'x'"), std::string::npos);
   EXPECT_EQ(read_npy(npy_with_shape("4,", 16)).shape(), (Shape{4}));
   EXPECT_EQ(read_npy(npy_with_shape("", 4)).shape(), (Shape{}));
+  // An empty tensor whose other extents multiply past 2^56: its strides wrapped (signed overflow,
+  // found by tests/fuzz/npy_fuzz.cpp under UBSan); now refused naming the file.
+  EXPECT_NE(npy_error(npy_with_shape("0, 3222222262222222222, 2221", 0)).find("spans more than 2^56 elements"),
+            std::string::npos);
+  EXPECT_EQ(read_npy(npy_with_shape("0, 1000, 1000", 0)).shape(), (Shape{0, 1000, 1000}));
 }
 
 }  // namespace
