@@ -18,8 +18,9 @@
 //
 // Extents stay small or absurd on purpose: a model input of 30000x30000 is legitimate and
 // would make a 10 GB tensor, which says nothing about the code and only stalls the fuzzer.
-// OpenCV's decoders are not Redwood's code; they run uninstrumented (scripts/fuzz.sh caps the
-// pixels they accept with OPENCV_IO_MAX_IMAGE_PIXELS so that a forged header is refused fast).
+// OpenCV's decoders are not Redwood's code; they run uninstrumented (scripts/fuzz.sh and ctest
+// cap the pixels they accept at 512x512 with OPENCV_IO_MAX_IMAGE_PIXELS, so that a forged header
+// is refused at once instead of sizing a large picture, and then a large tensor, per input).
 
 #include "core/error.hpp"
 #include "core/log.hpp"
