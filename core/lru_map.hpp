@@ -44,6 +44,7 @@ class LruMap {
   }
 
   void erase(const K& key) { entries_.erase(key); }
+  void clear() { entries_.clear(); }
   std::size_t size() const { return entries_.size(); }
   std::size_t capacity() const { return capacity_; }
   std::uint64_t evictions() const { return evictions_; }

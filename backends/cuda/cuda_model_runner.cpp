@@ -143,7 +143,7 @@ class CudaModelRunner final : public ModelRunner {
         description_(fmt::format("cuda:{} ({}), {}, {} slot(s)", config.device, device_name, config.precision, config.slots)),
         recorder_(description_, config.slots, config.device, config.slots > 1),
         clock_(device_clock(config.device)) {
-    for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>());
+    for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>(runner_.options().max_plans));
     // A model whose input shapes are all fixed is planned now, on every slot, so that an op
     // without a CUDA kernel fails at load rather than on the first frame.
     std::vector<Shape> shapes;
@@ -226,7 +226,8 @@ class CudaModelRunner final : public ModelRunner {
   struct Slot {
     Stream stream;
     Event copy_in_start{true}, compute_start{true}, compute_end{true}, copy_out_end{true, true};
-    std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans;
+    explicit Slot(std::size_t max_plans) : plans(max_plans) {}
+    LruMap<std::vector<Shape>, std::unique_ptr<Plan>> plans;  // RunnerOptions::max_plans, least recently used out
     PinnedBuffer staging_in, staging_out;
     // The batch in flight.
     InferBatch batch;
@@ -272,9 +273,11 @@ class CudaModelRunner final : public ModelRunner {
     // Submits from several threads may plan at once; the GraphRunner (weights, its stream) is
     // used by one of them at a time.
     std::lock_guard lock(plan_mutex_);
-    auto it = slot.plans.find(shapes);
-    if (it == slot.plans.end()) it = slot.plans.emplace(shapes, runner_.make_plan(shapes, slot.stream.get())).first;
-    return *it->second;
+    if (auto* plan = slot.plans.find(shapes)) return **plan;
+    // The slot is free, its last batch complete; an evicted plan goes while nothing of it runs.
+    if (slot.plans.size() >= slot.plans.capacity()) RW_CUDA_CHECK(cudaStreamSynchronize(slot.stream.get()));
+    slot.plans.insert(shapes, runner_.make_plan(shapes, slot.stream.get()));
+    return **slot.plans.find(shapes);
   }
 
   // Queues the batch's copies in, the replay and the copies out on the slot's stream.

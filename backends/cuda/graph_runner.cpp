@@ -366,7 +366,7 @@ bool fuse_conv_shortcuts(const RunnerOptions& options) {
 }
 
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
-    : options_(options) {
+    : options_(options), plans_(options.max_plans) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "GraphRunner: no graph");
   // A GPU this build carries no code for would fail at the first launch with CUDA's terse "no
   // kernel image"; say which GPU and which architectures were built instead (device_arch.hpp).
@@ -497,9 +497,11 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
 }
 
 Plan& GraphRunner::plan_for(const std::vector<Shape>& input_shapes) {
-  auto it = plans_.find(input_shapes);
-  if (it == plans_.end()) it = plans_.emplace(input_shapes, make_plan(input_shapes, stream_.get())).first;
-  return *it->second;
+  if (auto* plan = plans_.find(input_shapes)) return **plan;
+  // An evicted plan's graph and buffers go while nothing of it runs.
+  if (plans_.size() >= plans_.capacity()) RW_CUDA_CHECK(cudaStreamSynchronize(stream_.get()));
+  plans_.insert(input_shapes, make_plan(input_shapes, stream_.get()));
+  return **plans_.find(input_shapes);
 }
 
 std::vector<Tensor> GraphRunner::run(const std::map<std::string, Tensor>& inputs) {

@@ -24,6 +24,7 @@
 #include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/stream.hpp"
 #include "core/graph/graph.hpp"
+#include "core/lru_map.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "memory/arena.hpp"
 #include "memory/liveness_planner.hpp"
@@ -63,6 +64,11 @@ struct RunnerOptions {
   /// so its output is never written nor read back (docs/cuda.md, "Projection shortcuts"). The
   /// environment's REDWOOD_CUDA_FUSE_SHORTCUT=0 turns it off, =1 on, whatever this says.
   bool fuse_conv_shortcuts = true;
+  /// Plans kept per runner (and per slot of a model runner), one per set of input shapes: beyond,
+  /// the least recently used goes (its CUDA graph and workspace freed, its stream idle), so a
+  /// stream of ever-new shapes cannot take the GPU's memory. Enough for every batch size of a
+  /// pipeline's model (batch_sizes), which are the shapes it sees.
+  std::size_t max_plans = 32;
 };
 
 /// The NHWC storage type of activations between convolutions under these options: kF16 or
@@ -172,6 +178,8 @@ class GraphRunner {
   std::unique_ptr<Plan> make_plan(const std::vector<Shape>& input_shapes, cudaStream_t stream);
   cudaStream_t stream() const { return stream_.get(); }
   std::size_t plan_count() const { return plans_.size(); }
+  /// Plans dropped to stay within RunnerOptions::max_plans.
+  std::uint64_t plan_evictions() const { return plans_.evictions(); }
   /// The GPU this runner's memory and plans are on.
   int device() const { return device_; }
   /// Device bytes of the weights arena (reserved when the first plan is made).
@@ -188,7 +196,7 @@ class GraphRunner {
   PinnedStaging staging_;
   std::unique_ptr<memory::ArenaResource> weights_arena_;  // before weights_: it outlives them
   std::map<std::string, DeviceBuffer> weights_;
-  std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
+  LruMap<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace redwood::cuda

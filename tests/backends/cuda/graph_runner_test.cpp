@@ -194,6 +194,37 @@ TEST(GraphRunnerConcat, InPlaceInputsGiveTheCopiedResult) {
   }
 }
 
+// Plans are kept per set of input shapes up to RunnerOptions::max_plans: a fourth shape evicts
+// the least recently used, and a shape whose plan went is planned again and still right.
+TEST(GraphRunnerPlans, AtMostMaxPlansLeastRecentlyUsedEvicted) {
+  RW_SKIP_WITHOUT_GPU();
+  auto graph = concat_graph(1);
+  ExecutorOptions reference;
+  reference.optimize = false;
+  reference.reference_only = true;
+  Executor executor(graph, reference);
+  RunnerOptions options;
+  options.max_plans = 3;
+  GraphRunner runner(graph, options);
+  const auto check = [&](std::int64_t n) {
+    const Tensor x = redwood::testing::random_tensor(DType::kF32, {n, 16, 4, 4}, -3, 3, 30 + static_cast<int>(n));
+    redwood::testing::expect_close(runner.run({{"x", x}}).at(0), executor.run({{"x", x}}).at(0), 1e-6, 1e-6);
+  };
+  for (std::int64_t n : {1, 2, 3}) check(n);
+  EXPECT_EQ(runner.plan_count(), 3u);
+  EXPECT_EQ(runner.plan_evictions(), 0u);
+  check(1);  // 1 is now the most recent: 2 is the least
+  check(4);  // evicts 2
+  EXPECT_EQ(runner.plan_count(), 3u);
+  EXPECT_EQ(runner.plan_evictions(), 1u);
+  check(1);  // still planned: no eviction
+  EXPECT_EQ(runner.plan_evictions(), 1u);
+  check(2);  // planned again (evicts 3), and right
+  EXPECT_EQ(runner.plan_evictions(), 2u);
+  for (std::int64_t n = 5; n < 40; ++n) check(n);  // a stream of new shapes: the count stays bounded
+  EXPECT_EQ(runner.plan_count(), 3u);
+}
+
 class ModelOnGpu : public ::testing::TestWithParam<ModelCase> {};
 
 // End-to-end bounds on relative L2 error. fp32 is 1e-4 (exact convolutions, or 3xTF32 ones in
