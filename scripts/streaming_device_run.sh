@@ -63,12 +63,41 @@ step "replay time per batch size"
 } >"$OUT/replay.md"
 cat "$OUT/replay.md"
 
+# The metrics endpoint mid-run: once the launcher says where it listens, wait half the run and
+# keep /metrics and /readyz.
+scrape() {  # name
+  local log=$OUT/run-$1.log url=""
+  for _ in $(seq 1 600); do
+    url=$(grep -oE "metrics: http://[0-9.]+:[0-9]+" "$log" 2>/dev/null | head -1 | cut -d' ' -f2)
+    [[ -n $url ]] && break
+    sleep 0.2
+  done
+  [[ -n $url ]] || { echo "(no metrics endpoint in the log)" >"$OUT/metrics-$1.txt"; return; }
+  sleep $((duration / 2 + 10))
+  python3 - "$url" "$OUT/metrics-$1.txt" <<'PY'
+import sys, urllib.request, urllib.error
+url, out = sys.argv[1], sys.argv[2]
+with open(out, "w") as f:
+    for path in ("/readyz", "/metrics"):
+        try:
+            r = urllib.request.urlopen(url + path, timeout=10)
+            f.write(f"# GET {path}: {r.status}\n" + r.read().decode())
+        except urllib.error.HTTPError as e:
+            f.write(f"# GET {path}: {e.code}\n" + e.read().decode())
+        except Exception as e:
+            f.write(f"# GET {path}: failed: {e}\n")
+PY
+}
+
 pipeline() {  # name, then redwood run's options
   local name=$1
   shift
   step "pipeline $name: $*"
-  timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" --quiet "$@" \
-    >"$OUT/run-$name.log" 2>&1
+  timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" --quiet \
+    --set service.metrics.port=0 "$@" >"$OUT/run-$name.log" 2>&1 &
+  local pid=$!
+  scrape "$name"
+  wait "$pid"
   echo "(rc=$?)" >>"$OUT/run-$name.log"
   sed -n '/^summary/,$p' "$OUT/run-$name.log"
 }
@@ -143,6 +172,13 @@ row() {  # a run's line of the pipeline table, from its summary
     name=${log##*/run-}
     row "${name%.log}"
   done
+  echo
+  echo "## The metrics endpoint, scraped mid-run (fast run; GPU, stage and readiness lines)"
+  echo
+  echo '```'
+  grep -E '^# GET|^redwood_ready|^redwood_gpu_|_count\{|^redwood_memory_pool_(in_use|high_water|fragmentation)' \
+    "$OUT/metrics-fast-${STREAMS_FAST:-32}.txt" 2>/dev/null | grep -v '^redwood_frame_latency' | head -40
+  echo '```'
   for log in "$OUT"/run-*.log; do
     name=${log##*/run-}
     echo
