@@ -8,11 +8,34 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <string_view>
 #include <vector>
 
 namespace redwood {
 
+namespace {
+
+// The picture formats Redwood reads (those the images source lists), known by their first bytes:
+// PNG, JPEG, BMP, TIFF, WebP, and the netpbm P1-P6 (PBM, PGM, PPM). OpenCV decodes more (DICOM
+// through GDCM, JPEG 2000, OpenEXR, Radiance HDR, Sun raster, PFM), and GDCM failed an assert and
+// aborted on a crafted file (tests/fuzz/image_tensor_fuzz.cpp): those are no picture here.
+bool is_known_picture(const unsigned char* p, std::size_t n) {
+  const auto starts = [&](std::string_view signature, std::size_t at = 0) {
+    return n >= at + signature.size() && std::memcmp(p + at, signature.data(), signature.size()) == 0;
+  };
+  return starts("\x89PNG\r\n\x1a\n") || starts("\xff\xd8\xff") || starts("BM") ||
+         starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4)) ||
+         (starts("RIFF") && starts("WEBP", 8)) || (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6');
+}
+
+}  // namespace
+
 cv::Mat decode_image(const cv::Mat& bytes, const std::string& source) {
+  RW_EXPECTS(bytes.empty() || (bytes.isContinuous() && bytes.elemSize() == 1), InvalidArgument,
+             "{}: decode_image takes the file's bytes as one continuous 8-bit row", source);
+  if (!is_known_picture(bytes.data, bytes.total())) return {};
   try {
     return cv::imdecode(bytes, cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {
@@ -21,6 +44,10 @@ cv::Mat decode_image(const cv::Mat& bytes, const std::string& source) {
 }
 
 cv::Mat read_image(const std::filesystem::path& file) {
+  unsigned char head[12] = {};
+  std::ifstream in(file, std::ios::binary);
+  in.read(reinterpret_cast<char*>(head), sizeof head);
+  if (!is_known_picture(head, static_cast<std::size_t>(in.gcount()))) return {};
   try {
     return cv::imread(file.string(), cv::IMREAD_COLOR);
   } catch (const cv::Exception& e) {

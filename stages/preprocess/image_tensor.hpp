@@ -38,10 +38,11 @@ struct ImageTensorOptions {
 /// image (OPENCV_IO_MAX_IMAGE_PIXELS' default, 2^30).
 inline constexpr std::int64_t kMaxPicturePixels = std::int64_t{1} << 30;
 
-/// Decodes a still picture's file bytes (PNG, JPEG, BMP, ...) as 8-bit BGR, as cv::imread reads
-/// a file: empty when OpenCV does not recognise them. A picture OpenCV recognises but refuses (a
-/// header past its size limits, OPENCV_IO_MAX_IMAGE_PIXELS and the like) is an IoError naming
-/// `source`, where OpenCV throws its own exception.
+/// Decodes a still picture's file bytes as 8-bit BGR, as cv::imread reads a file: PNG, JPEG,
+/// BMP, TIFF, WebP, PBM/PGM/PPM (by their first bytes); empty for anything else, the other formats
+/// OpenCV decodes included (DICOM, JPEG 2000, OpenEXR...). A picture OpenCV refuses (a header past
+/// its size limits, OPENCV_IO_MAX_IMAGE_PIXELS and the like) is an IoError naming `source`, where
+/// OpenCV throws its own exception.
 cv::Mat decode_image(const cv::Mat& bytes, const std::string& source);
 /// The same for a file (cv::imread): empty when it is not a picture OpenCV reads.
 cv::Mat read_image(const std::filesystem::path& file);

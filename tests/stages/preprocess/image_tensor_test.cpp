@@ -7,6 +7,7 @@
 #include "support/onnx_builder.hpp"
 
 #include <gtest/gtest.h>
+#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <fstream>
@@ -127,6 +128,33 @@ TEST(ImageTensor, PicturesOpenCvRefusesAreIoErrorsNamingTheFile) {
   const std::string text = "not a picture";
   EXPECT_TRUE(decode_image(cv::Mat(1, static_cast<int>(text.size()), CV_8UC1, const_cast<char*>(text.data())), "t.txt")
                   .empty());
+}
+
+// Only the formats Redwood names are handed to OpenCV: these bytes (found by
+// tests/fuzz/image_tensor_fuzz.cpp) carry DICOM's "DICM" at offset 128, and OpenCV's DICOM decoder
+// (GDCM) failed an assert on them and aborted the process. Now they are no picture: empty.
+TEST(ImageTensor, FormatsRedwoodDoesNotReadAreNoPicture) {
+  const std::string dicom(
+      "\x7e\x20\x20\x31\x31\x50\x60\x12\x04\x04\x00\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46\x00\x01\x01"
+      "\x00\x00\x01\x00\x01\x00\x00\xff\xdb\x00\x43\x00\x1b\x12\x14\x17\x14\x11\x1b\x17\x16\x17\x1e\x1c"
+      "\x1b\x20\x28\x42\x2b\x28\x25\x25\x28\x51\x3a\x3d\x31\x42\x60\x55\x65\x64\x5f\x55\xee\x5d\x5b\x6a"
+      "\x78\x99\x81\x6a\x71\x90\x73\x5b\x5d\x85\xb5\x86\x90\x9e\xa3\xab\xad\xab\x67\x80\xbc\xc9\xba\xa6"
+      "\xc7\x99\xa8\xab\xa4\xff\xc0\x00\x0b\x08\x00\x06\x00\x08\x01\x01\x11\x00\x79\x7a\xa6\xa7\xa8\xa9"
+      "\xaa\xf8\xf9\xfa\xff\xda\x00\x08\x44\x49\x43\x4d\x28",
+      133);
+  EXPECT_TRUE(decode_image(cv::Mat(1, static_cast<int>(dicom.size()), CV_8UC1, const_cast<char*>(dicom.data())), "d")
+                  .empty());
+  const auto file = testing::temp_dir("dicom") / "scan.png";
+  std::ofstream(file, std::ios::binary) << dicom;
+  EXPECT_TRUE(read_image(file).empty());
+  // A PNG still reads, from bytes and from a file.
+  std::vector<std::uint8_t> png;
+  ASSERT_TRUE(cv::imencode(".png", picture(), png));
+  EXPECT_EQ(decode_image(cv::Mat(png), "p.png").size(), cv::Size(5, 3));
+  const auto png_file = testing::temp_dir("png") / "p.png";
+  std::ofstream(png_file, std::ios::binary)
+      .write(reinterpret_cast<const char*>(png.data()), static_cast<std::streamsize>(png.size()));
+  EXPECT_EQ(read_image(png_file).size(), cv::Size(5, 3));
 }
 
 TEST(ImageTensor, WriteNormalizedReadsWindowsAndPicturesOfAnySize) {
