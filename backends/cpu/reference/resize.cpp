@@ -140,7 +140,12 @@ class ResizeKernel final : public Kernel {
                    node.where(), values[i]);
         const std::size_t a = static_cast<std::size_t>(axes[i]);
         scale[a] = values[i];
-        out_shape[a] = static_cast<std::int64_t>(std::floor(scale[a] * double(x.dim(axes[i]))));
+        // Scales come from the model (constant folding runs this at load): an extent past 2^56
+        // (or an infinite scale) is an error here, before it is converted to an integer.
+        const double extent = std::floor(scale[a] * double(x.dim(axes[i])));
+        RW_EXPECTS(extent <= double(kMaxElements), InvalidArgument, "{}: scale {} makes axis {} of X {} {} long",
+                   node.where(), values[i], axes[i], shape_str(x.shape()), extent);
+        out_shape[a] = static_cast<std::int64_t>(extent);
       }
     } else {
       const Tensor& s = ctx.input(3);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -235,6 +236,16 @@ TEST(Resize, RejectsBadInputs) {
   EXPECT_THROW(resize_scales(x, {1, 2, 2}, {}), InvalidArgument);
   EXPECT_THROW(resize_scales(x, {1, 1, -2, 2}, {}), InvalidArgument);
   EXPECT_THROW(resize_sizes(x, {1, 1, 4}, {}), InvalidArgument);
+}
+
+// Scales from a crafted model's constants (folded at load) whose extent is past 2^56, or
+// infinite: an error naming the node, where the extent's conversion to int64 was undefined
+// (UBSan, found by tests/fuzz/onnx_import_fuzz.cpp).
+TEST(Resize, ScalesPastAnyExtentAreRejected) {
+  const Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  EXPECT_THROW(resize_scales(x, {1, 1, 1e30f, 1}, {}), InvalidArgument);
+  EXPECT_THROW(resize_scales(x, {1, 1, std::numeric_limits<float>::infinity(), 1}, {}), InvalidArgument);
+  EXPECT_THROW(resize_scales(x, {1, 1, std::numeric_limits<float>::quiet_NaN(), 1}, {}), InvalidArgument);
 }
 
 }  // namespace
