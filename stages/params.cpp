@@ -48,7 +48,13 @@ std::string Params::choice(const std::string& key, const std::string& fallback,
 std::filesystem::path Params::existing_file(const std::string& key) {
   const auto text = require<std::string>(key);
   const auto path = origin_->resolve(text);
-  if (!std::filesystem::exists(path)) fail(key, fmt::format("no such file '{}' ({})", text, path.string()));
+  // The error_code form: a path the system cannot even look up (too long, say) is the same
+  // located error, not std::filesystem_error.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    fail(key, ec ? fmt::format("cannot look up '{}' ({}): {}", text, path.string(), ec.message())
+                 : fmt::format("no such file '{}' ({})", text, path.string()));
+  }
   return path;
 }
 

@@ -230,6 +230,13 @@ TEST(PipelineConfig, SetPathsThatMatchNoElementAreConfigErrors) {
 
 // A key that is a list or a map, in the file or in a --set value: refused at its place, where
 // Params met it as yaml-cpp's TypedBadConversion (found by tests/fuzz/pipeline_config_fuzz.cpp).
+// A path the system cannot look up (longer than PATH_MAX): the located error, where
+// std::filesystem::exists threw filesystem_error (found by tests/fuzz/pipeline_config_fuzz.cpp).
+TEST(PipelineConfig, APathTooLongToLookUpIsAConfigError) {
+  const std::string e = load_error(std::string(kSynthetic) + "models:\n  m:\n    path: " + std::string(5000, 'a') + "\n");
+  EXPECT_NE(e.find(where(11, 11) + " model 'm': path: cannot look up 'aaaa"), std::string::npos) << e.substr(0, 300);
+}
+
 TEST(PipelineConfig, KeysThatAreListsOrMapsAreRefusedAtTheirPlace) {
   std::string e = load_error(std::string(kSynthetic) + "    [x, y]: 1\n");
   EXPECT_NE(e.find(where(9, 5) + " a key is a name, not a list or a map"), std::string::npos) << e;
