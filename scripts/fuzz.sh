@@ -11,8 +11,9 @@
 #   JOBS=2 bash scripts/fuzz.sh                    # two targets at once (one core each)
 #   MAX_TIME=1200 bash scripts/fuzz.sh             # and at most 20 minutes each (0: no limit)
 #
-# Needs clang-14 and libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) besides the
-# packages of scripts/setup.sh. Exits 1 when a target crashed (its artifact is named below).
+# Needs clang-14, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes) and libomp-14-dev
+# (clang's OpenMP, which backends/cpu links) besides the packages of scripts/setup.sh. Exits 1
+# when a target crashed (its artifact is named below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cores=$(nproc)  # before OMP_NUM_THREADS is set below, which nproc reports instead
@@ -51,7 +52,7 @@ fuzz_one() {  # target: runs it, leaves $work/<target>.summary
   local start=$(date +%s.%N) rc=0
   "$build/bin/redwood_fuzz_$t" -runs="$runs" -max_total_time="$max_time" -max_len="${max_len[$t]}" -seed=1 -timeout=30 -rss_limit_mb=4096 \
     -malloc_limit_mb=4096 -print_final_stats=1 -artifact_prefix="$artifacts" "$corpus" >"$work/$t.log" 2>&1 || rc=$?
-  local seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  local seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   local done_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/$t.log" | tail -1)
   local crashes=$(ls "$artifacts" | grep -cE '^(crash|leak|timeout|oom)-' || true)
   local after=$(ls "$corpus" | wc -l)
@@ -97,7 +98,8 @@ status=0
     read -r name done_runs crashes seconds before after rc <"$work/$t.summary"
     ((crashes == 0 && rc == 0)) || status=1
     printf '| %s | %s | %s | %s | %.0f s | %.0f | %s | %s |\n' "$name" "${max_len[$t]}" "$done_runs" "$crashes" \
-      "$seconds" "$(echo "$done_runs / $seconds" | bc -l)" "$before" "$((after - before))"
+      "$seconds" "$(awk -v n="$done_runs" -v s="$seconds" 'BEGIN { print (s > 0 ? n / s : 0) }')" "$before" \
+      "$((after - before))"
   done
 } >"$out"
 echo "results: $out"
