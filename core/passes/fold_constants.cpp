@@ -1,7 +1,9 @@
 // Constant folding: a node whose inputs are all initializers (Constant nodes have none) is run
 // once with its reference kernel and its outputs become initializers; Shape of a value whose
 // shape the graph knows completely becomes a constant too, so Shape -> Gather -> Concat chains
-// fold once the shapes are known. Nodes with huge outputs (over kMaxFoldElements) stay.
+// fold once the shapes are known. Nodes with huge outputs (over kMaxFoldElements) stay, and are
+// refused before their kernel computes anything: a crafted model whose constants expand to
+// gigabytes (a Pad, an Expand) must not spend the load computing them.
 
 #include "core/error.hpp"
 #include "core/op_registry.hpp"
@@ -38,6 +40,22 @@ bool static_shape(const Graph& g, const Node& n, Tensor& out) {
   return true;
 }
 
+// Outputs come from the heap unless they are too large to fold: the kernel's allocation fails
+// (an Error, which leaves the node to the run) before any work on them.
+class FoldAllocator final : public OutputAllocator {
+ public:
+  explicit FoldAllocator(const Node& node) : node_(node) {}
+  Tensor allocate(std::size_t output, DType dtype, Shape shape) override {
+    if (shape_numel(shape) > kMaxFoldElements) {
+      throw InvalidArgument(fmt::format("{}: output {} is {}, too large to fold", node_.name, output, shape_str(shape)));
+    }
+    return Tensor::empty(dtype, std::move(shape));
+  }
+
+ private:
+  const Node& node_;
+};
+
 bool evaluate(const Graph& g, const Node& n, std::vector<Tensor>& outs) {
   const KernelFactory* factory = nullptr;
   for (const KernelEntry* e : OpRegistry::instance().candidates(n.op_type, Device::kCpu)) {
@@ -57,7 +75,8 @@ bool evaluate(const Graph& g, const Node& n, std::vector<Tensor>& outs) {
   try {
     auto kernel = (*factory)(n, info);
     outs.assign(n.outputs.size(), Tensor());
-    KernelContext ctx{ins, outs, n};
+    FoldAllocator allocator(n);
+    KernelContext ctx{ins, outs, n, &allocator};
     kernel->run(ctx);
   } catch (const Error&) {
     return false;  // leave it to the run, which reports the problem where it happens
