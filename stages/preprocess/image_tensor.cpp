@@ -7,6 +7,7 @@
 #include <opencv2/videoio.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -21,13 +22,20 @@ namespace {
 // PNG, JPEG, BMP, TIFF, WebP, and the netpbm P1-P6 (PBM, PGM, PPM). OpenCV decodes more (DICOM
 // through GDCM, JPEG 2000, OpenEXR, Radiance HDR, Sun raster, PFM), and GDCM failed an assert and
 // aborted on a crafted file (tests/fuzz/image_tensor_fuzz.cpp): those are no picture here.
+// OpenCV picks the first decoder whose signature matches, so a file that starts like one of ours
+// but fails that decoder's fuller check (a "P6" with no space after it) would reach the next
+// ones: DICOM's signature ("DICM" at byte 128) is refused outright.
+constexpr std::size_t kSignatureBytes = 132;
+
 bool is_known_picture(const unsigned char* p, std::size_t n) {
   const auto starts = [&](std::string_view signature, std::size_t at = 0) {
     return n >= at + signature.size() && std::memcmp(p + at, signature.data(), signature.size()) == 0;
   };
+  if (starts("DICM", 128)) return false;
+  const bool netpbm = n >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6' && std::isspace(p[2]) != 0;
   return starts("\x89PNG\r\n\x1a\n") || starts("\xff\xd8\xff") || starts("BM") ||
          starts(std::string_view("II*\0", 4)) || starts(std::string_view("MM\0*", 4)) ||
-         (starts("RIFF") && starts("WEBP", 8)) || (n >= 2 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6');
+         (starts("RIFF") && starts("WEBP", 8)) || netpbm;
 }
 
 }  // namespace
@@ -44,7 +52,7 @@ cv::Mat decode_image(const cv::Mat& bytes, const std::string& source) {
 }
 
 cv::Mat read_image(const std::filesystem::path& file) {
-  unsigned char head[12] = {};
+  unsigned char head[kSignatureBytes] = {};
   std::ifstream in(file, std::ios::binary);
   in.read(reinterpret_cast<char*>(head), sizeof head);
   if (!is_known_picture(head, static_cast<std::size_t>(in.gcount()))) return {};

@@ -147,6 +147,20 @@ TEST(ImageTensor, FormatsRedwoodDoesNotReadAreNoPicture) {
   const auto file = testing::temp_dir("dicom") / "scan.png";
   std::ofstream(file, std::ios::binary) << dicom;
   EXPECT_TRUE(read_image(file).empty());
+  // The same signature behind a start that looks like a netpbm file but is not one to OpenCV
+  // ("P6" with no space after it: its PxM decoder refuses it, so the next decoders are asked, and
+  // GDCM took these bytes, found by the fuzzer on the GPU host, and aborted).
+  std::string netpbm(
+      "\x50\x36\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a"
+      "\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a"
+      "\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a"
+      "\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x00\x00\x00\x03\x7a\x7a\x7a\x7a\x7a\x7a\x7a"
+      "\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x7a\x0a\x37\x20\x31\x0a\x32\x20\x20"
+      "\x20\x31\xf9\x0a\x32\x28\xe0\xdf\x44\x49\x43\x4d\xdf\x69\x6f\x73\x4c\x54\x5a",
+      139);
+  EXPECT_TRUE(decode_image(cv::Mat(1, static_cast<int>(netpbm.size()), CV_8UC1, netpbm.data()), "n").empty());
+  netpbm[2] = ' ';  // a real netpbm start with DICOM's signature at 128: refused too
+  EXPECT_TRUE(decode_image(cv::Mat(1, static_cast<int>(netpbm.size()), CV_8UC1, netpbm.data()), "n").empty());
   // A PNG still reads, from bytes and from a file.
   std::vector<std::uint8_t> png;
   ASSERT_TRUE(cv::imencode(".png", picture(), png));
