@@ -218,6 +218,32 @@ std::shared_ptr<Graph> load_onnx(const std::filesystem::path& file, const OnnxIm
   return graph;
 }
 
+namespace {
+
+// ONNX's own shape inference divides by the strides of convolutions and pools (and by their
+// dilated kernels) without looking: a stride of 0 stopped the process with SIGFPE inside
+// libonnx (found by tests/fuzz/onnx_import_fuzz.cpp). So those windows are checked first, in
+// subgraphs too.
+void check_window_attributes(const onnx::GraphProto& g, const std::string& source) {
+  static const std::set<std::string> windowed = {"Conv",    "ConvTranspose", "ConvInteger", "QLinearConv", "MaxPool",
+                                                 "AveragePool", "LpPool",   "MaxUnpool",   "DeformConv",  "Col2Im"};
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) check_window_attributes(a.g(), source);
+      for (const auto& sub : a.graphs()) check_window_attributes(sub, source);
+      if (!windowed.count(n.op_type()) || (a.name() != "strides" && a.name() != "dilations" && a.name() != "kernel_shape")) {
+        continue;
+      }
+      for (auto v : a.ints()) {
+        RW_EXPECTS(v > 0, InvalidArgument, "{}: node '{}' ({}): {} must be positive, not {}", source, n.name(), n.op_type(),
+                   a.name(), v);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::string& source,
                                        const OnnxImportOptions& options) {
   onnx::ModelProto model;
@@ -227,6 +253,7 @@ std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::stri
   RW_EXPECTS(model.has_graph() && model.graph().node_size() + model.graph().output_size() > 0,
              InvalidArgument, "{}: the ONNX model has no graph (truncated or corrupt file?)", source);
   const std::filesystem::path model_dir = std::filesystem::path(source).parent_path();
+  check_window_attributes(model.graph(), source);
   if (options.check) {
     try {
       // From a file, the checker reads it again by path: that gives it the model's folder, where

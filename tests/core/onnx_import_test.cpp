@@ -4,6 +4,7 @@
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -73,6 +74,29 @@ TEST(OnnxImport, ConstantNodesBecomeInitializers) {
   Executor exec(graph);
   auto out = exec.run({{"x", Tensor::from_vector<float>({2}, {1.f, 2.f})}});
   EXPECT_EQ(out[0].to_float_vector(), (std::vector<float>{2.f, 6.f}));
+}
+
+// ONNX's shape inference divides by a convolution's or a pool's stride: a stride of 0 stopped the
+// process with SIGFPE inside libonnx (the fuzzer's find). Now a clear error naming the node, also
+// for dilations and kernel_shape, also in a subgraph.
+TEST(OnnxImport, ZeroStridesAndKernelsAreErrorsBeforeShapeInference) {
+  for (const char* attribute : {"strides", "dilations", "kernel_shape"}) {
+    OnnxBuilder b(13);
+    b.input("x", kFloat, {1, 1, 8, 8});
+    auto& pool = b.node("MaxPool", {"x"}, {"y"}, "pool");
+    OnnxBuilder::set_attr(pool, "kernel_shape", std::vector<std::int64_t>{2, 2});
+    OnnxBuilder::set_attr(pool, attribute, std::vector<std::int64_t>{0, 2});
+    b.output("y", kFloat, {1, 1, 4, 4});
+    try {
+      load_onnx_bytes(b.bytes(), "pool.onnx");
+      ADD_FAILURE() << attribute << " 0 was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("pool.onnx: node 'pool' (MaxPool): {} must be positive, not 0",
+                                                       attribute)),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(OnnxImport, MissingFileIsAnIoError) {
