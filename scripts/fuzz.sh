@@ -110,15 +110,17 @@ status=0
   echo "| --- | --- |"
   echo "| date | $day |"
   echo "| machine | $cores cores ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $(. /etc/os-release && echo "$PRETTY_NAME") |"
-  echo "| compiler | $( (${CXX:-clang++-14} --version 2>/dev/null || echo "clang 14 (built on the 2-core VM)") | head -1), libFuzzer, -fsanitize=fuzzer,address,undefined |"
+  if [[ -n $runner ]]; then compiler="the build machine's clang (the binaries travel in a bundle)"
+  else compiler=$(${CXX:-clang++-14} --version | head -1); fi
+  echo "| compiler | $compiler, libFuzzer, -fsanitize=fuzzer,address,undefined |"
   echo "| commit | $commit (the results were recorded at this commit) |"
   echo "| command | \`bash scripts/fuzz.sh\` (RUNS=$runs, JOBS=$jobs, PARALLEL=$parallel, MAX_TIME=$max_time): per process \`redwood_fuzz_TARGET -runs=$((runs / parallel)) -max_total_time=$max_time -max_len=N -seed=K -timeout=30 -rss_limit_mb=4096 CORPUS\` |"
   echo
   echo "Each target starts from its seeds in tests/fuzz/corpus (docs/fuzzing.md says what each covers)."
   echo "A crash is any sanitizer report, fatal signal, timeout or exception other than redwood::Error;"
-  echo "new corpus entries are the inputs libFuzzer kept for new coverage. With JOBS=2 two targets"
-  echo "share the two cores, so exec/s is per core; a target reaching MAX_TIME seconds (0: no limit)"
-  echo "stops before RUNS."
+  echo "new corpus entries are the inputs libFuzzer kept for new coverage. exec/s is executions over"
+  echo "the target's wall time, its PARALLEL processes together (JOBS targets share the cores); a"
+  echo "target reaching MAX_TIME seconds (0: no limit) stops before RUNS."
   echo
   echo "| target | max_len | executions | crashes | time | exec/s | seeds | new corpus entries |"
   echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
