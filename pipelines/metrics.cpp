@@ -91,6 +91,18 @@ class Exposition {
     sample(name + "_sum", labels, sum);
     sample(name + "_count", labels, static_cast<double>(count));
   }
+  /// A family with one sample per item (a stream, stage, sink, device), labelled with its name.
+  template <typename Items, typename Value>
+  void each(const std::string& name, const char* type, const char* help, const char* label, const Items& items,
+            Value value) {
+    family(name, type, help);
+    for (const auto& item : items) sample(name, {{label, item.name}}, static_cast<double>(value(item)));
+  }
+  /// A family of one sample.
+  void one(const std::string& name, const char* type, const char* help, const Labels& labels, double value) {
+    family(name, type, help);
+    sample(name, labels, value);
+  }
   void latency(const std::string& name, const Labels& labels, const LatencyHistogram& h) {
     histogram(name, labels, kLatencyBuckets, [&](double le) { return h.count_at_most(le * 1000.0); }, h.sum_ms() / 1000.0,
               h.count());
@@ -103,11 +115,11 @@ class Exposition {
   std::string text_;
 };
 
-/// Per-stream figures of `previous` by name (streams of one run keep their order, but a name
-/// match is sturdier).
-const StreamStats* find_stream(const PipelineStats& stats, const std::string& name) {
-  for (const auto& s : stats.streams) {
-    if (s.name == name) return &s;
+/// The item of an earlier snapshot with this name (streams, devices), or nullptr.
+template <typename Items>
+const typename Items::value_type* find_named(const Items& items, const std::string& name) {
+  for (const auto& item : items) {
+    if (item.name == name) return &item;
   }
   return nullptr;
 }
@@ -119,8 +131,7 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   const double window_s = now.elapsed_s - previous.elapsed_s;
 
   const auto per_stream = [&](const std::string& name, const char* type, const char* help, auto value) {
-    out.family(name, type, help);
-    for (const auto& s : now.streams) out.sample(name, {{"stream", s.name}}, value(s));
+    out.each(name, type, help, "stream", now.streams, value);
   };
   per_stream("redwood_stream_frames_read_total", "counter", "Frames the stream's source produced.",
              [](const StreamStats& s) { return static_cast<double>(s.read); });
@@ -131,7 +142,7 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
              [](const StreamStats& s) { return static_cast<double>(s.dropped); });
   per_stream("redwood_stream_frames_per_second", "gauge", "Frames delivered per second over the last status interval.",
              [&](const StreamStats& s) {
-               const StreamStats* before = find_stream(previous, s.name);
+               const StreamStats* before = find_named(previous.streams, s.name);
                const auto delivered = s.delivered - (before ? before->delivered : 0);
                return window_s > 0 ? static_cast<double>(delivered) / window_s : 0.0;
              });
@@ -154,8 +165,7 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   for (const auto& s : now.streams) out.latency("redwood_frame_latency_seconds", {{"stream", s.name}}, s.latency);
 
   const auto per_stage = [&](const std::string& name, const char* type, const char* help, auto value) {
-    out.family(name, type, help);
-    for (const auto& s : now.stages) out.sample(name, {{"stage", s.name}}, value(s));
+    out.each(name, type, help, "stage", now.stages, value);
   };
   per_stage("redwood_stage_calls_total", "counter", "Calls of the stage (one per frame, or per batch).",
             [](const StageStats& s) { return static_cast<double>(s.calls); });
@@ -187,8 +197,7 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   }
 
   const auto per_sink = [&](const std::string& name, const char* help, auto value) {
-    out.family(name, "counter", help);
-    for (const auto& s : now.sinks) out.sample(name, {{"sink", s.name}}, static_cast<double>(value(s)));
+    out.each(name, "counter", help, "sink", now.sinks, value);
   };
   per_sink("redwood_sink_frames_written_total", "Frames the sink wrote or sent.", [](const SinkStats& s) { return s.written; });
   per_sink("redwood_sink_frames_dropped_total", "Frames the sink dropped (a full queue, a slow subscriber).",
@@ -199,31 +208,26 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   // The frames' pool and its upstream (every upstream call is a system allocation).
   const Labels pool{{"pool", "frames"}};
   const auto& m = now.memory.pool;
-  const auto single = [&](const std::string& name, const char* type, const char* help, const Labels& labels, double v) {
-    out.family(name, type, help);
-    out.sample(name, labels, v);
-  };
-  single("redwood_memory_pool_in_use_bytes", "gauge", "Bytes of the pool held by frames, in whole blocks.", pool,
-        static_cast<double>(m.bytes_in_use));
-  single("redwood_memory_pool_high_water_bytes", "gauge", "The most bytes of the pool ever in use at once.", pool,
-        static_cast<double>(m.high_water_bytes));
-  single("redwood_memory_pool_reserved_bytes", "gauge", "Bytes the pool took from its upstream and holds.", pool,
-        static_cast<double>(m.reserved_bytes));
-  single("redwood_memory_pool_limit_bytes", "gauge", "The pool's limit (service.frame_pool_mb).", pool,
-        static_cast<double>(m.limit_bytes));
-  single("redwood_memory_pool_fragmentation_ratio", "gauge",
-        "Share of the pool's free bytes that no single request can use (1 - largest free block / free bytes).", pool,
-        m.external_fragmentation());
-  single("redwood_memory_pool_upstream_allocations_total", "counter",
-        "Calls of the pool to its upstream (system allocations); constant in steady state.", pool,
-        static_cast<double>(m.upstream_allocations));
-  single("redwood_memory_pool_fallbacks_total", "counter", "Pictures that went to the heap because the pool was full.",
-        pool, static_cast<double>(now.memory.fallbacks));
+  out.one("redwood_memory_pool_in_use_bytes", "gauge", "Bytes of the pool held by frames, in whole blocks.", pool,
+          static_cast<double>(m.bytes_in_use));
+  out.one("redwood_memory_pool_high_water_bytes", "gauge", "The most bytes of the pool ever in use at once.", pool,
+          static_cast<double>(m.high_water_bytes));
+  out.one("redwood_memory_pool_reserved_bytes", "gauge", "Bytes the pool took from its upstream and holds.", pool,
+          static_cast<double>(m.reserved_bytes));
+  out.one("redwood_memory_pool_limit_bytes", "gauge", "The pool's limit (service.frame_pool_mb).", pool,
+          static_cast<double>(m.limit_bytes));
+  out.one("redwood_memory_pool_fragmentation_ratio", "gauge",
+          "Share of the pool's free bytes that no single request can use (1 - largest free block / free bytes).", pool,
+          m.external_fragmentation());
+  out.one("redwood_memory_pool_upstream_allocations_total", "counter",
+          "Calls of the pool to its upstream (system allocations); constant in steady state.", pool,
+          static_cast<double>(m.upstream_allocations));
+  out.one("redwood_memory_pool_fallbacks_total", "counter", "Pictures that went to the heap because the pool was full.",
+          pool, static_cast<double>(now.memory.fallbacks));
 
   if (!now.devices.empty()) {
     const auto per_device = [&](const std::string& name, const char* type, const char* help, auto value) {
-      out.family(name, type, help);
-      for (const auto& d : now.devices) out.sample(name, {{"device", d.name}}, value(d));
+      out.each(name, type, help, "device", now.devices, value);
     };
     per_device("redwood_gpu_compute_busy_seconds_total", "counter",
                "Time the GPU's compute engine ran this pipeline's batches (rate(): its utilization).",
@@ -231,10 +235,8 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
     per_device("redwood_gpu_utilization_ratio", "gauge",
                "Share of the last status interval the GPU's compute engine ran this pipeline's batches.",
                [&](const DeviceStats& d) {
-                 double before = 0;
-                 for (const auto& p : previous.devices) {
-                   if (p.name == d.name) before = p.compute_busy_ms;
-                 }
+                 const DeviceStats* earlier = find_named(previous.devices, d.name);
+                 const double before = earlier ? earlier->compute_busy_ms : 0;
                  return window_s > 0 ? std::min(1.0, (d.compute_busy_ms - before) / 1000.0 / window_s) : 0.0;
                });
     per_device("redwood_gpu_memory_used_bytes", "gauge", "The GPU's memory in use (every process's).",
@@ -243,10 +245,10 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
                [](const DeviceStats& d) { return static_cast<double>(d.memory_total_bytes); });
   }
 
-  single("redwood_process_cpu_seconds_total", "counter", "CPU time of this process since the run started (every thread).",
-        {}, now.cpu_s);
-  single("redwood_run_elapsed_seconds", "gauge", "Time since the run started.", {}, now.elapsed_s);
-  single("redwood_host_cores", "gauge", "Cores this process may run on.", {}, now.host_cores);
+  out.one("redwood_process_cpu_seconds_total", "counter", "CPU time of this process since the run started (every thread).",
+          {}, now.cpu_s);
+  out.one("redwood_run_elapsed_seconds", "gauge", "Time since the run started.", {}, now.elapsed_s);
+  out.one("redwood_host_cores", "gauge", "Cores this process may run on.", {}, now.host_cores);
   return out.take();
 }
 
