@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/executor.hpp"
 #include "core/log.hpp"
+#include "core/thread_name.hpp"
 
 #include <fmt/format.h>
 
@@ -296,6 +297,7 @@ class CpuRunner final : public ModelRunner {
   };
 
   void work() {
+    set_thread_name("rw-cpu-infer");
     for (;;) {
       Job job;
       {

@@ -1,5 +1,7 @@
 #include "pipelines/batcher.hpp"
 
+#include "core/thread_name.hpp"
+
 #include <algorithm>
 
 namespace redwood {
@@ -69,6 +71,7 @@ Clock::time_point Batcher::deadline() const {
 }
 
 void Batcher::loop() {
+  set_thread_name("rw-batch");
   for (;;) {
     std::vector<FramePtr> batch;
     {

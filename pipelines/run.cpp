@@ -2,6 +2,7 @@
 // (pipelines/pipeline.hpp has the picture and the invariants).
 
 #include "core/log.hpp"
+#include "core/thread_name.hpp"
 #include "pipelines/batcher.hpp"
 #include "pipelines/frame_gate.hpp"
 #include "pipelines/frame_pool.hpp"
@@ -221,6 +222,7 @@ class Run {
   }
 
   void read_loop(std::size_t i) {
+    set_thread_name("rw-read");  // and FFmpeg's decoder threads, started from here
     StreamRun& r = *runs_[i];
     Source& source = *streams_[i].source;
     std::int64_t seq = 0;
@@ -272,6 +274,7 @@ class Run {
   }
 
   void pump_loop(std::size_t i) {
+    set_thread_name("rw-pump");
     StreamRun& r = *runs_[i];
     std::int64_t admitted = 0;
     // Token first, then the frame: a live source's frame waits in its queue (where newer frames

@@ -96,8 +96,10 @@ pipeline() {  # name, then redwood run's options
   timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" --quiet \
     --set service.metrics.port=0 "$@" >"$OUT/run-$name.log" 2>&1 &
   local pid=$!
+  python3 scripts/thread_cpu.py "$pid" $((duration / 2)) $((duration / 4 + 8)) >"$OUT/threads-$name.md" 2>&1 &
   scrape "$name"
   wait "$pid"
+  wait
   echo "(rc=$?)" >>"$OUT/run-$name.log"
   sed -n '/^summary/,$p' "$OUT/run-$name.log"
 }
@@ -187,6 +189,12 @@ row() {  # a run's line of the pipeline table, from its summary
     echo '```'
     grep -E "^pipeline|^\[|^  " "$log" | grep -v "^\[.*\] \[info\]" | sed -n '/^pipeline/,$p' | head -60
     echo '```'
+    if [[ -s $OUT/threads-${name%.log}.md ]]; then
+      echo
+      echo "CPU by thread mid-run (scripts/thread_cpu.py):"
+      echo
+      cat "$OUT/threads-${name%.log}.md"
+    fi
   done
 } >"$results"
 echo "results: $results"

@@ -23,6 +23,7 @@
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/graph_runner.hpp"
 #include "core/log.hpp"
+#include "core/thread_name.hpp"
 #include "core/model_runner.hpp"
 
 #include <fmt/format.h>
@@ -396,6 +397,7 @@ class CudaModelRunner final : public ModelRunner {
   }
 
   void complete_loop() {
+    set_thread_name("rw-cuda-done");
     cudaSetDevice(device_);
     for (;;) {
       int index = -1;

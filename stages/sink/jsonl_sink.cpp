@@ -11,6 +11,7 @@
 // failed and the run ends with an error naming the file.
 
 #include "core/error.hpp"
+#include "core/thread_name.hpp"
 #include "stages/sink/frame_json.hpp"
 #include "stages/sink/line_file.hpp"
 #include "stages/sink/sink.hpp"
@@ -68,6 +69,7 @@ class JsonlSink final : public Sink {
 
  private:
   void write_loop() {
+    set_thread_name("rw-sink-write");
     std::string chunk;  // swapped with queued_: both keep their capacity, no allocation per frame
     for (;;) {
       std::int64_t lines = 0;

@@ -16,6 +16,7 @@
 // the frames written). Either failure ends the run with an error naming the file, and the frames
 // that could not be written count as failed.
 
+#include "core/thread_name.hpp"
 #include "stages/sink/sink.hpp"
 
 #include <fmt/format.h>
@@ -166,6 +167,7 @@ class VideoSink final : public Sink {
   }
 
   void write_loop() {
+    set_thread_name("rw-sink-write");
     for (;;) {
       Queued item;
       {
