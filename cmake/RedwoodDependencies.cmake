@@ -13,6 +13,9 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # The metrics endpoint's HTTP server (pipelines/metrics_server.cpp).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# The video source's decoder (stages/source/video_decoder.cpp): FFmpeg's libraries, which OpenCV's
+# videoio also links, used directly to choose each decoder's thread count.
+pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
 find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
 
 set(REDWOOD_HAVE_CUDA OFF)

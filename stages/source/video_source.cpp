@@ -1,78 +1,120 @@
-// A video file read through OpenCV: frames on demand (never dropped), optionally looped. A file
-// OpenCV cannot open fails at load; one with no readable frame fails the stream when read; one
-// that stops before the frame count its header declares (truncated) ends there with a warning.
+// A video file decoded through FFmpeg (stages/source/video_decoder.hpp): frames on demand (never
+// dropped), optionally looped. A file FFmpeg cannot open or has no decoder for fails at load;
+// one with no readable frame fails the stream when read; one that stops before the frame count
+// its header declares (truncated) ends there with a warning.
 //
 //   - name: cam0
 //     type: video
 //     path: ../assets/video/vtest.avi
 //     start_frame: 0
 //     loop: false
+//     decoder_threads: 0   # 0: the cores shared out among the open video sources, at least 1
+//
+// decoder_threads 0 gives each file max(1, cores / video sources open) decoding threads when it
+// starts: one file on its own decodes on every core, a hundred streams on 16 cores one thread
+// each (more threads than cores only add switching).
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "stages/source/source.hpp"
+#include "stages/source/video_decoder.hpp"
 
 #include <fmt/format.h>
 
-#include <opencv2/videoio.hpp>
+#include <algorithm>
+#include <atomic>
+#include <thread>
 
 namespace redwood {
 namespace {
 
+std::atomic<int> open_video_sources{0};
+
 class VideoSource final : public Source {
  public:
   explicit VideoSource(Params& p)
-      : path_(p.existing_file("path")), loop_(p.get<bool>("loop", false)),
-        start_frame_(p.get<int>("start_frame", 0)) {
+      : path_(p.existing_file("path")), loop_(p.get<bool>("loop", false)), start_frame_(p.get<int>("start_frame", 0)),
+        threads_(p.get<int>("decoder_threads", 0)) {
     if (start_frame_ < 0) p.fail("start_frame", "must be >= 0");
-    open();
-    if (!capture_.isOpened()) p.fail("path", "OpenCV cannot open this video");
+    if (threads_ < 0 || threads_ > 64) p.fail("decoder_threads", "must be from 0 (automatic) to 64");
+    try {
+      decoder_ = std::make_unique<VideoDecoder>(path_);
+    } catch (const Error& e) {
+      p.fail("path", e.what());
+    }
+    ++open_video_sources;
   }
+  ~VideoSource() override { --open_video_sources; }
 
   bool live() const override { return false; }
-  double frame_rate() const override { return fps_; }
+  double frame_rate() const override { return decoder_->frame_rate(); }
   bool rewind() override {
-    open();
+    decoder_->rewind();
     frames_in_pass_ = 0;
-    return capture_.isOpened();
+    return true;
   }
 
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
-    if (!capture_.read(image) || image.empty()) {
-      if (frames_in_pass_ == 0) {
-        // Opened but nothing decodes: zero frames, or corrupt from the start.
-        throw IoError(fmt::format("video '{}': no readable frame{}", path_.string(),
-                                  start_frame_ > 0 ? fmt::format(" from start_frame {}", start_frame_) : std::string()));
-      }
-      const double declared = capture_.get(cv::CAP_PROP_FRAME_COUNT);
-      if (declared > 0 && start_frame_ + frames_in_pass_ < static_cast<std::int64_t>(declared) - 1) {
-        // Not an error (what was read is processed), but the file is not what it claims to be.
-        log().warn("video '{}': reading stopped after frame {} of the {:.0f} the file declares (truncated or corrupt)",
-                   path_.string(), start_frame_ + frames_in_pass_, declared);
-      }
+    if (!started_) start();
+    if (frames_in_pass_ == 0 && !skip_to_start()) return no_frame();
+    if (!decoder_->read(image, pts_ms)) {
+      if (frames_in_pass_ == 0) return no_frame();
+      end_of_pass();
       if (!loop_) return ReadStatus::kEnd;
-      open();
-      frames_in_pass_ = 0;
-      if (!capture_.read(image) || image.empty()) return ReadStatus::kEnd;
+      rewind();
+      if (!skip_to_start() || !decoder_->read(image, pts_ms)) return ReadStatus::kEnd;
     }
     ++frames_in_pass_;
-    pts_ms = capture_.get(cv::CAP_PROP_POS_MSEC);
     return ReadStatus::kFrame;
   }
 
  private:
-  void open() {
-    capture_.open(path_.string());
-    if (start_frame_ > 0) capture_.set(cv::CAP_PROP_POS_FRAMES, start_frame_);
-    if (fps_ == 0 && capture_.isOpened()) fps_ = std::max(0.0, capture_.get(cv::CAP_PROP_FPS));
+  // The thread count is settled at the first read, when every source of the pipeline exists.
+  void start() {
+    int threads = threads_;
+    if (threads == 0) {
+      const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      threads = std::max(1, cores / std::max(1, open_video_sources.load()));
+    }
+    decoder_->set_threads(threads);
+    started_ = true;
+  }
+
+  // Decodes and drops the frames before start_frame (exact, where a seek lands on a key frame).
+  bool skip_to_start() {
+    cv::Mat dropped;
+    double pts = 0;
+    for (int i = 0; i < start_frame_; ++i) {
+      if (!decoder_->read(dropped, pts)) return false;
+    }
+    return true;
+  }
+
+  ReadStatus no_frame() const {
+    // Opened but nothing decodes: zero frames, or corrupt from the start.
+    throw IoError(fmt::format("video '{}': no readable frame{}", path_.string(),
+                              start_frame_ > 0 ? fmt::format(" from start_frame {}", start_frame_) : std::string()));
+  }
+
+  void end_of_pass() const {
+    const std::int64_t declared = decoder_->declared_frames();
+    if (declared > 0 && start_frame_ + frames_in_pass_ < declared - 1) {
+      // Not an error (what was read is processed), but the file is not what it claims to be.
+      log().warn("video '{}': reading stopped after frame {} of the {} the file declares (truncated or corrupt)",
+                 path_.string(), start_frame_ + frames_in_pass_, declared);
+    }
+    if (const std::int64_t bad = decoder_->corrupt_packets(); bad > 0) {
+      log().warn("video '{}': {} packet(s) failed to decode and were skipped", path_.string(), bad);
+    }
   }
 
   std::filesystem::path path_;
   bool loop_;
   int start_frame_;
-  cv::VideoCapture capture_;
-  double fps_ = 0;
+  int threads_;
+  std::unique_ptr<VideoDecoder> decoder_;
+  bool started_ = false;
   std::int64_t frames_in_pass_ = 0;
 };
 

@@ -43,6 +43,29 @@ TEST(PipelineSources, VideoFileFromStartFrame) {
   EXPECT_EQ(stats.streams[0].delivered, 5);  // vtest.avi has 795 frames
 }
 
+TEST(PipelineSources, VideoLoopsFromStartFrameEachPass) {
+  // 3 frames a pass from frame 792, looped by the source itself: two passes for 6 frames (frames
+  // before start_frame are decoded and dropped, each pass).
+  RunOptions options;
+  options.max_frames = 6;
+  Pipeline p(testing::pipeline_text(
+      "version: 1\nsources:\n  - {name: v, type: video, path: video/vtest.avi, start_frame: 792, loop: true, decoder_threads: 1}\n"));
+  const auto stats = p.run(options);
+  EXPECT_EQ(stats.streams[0].delivered, 6);
+}
+
+TEST(PipelineSources, VideoDecoderThreadsOutOfRangeFailAtTheKey) {
+  for (const char* bad : {"-1", "65"}) {
+    try {
+      Pipeline p(testing::pipeline_text(std::string("version: 1\nsources:\n  - {name: v, type: video, path: video/vtest.avi, "
+                                                    "decoder_threads: ") + bad + "}\n"));
+      FAIL() << "decoder_threads " << bad << " was taken";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("decoder_threads: must be from 0 (automatic) to 64"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(PipelineSources, UnreachableStreamRetriesWithBackoffThenFails) {
   // Port 9 (discard) on loopback: nothing listens, every connection is refused at once.
   Pipeline p(testing::pipeline_text(

@@ -1,0 +1,53 @@
+#pragma once
+// A video file decoded through FFmpeg's libraries (libavformat, libavcodec, libswscale) into
+// 8-bit BGR pictures: what the `video` source reads.
+//
+// Why not cv::VideoCapture, which decodes through the same libraries: OpenCV 4.6 (Debian 12's)
+// gives every decoder as many threads as the machine has cores and has no way to ask for fewer.
+// A hundred streams on the 16-core GPU host made 1,600 decoder threads, and their switching cost
+// 6 cores where decoding itself needs 3.4 (scripts/thread_cpu.py). Here the thread count is the
+// caller's; a decoder keeps its threads across rewinds (a looped file is not reopened); and the
+// picture is converted straight into the caller's buffer (the frame pool), with the same
+// conversion OpenCV uses (swscale, bicubic flags), so the pixels are OpenCV's.
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+namespace redwood {
+
+class VideoDecoder {
+ public:
+  /// Opens the file, finds its best video stream and FFmpeg's decoder for it; throws IoError
+  /// naming the file and FFmpeg's reason when any of that fails.
+  explicit VideoDecoder(const std::filesystem::path& path);
+  ~VideoDecoder();
+  VideoDecoder(const VideoDecoder&) = delete;
+  VideoDecoder& operator=(const VideoDecoder&) = delete;
+
+  /// Decoder threads (0: FFmpeg's own choice, one per core), taken when the decoder starts: at
+  /// the first read. 1 until set.
+  void set_threads(int threads);
+  /// Decodes the next picture into `bgr` (made 8-bit BGR at the picture's size; a Mat with a
+  /// pool allocator keeps it) and its time in the stream, in ms from its start. False at the
+  /// end of the file. A packet FFmpeg cannot decode is skipped and counted (corrupt_packets()).
+  bool read(cv::Mat& bgr, double& pts_ms);
+  /// Back to the first frame (a seek, the decoder and its threads kept; the file is reopened
+  /// only when it cannot seek). The next read() returns the first frame again.
+  void rewind();
+
+  /// Frames per second the stream declares (0 when it does not).
+  double frame_rate() const;
+  /// Frames the file's header declares (0 when it does not say).
+  std::int64_t declared_frames() const;
+  /// Packets that failed to decode since the last rewind.
+  std::int64_t corrupt_packets() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace redwood

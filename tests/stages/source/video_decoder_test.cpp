@@ -1,0 +1,109 @@
+// The video source's FFmpeg decoder: the same pixels, times and frame rate as OpenCV's
+// VideoCapture (which decodes through the same libraries), rewinding to the first frame, the
+// thread count it is given, and clear errors for files it cannot read.
+
+#include "core/error.hpp"
+#include "stages/source/video_decoder.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <opencv2/videoio.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace redwood {
+namespace {
+
+std::filesystem::path clip() { return testing::assets_dir() / "video" / "vtest-captions.avi"; }
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+TEST(VideoDecoder, SamePicturesTimesAndRateAsOpenCv) {
+  if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
+  cv::VideoCapture capture(clip().string());
+  ASSERT_TRUE(capture.isOpened());
+  VideoDecoder decoder(clip());
+  EXPECT_DOUBLE_EQ(decoder.frame_rate(), capture.get(cv::CAP_PROP_FPS));
+  EXPECT_EQ(decoder.declared_frames(), static_cast<std::int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT)));
+  for (int i = 0; i < 40; ++i) {
+    cv::Mat expected, got;
+    double pts = -1;
+    ASSERT_TRUE(capture.read(expected));
+    ASSERT_TRUE(decoder.read(got, pts)) << "frame " << i;
+    ASSERT_EQ(got.type(), CV_8UC3);
+    ASSERT_EQ(got.size(), expected.size());
+    EXPECT_EQ(cv::norm(got, expected, cv::NORM_INF), 0) << "frame " << i;
+    EXPECT_NEAR(pts, capture.get(cv::CAP_PROP_POS_MSEC), 1e-6) << "frame " << i;
+  }
+}
+
+TEST(VideoDecoder, ReadsToTheEndAndRewindsToTheFirstFrame) {
+  if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
+  VideoDecoder decoder(clip());
+  cv::Mat first, frame;
+  double pts = 0;
+  ASSERT_TRUE(decoder.read(first, pts));
+  first = first.clone();
+  std::int64_t frames = 1;
+  while (decoder.read(frame, pts)) ++frames;
+  EXPECT_EQ(frames, decoder.declared_frames());
+  EXPECT_EQ(decoder.corrupt_packets(), 0);
+  EXPECT_FALSE(decoder.read(frame, pts));  // stays at the end
+  decoder.rewind();
+  ASSERT_TRUE(decoder.read(frame, pts));
+  EXPECT_EQ(cv::norm(frame, first, cv::NORM_INF), 0);
+  EXPECT_EQ(pts, 0.0);
+}
+
+TEST(VideoDecoder, DecodesOnTheThreadsItIsGiven) {
+  if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
+  cv::Mat frame;
+  double pts = 0;
+  const int before = thread_count();
+  {
+    VideoDecoder one(clip());
+    one.set_threads(1);
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(one.read(frame, pts));
+    EXPECT_EQ(thread_count(), before) << "one thread: decoding runs on the caller's";
+    one.rewind();
+    ASSERT_TRUE(one.read(frame, pts));
+    EXPECT_EQ(thread_count(), before) << "a rewind starts no thread";
+  }
+  VideoDecoder four(clip());
+  four.set_threads(4);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(four.read(frame, pts));
+  EXPECT_GE(thread_count(), before + 3) << "four decoder threads (the caller's among them, or all four of FFmpeg's)";
+}
+
+TEST(VideoDecoder, FilesItCannotReadAreIoErrorsNamingTheFile) {
+  const auto dir = testing::temp_dir("video_decoder");
+  const auto junk = dir / "junk.avi";
+  std::ofstream(junk) << std::string(4096, 'x');
+  try {
+    VideoDecoder decoder(junk);
+    FAIL() << "opened a file of 'x'";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("video '" + junk.string() + "': FFmpeg cannot open it"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(VideoDecoder(dir / "missing.avi"), IoError);
+  // A picture is a file FFmpeg opens, but a still PNG has a video stream of one frame: it reads.
+  // Audio only has no video stream at all.
+  if (std::system("command -v ffmpeg >/dev/null 2>&1") != 0) GTEST_SKIP() << "ffmpeg not found";
+  const auto audio = dir / "tone.wav";
+  ASSERT_EQ(std::system(("ffmpeg -nostdin -loglevel error -y -f lavfi -i sine=d=0.1 '" + audio.string() + "'").c_str()), 0);
+  try {
+    VideoDecoder decoder(audio);
+    FAIL() << "opened a file with no video";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no video stream"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace redwood
