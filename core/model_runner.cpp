@@ -176,10 +176,19 @@ void check_batch(const Graph& graph, const InferBatch& batch) {
     const auto& parts = batch.inputs[i];
     RW_EXPECTS(part_rows(parts) == rows, InvalidArgument, "{}: input '{}' is split into other rows than input '{}'", model,
                vi.name, graph.inputs[0].name);
+    const bool picture = i == 0 && batch.picture.has_value();
     for (const Tensor& p : parts) {
       RW_EXPECTS(p.defined() && p.device() == Device::kCpu, InvalidArgument, "{}: input '{}' must be a host tensor", model,
                  vi.name);
-      RW_EXPECTS(vi.dtype == DType::kUndefined || p.dtype() == vi.dtype, InvalidArgument,
+      if (picture) {
+        RW_EXPECTS(p.dtype() == DType::kU8 && p.rank() == 4 && p.dim(3) == batch.picture->channels, InvalidArgument,
+                   "{}: input '{}' takes a picture as 8-bit pixels [rows, H, W, {}], not {}", model, vi.name,
+                   batch.picture->channels, p.description());
+        const std::string why = picture_mismatch(vi, *batch.picture, p.dim(1), p.dim(2));
+        RW_EXPECTS(why.empty(), InvalidArgument, "{}: pixels {} cannot feed input {}: {}", model, p.description(),
+                   vi.description(), why);
+      }
+      RW_EXPECTS(picture || vi.dtype == DType::kUndefined || p.dtype() == vi.dtype, InvalidArgument,
                  "{}: input '{}' is {}, the graph declares {}", model, vi.name, p.description(), vi.description());
       RW_EXPECTS(p.rank() >= 1 && p.rank() == parts[0].rank() &&
                      std::equal(p.shape().begin() + 1, p.shape().end(), parts[0].shape().begin() + 1),
@@ -189,6 +198,12 @@ void check_batch(const Graph& graph, const InferBatch& batch) {
   }
   RW_EXPECTS(batch.run_rows == 0 || batch.run_rows >= total, InvalidArgument, "{}: run_rows {} is below the batch's {} rows",
              model, batch.run_rows, total);
+}
+
+Shape batch_input_shape(const InferBatch& batch, std::size_t i, std::int64_t run_rows) {
+  Shape shape = batch.inputs[i][0].shape();
+  shape[0] = run_rows;
+  return i == 0 && batch.picture ? picture_model_shape(shape, *batch.picture) : shape;
 }
 
 std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
@@ -251,6 +266,22 @@ std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64
     parts.push_back(std::move(part));
   }
   return parts;
+}
+
+/// Normalizes picture parts (8-bit [rows, H, W, C]) into the float input `in`, one after the
+/// other, zeroing the padding rows after them as gather_rows does; returns the pixels' bytes.
+std::size_t normalize_parts(const std::vector<Tensor>& parts, const PictureInput& picture, Tensor& in) {
+  auto* dst = in.data<float>();
+  std::size_t bytes = 0;
+  for (const Tensor& part : parts) {
+    const Tensor c = part.contiguous();
+    normalize_picture(c.data<std::uint8_t>(), c.dim(0), c.dim(1), c.dim(2), picture, dst);
+    dst += c.numel();
+    bytes += c.nbytes();
+  }
+  const auto* end = in.data<float>() + in.numel();
+  if (dst < end) std::memset(dst, 0, static_cast<std::size_t>(end - dst) * sizeof(float));
+  return bytes;
 }
 
 class CpuRunner final : public ModelRunner {
@@ -339,17 +370,22 @@ class CpuRunner final : public ModelRunner {
     std::map<std::string, Tensor> feeds;
     for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
       const auto& parts = batch.inputs[i];
+      const bool picture = i == 0 && batch.picture.has_value();
       Tensor in;
-      if (parts.size() == 1 && run_rows == total) {
+      if (parts.size() == 1 && run_rows == total && !picture) {
         in = parts[0];
       } else {
-        Shape shape = parts[0].shape();
-        shape[0] = run_rows;
-        in = batch.allocate ? batch.allocate(parts[0].dtype(), shape) : Tensor();
-        if (!in.defined()) in = Tensor::empty(parts[0].dtype(), shape);
-        gather_rows(parts, in.raw_data(), in.nbytes());
+        const Shape shape = batch_input_shape(batch, i, run_rows);
+        const DType dtype = picture ? DType::kF32 : parts[0].dtype();
+        in = batch.allocate ? batch.allocate(dtype, shape) : Tensor();
+        if (!in.defined()) in = Tensor::empty(dtype, shape);
+        if (picture) {
+          timing.bytes_in += normalize_parts(parts, *batch.picture, in);
+        } else {
+          gather_rows(parts, in.raw_data(), in.nbytes());
+        }
       }
-      timing.bytes_in += in.nbytes();
+      if (!picture) timing.bytes_in += in.nbytes();
       feeds.emplace(graph.inputs[i].name, std::move(in));
     }
     const auto t1 = std::chrono::steady_clock::now();

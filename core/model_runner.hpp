@@ -13,12 +13,17 @@
 // rows than it has (`run_rows`, a preferred batch size): the extra rows are zeros and their
 // outputs are dropped. run() is the synchronous form, for tools and tests.
 //
+// A batch whose `picture` is set carries graph input 0 as 8-bit pixels [rows, H, W, C]: the runner
+// writes the normalized floats into the model's input itself (core/picture_input.hpp), on the GPU
+// in a kernel after the copy, so the host neither converts nor copies four bytes per value.
+//
 // The CPU runner wraps the Executor on worker threads of its own; other devices register a
 // factory here from their backend ("cuda": backends/cuda/cuda_model_runner.cpp, a whole-archive
 // link), so stages need no backend's headers or libraries, and a build without CUDA simply has
 // no "cuda" entry and says so.
 
 #include "core/graph/graph.hpp"
+#include "core/picture_input.hpp"
 #include "core/tensor.hpp"
 
 #include <algorithm>
@@ -31,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +56,10 @@ struct InferBatch {
   /// are zeros and their outputs are dropped (a size the runner keeps a plan for).
   std::int64_t run_rows = 0;
   TensorAllocator allocate;
+  /// Set: graph input 0's parts are 8-bit pixels [rows, H, W, C] that the runner normalizes into
+  /// the model's float input (H, W, C those of the input in its layout); padding rows are zeros
+  /// of the float input, as for any batch.
+  std::optional<PictureInput> picture;
 };
 
 struct InferResult {
@@ -205,8 +215,12 @@ std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph,
 void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes);
 /// Rows of every part, and their total.
 std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts);
+/// The shape graph input `i` runs at: its parts' with `run_rows` rows, or for a picture (input 0
+/// of a batch with `picture`) the model's float shape of its pixels.
+Shape batch_input_shape(const InferBatch& batch, std::size_t i, std::int64_t run_rows);
 /// Checks a batch against the graph's inputs and outputs (counts, dtypes, matching part rows,
-/// run_rows); throws InvalidArgument naming the model and what differs.
+/// run_rows, and a picture's pixels against input 0's extents); throws InvalidArgument naming the
+/// model and what differs.
 void check_batch(const Graph& graph, const InferBatch& batch);
 
 /// How a backend other than the CPU makes runners.

@@ -7,7 +7,9 @@ namespace redwood {
 std::string TensorSpec::description() const {
   std::vector<std::string> parts;
   for (auto d : dims) parts.push_back(d < 0 ? "?" : std::to_string(d));
-  return fmt::format("[{}]", fmt::join(parts, ", "));
+  const std::string shape = fmt::format("[{}]", fmt::join(parts, ", "));
+  if (picture) return shape + " u8 picture";
+  return dtype == DType::kF32 ? shape : fmt::format("{} {}", shape, dtype_name(dtype));
 }
 
 const ModelEntry& StageArgs::model(const std::string& key) const {
@@ -32,13 +34,30 @@ void Stage::fail_config(const std::string& message) const {
   throw ConfigError(text);
 }
 
+void Stage::consume(std::string key, Reads reads) {
+  consumes_.push_back(std::move(key));
+  reads_.push_back(reads);
+}
+
 void Stage::check(const TensorSpecs& available) const {
-  for (const auto& key : consumes_) {
-    if (available.count(key)) continue;
-    std::vector<std::string> keys;
-    for (const auto& [k, _] : available) keys.push_back(k);
-    fail_config(fmt::format("reads tensor '{}' but no earlier stage writes it (written so far: {})", key,
-                            keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
+  for (std::size_t i = 0; i < consumes_.size(); ++i) {
+    const std::string& key = consumes_[i];
+    const auto it = available.find(key);
+    if (it == available.end()) {
+      std::vector<std::string> keys;
+      for (const auto& [k, _] : available) keys.push_back(k);
+      fail_config(fmt::format("reads tensor '{}' but no earlier stage writes it (written so far: {})", key,
+                              keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
+    }
+    if (reads_[i] == Reads::kTransform && !it->second.maps_picture) {
+      fail_config(fmt::format("transform '{}' is not a preprocess stage's output: no picture mapping comes with it", key));
+    }
+    if (reads_[i] == Reads::kTensor && it->second.picture) {
+      fail_config(fmt::format("reads tensor '{}' {}, pixels left for its model's runner to normalize (preprocess "
+                              "normalize_on: model, or auto with the model on a GPU): only an infer stage reads them; "
+                              "give the preprocess stage normalize_on: stage for a float tensor",
+                              key, it->second.description()));
+    }
   }
 }
 

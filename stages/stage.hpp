@@ -22,19 +22,27 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace redwood {
 
-/// What is known at load of a tensor a stage writes: dims (-1 when it varies). Dim 0 counts the
-/// items of one frame (1 for a whole picture, the crops for crops); batching concatenates on it.
+/// What is known at load of a tensor a stage writes: dims (-1 when it varies) and dtype. Dim 0
+/// counts the items of one frame (1 for a whole picture, the crops for crops); batching
+/// concatenates on it.
 struct TensorSpec {
   std::vector<std::int64_t> dims;
+  DType dtype = DType::kF32;
   /// A preprocess stage's output: each frame also carries the picture -> tensor mapping under
   /// this key (Frame::transforms), which decoders name as their `transform`.
   bool maps_picture = false;
+  /// Set when the tensor is the 8-bit picture [1, H, W, C] (dtype kU8) whose normalization into
+  /// the model's float input is left to the model's runner (preprocess `normalize_on: model`):
+  /// only a stage that consume_picture()s the key may read it.
+  std::optional<PictureInput> picture{};
+  /// "[1, 3, 320, 416]", "[1, 320, 416, 3] u8 picture".
   std::string description() const;
 };
 using TensorSpecs = std::map<std::string, TensorSpec>;
@@ -77,7 +85,8 @@ class Stage {
   const TensorSpecs& produces() const { return produces_; }
 
   /// Checks what this stage reads against what earlier stages write (shapes, model inputs);
-  /// throws ConfigError. The default only asks that every consumed key exists.
+  /// throws ConfigError. The default asks that every consumed key exists, that a transform comes
+  /// from a preprocess stage, and that an 8-bit picture reaches only a stage that takes one.
   virtual void check(const TensorSpecs& available) const;
   /// Frames handled in one call (> 1 only for stages that batch across streams).
   virtual int max_batch() const { return 1; }
@@ -124,7 +133,13 @@ class Stage {
  protected:
   /// Throws ConfigError at where_ (the stage's place in the file) with the stage's name.
   [[noreturn]] void fail_config(const std::string& message) const;
-  void consume(std::string key) { consumes_.push_back(std::move(key)); }
+  void consume(std::string key) { consume(std::move(key), Reads::kTensor); }
+  /// Reads the key's tensor, which may also be an 8-bit picture (TensorSpec::picture): the infer
+  /// stage, whose runner normalizes it.
+  void consume_picture(std::string key) { consume(std::move(key), Reads::kPicture); }
+  /// Reads only the picture -> tensor mapping a preprocess stage writes under the key
+  /// (Frame::transforms), not its tensor: decoders' `transform`.
+  void consume_transform(std::string key) { consume(std::move(key), Reads::kTransform); }
   void produce(std::string key, TensorSpec spec) { produces_[std::move(key)] = std::move(spec); }
   void remember_place(const Params& params);
 
@@ -133,8 +148,12 @@ class Stage {
   /// For asynchronous stages: hands frames over, calls `done` once all are complete.
   virtual void do_process_async(std::span<Frame* const> frames, Completion done);
 
+  enum class Reads { kTensor, kPicture, kTransform };
+  void consume(std::string key, Reads reads);
+
   std::string name_;
   std::vector<std::string> consumes_;
+  std::vector<Reads> reads_;  // what is read of each of consumes_
   TensorSpecs produces_;
   std::shared_ptr<const ConfigOrigin> origin_;
   YAML::Node where_;

@@ -7,9 +7,14 @@
 //   take a free slot (wait while all are busy)          take the oldest slot in flight
 //   on its stream: copy every part in (straight from    wait for its last event (sleeping)
 //     pinned memory, else through the slot's staging),  copy staged outputs into their parts
-//     zero the padding rows, replay the plan's CUDA     read the events' times
-//     graph, copy every output part out                 done(result), free the slot
+//     zero the padding rows, [normalize a picture],     read the events' times
+//     replay the plan's CUDA graph, copy every output   done(result), free the slot
+//     part out
 //   queue the slot for completion, return
+//
+// A batch with a `picture` (core/picture_input.hpp) brings input 0 as 8-bit pixels: they are
+// copied into the slot's pixel buffer, and a kernel (kernels/picture_normalize.cu) writes the
+// model's fp32 input from them, outside the captured graph, just before its replay.
 //
 // With three slots, batch n+1's copy in, batch n's compute and batch n-1's copy out run at once
 // on the GPU's copy and compute engines. A slot keeps one plan (workspace, captured graph) per
@@ -22,6 +27,7 @@
 #include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/graph_runner.hpp"
+#include "backends/cuda/kernels/launchers.hpp"
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
 #include "core/model_runner.hpp"
@@ -230,6 +236,7 @@ class CudaModelRunner final : public ModelRunner {
     explicit Slot(std::size_t max_plans) : plans(max_plans) {}
     LruMap<std::vector<Shape>, std::unique_ptr<Plan>> plans;  // RunnerOptions::max_plans, least recently used out
     PinnedBuffer staging_in, staging_out;
+    DeviceBuffer pixels;  // a picture's 8-bit input, grown on demand (never shrinks)
     // The batch in flight.
     InferBatch batch;
     InferDone done;
@@ -289,13 +296,15 @@ class CudaModelRunner final : public ModelRunner {
     for (auto r : rows) total += r;
     const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
     std::vector<Shape> shapes;
-    for (const auto& parts : batch.inputs) {
-      Shape s = parts[0].shape();
-      s[0] = run_rows;
-      shapes.push_back(std::move(s));
-    }
+    for (std::size_t i = 0; i < batch.inputs.size(); ++i) shapes.push_back(batch_input_shape(batch, i, run_rows));
     Plan& plan = plan_on(slot, shapes);
     const Schedule& s = plan.schedule();
+    const bool picture = batch.picture.has_value();
+    if (picture) {
+      const DType dtype = s.values[static_cast<std::size_t>(s.graph_inputs[0])].dtype;
+      RW_EXPECTS(dtype == DType::kF32, Unsupported, "{}: input '{}' is {} on the GPU; a picture is normalized into fp32 only",
+                 graph.name, graph.inputs[0].name, dtype_name(dtype));
+    }
     // Every output must have a row per input row, to be split back into the parts.
     for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
       const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
@@ -320,10 +329,19 @@ class CudaModelRunner final : public ModelRunner {
     }
     std::byte* staging = staged > 0 ? slot.staging_in.reserve(staged) : nullptr;
     std::size_t staging_at = 0;
+    std::byte* pixels = nullptr;
+    if (picture) {
+      std::size_t bytes = 0;
+      for (const Tensor& p : batch.inputs[0]) bytes += p.nbytes();
+      // Not stream-ordered: it is freed only while the slot is idle (here, or after ~Slot's
+      // synchronize), and the pool's per-thread cache would keep the slot's stream past its end.
+      if (slot.pixels.bytes() < bytes) slot.pixels = DeviceBuffer(device_pool(device_), align_up(bytes));
+      pixels = static_cast<std::byte*>(slot.pixels.data());
+    }
     std::vector<Slot::Pad>& pads = slot.pads;
     pads.clear();
     for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
-      auto* dst = static_cast<std::byte*>(plan.input(i));
+      auto* dst = i == 0 && picture ? pixels : static_cast<std::byte*>(plan.input(i));
       std::size_t at = 0;
       for (const Tensor& part : batch.inputs[i]) {
         const std::size_t bytes = part.nbytes();
@@ -339,6 +357,11 @@ class CudaModelRunner final : public ModelRunner {
         at += bytes;
       }
       const auto& v = s.values[static_cast<std::size_t>(s.graph_inputs[i])];
+      if (i == 0 && picture) {
+        // The padding rows are zeros of the float input, as for any batch; the kernel writes the rest.
+        dst = static_cast<std::byte*>(plan.input(0));
+        at = run_rows > 0 ? v.bytes() / static_cast<std::size_t>(run_rows) * static_cast<std::size_t>(total) : 0;
+      }
       if (v.bytes() > at) pads.push_back({dst + at, v.bytes() - at});
     }
     slot.outputs.assign(s.graph_outputs.size(), {});
@@ -385,6 +408,7 @@ class CudaModelRunner final : public ModelRunner {
     }
     for (const Slot::Pad& p : pads) RW_CUDA_CHECK(cudaMemsetAsync(p.dst, 0, p.bytes, stream));
     slot.compute_start.record(stream);
+    if (picture) normalize_picture_on(*batch.picture, batch.inputs[0], total, pixels, plan.input(0), stream);
     plan.enqueue(stream);
     slot.compute_end.record(stream);
     for (const Copy& c : outs) {
@@ -394,6 +418,22 @@ class CudaModelRunner final : public ModelRunner {
     slot.copy_out_end.record(stream);
     slot.timing.rows = total;
     slot.timing.run_rows = run_rows;
+  }
+
+  // The pixels of `total` rows, in the slot's buffer, into the model's fp32 input.
+  static void normalize_picture_on(const PictureInput& picture, const std::vector<Tensor>& parts, std::int64_t total,
+                                   const std::byte* pixels, void* input, cudaStream_t stream) {
+    kernels::PictureNormalize p;
+    p.rows = total;
+    p.height = static_cast<int>(parts[0].dim(1));
+    p.width = static_cast<int>(parts[0].dim(2));
+    p.channels = picture.channels;
+    p.nchw = picture.nchw;
+    for (int c = 0; c < 3; ++c) {
+      p.alpha[c] = picture.alpha[static_cast<std::size_t>(c)];
+      p.beta[c] = picture.beta[static_cast<std::size_t>(c)];
+    }
+    kernels::launch_picture_normalize(p, reinterpret_cast<const std::uint8_t*>(pixels), static_cast<float*>(input), stream);
   }
 
   void complete_loop() {

@@ -19,6 +19,11 @@
 // completes it on its own thread and the frames go on from there (core/model_runner.hpp). The
 // model runs where its entry under `models:` says (device: cpu | cuda | auto, precision, slots,
 // instances, devices): one runner per instance and device, each batch to the least busy.
+//
+// The input may be a preprocess stage's 8-bit picture (its normalize_on: model, the default where
+// the model runs on a GPU): the stage then puts the picture's normalization (TensorSpec::picture)
+// on every batch, and the runner writes the model's float input from the pixels
+// (core/picture_input.hpp).
 
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
@@ -32,6 +37,7 @@
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <optional>
 
 namespace redwood {
 namespace {
@@ -109,7 +115,7 @@ class InferStage final : public Stage {
     }
     input_key_ = p.require<std::string>("input");
     input_where_ = p.origin().where(p.node("input"));
-    consume(input_key_);
+    consume_picture(input_key_);
     max_batch_ = p.get<int>("max_batch", 1);
     timeout_ms_ = p.get<double>("timeout_ms", 5.0);
     latency_budget_ms_ = p.get<double>("latency_budget_ms", 0.0);
@@ -169,11 +175,21 @@ class InferStage final : public Stage {
                                     model_name_, why));
     };
     if (in.dtype != DType::kF32) cannot("the model wants " + std::string(dtype_name(in.dtype)) + ", stages make float");
-    if (in.has_shape && in.dims.size() != spec.dims.size()) cannot("rank differs");
-    for (std::size_t i = 1; in.has_shape && i < in.dims.size(); ++i) {
-      if (in.dims[i].known() && spec.dims[i] >= 0 && in.dims[i].value != spec.dims[i]) {
-        cannot(fmt::format("dimension {} is {} here, {} in the model", i, spec.dims[i], in.dims[i].value));
+    if (spec.picture) {
+      // Pixels [1, H, W, C]: H, W and C must be the model input's, read in the picture's layout.
+      if (spec.dims.size() != 4) cannot("a picture is [1, H, W, C]");
+      const std::string why = picture_mismatch(in, *spec.picture, spec.dims[1], spec.dims[2]);
+      if (!why.empty()) cannot(why);
+      picture_ = spec.picture;
+    } else {
+      if (spec.dtype != DType::kF32) cannot(fmt::format("it is {}, the model takes float", dtype_name(spec.dtype)));
+      if (in.has_shape && in.dims.size() != spec.dims.size()) cannot("rank differs");
+      for (std::size_t i = 1; in.has_shape && i < in.dims.size(); ++i) {
+        if (in.dims[i].known() && spec.dims[i] >= 0 && in.dims[i].value != spec.dims[i]) {
+          cannot(fmt::format("dimension {} is {} here, {} in the model", i, spec.dims[i], in.dims[i].value));
+        }
       }
+      picture_.reset();
     }
     prepare_batch_sizes(spec);
   }
@@ -262,6 +278,7 @@ class InferStage final : public Stage {
     for (std::size_t i = 1; i < shape.size(); ++i) {
       if (shape[i] < 0) return;
     }
+    if (picture_) shape = picture_model_shape(shape, *picture_);  // the runner plans the float input
     const std::int64_t rows_per_frame = spec.dims[0] > 0 ? spec.dims[0] : 1;
     const std::int64_t most = fixed_batch_one_ ? 1 : run_rows(rows_per_frame * max_batch_);
     std::set<std::int64_t> sizes{most};
@@ -320,6 +337,7 @@ class InferStage final : public Stage {
     InferBatch batch;
     batch.inputs.push_back(std::move(parts));
     batch.run_rows = fixed_batch_one_ ? 0 : run_rows(rows);
+    batch.picture = picture_;
     FrameMemory* memory = d->frames[targets.front()]->memory;
     batch.allocate = [memory](DType dtype, const Shape& shape) { return frame_tensor(memory, dtype, shape); };
     d->pending.fetch_add(1, std::memory_order_relaxed);
@@ -388,6 +406,9 @@ class InferStage final : public Stage {
   std::string model_name_;
   std::string input_key_, input_where_;
   std::vector<std::string> output_keys_;
+  // The picture's normalization, when the input is a preprocess stage's 8-bit pixels: learnt from
+  // its spec in check(), which runs once at load, before any frame.
+  mutable std::optional<PictureInput> picture_;
   int max_batch_ = 1;
   double timeout_ms_ = 5;
   double latency_budget_ms_ = 0;

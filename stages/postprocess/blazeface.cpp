@@ -102,15 +102,11 @@ class BlazeFaceStage final : public Stage {
     anchors_ = blazeface_anchors(input_size_);
     for (const auto& k : scores_) consume(k);
     for (const auto& k : boxes_) consume(k);
-    consume(transform_);
+    consume_transform(transform_);
   }
 
   void check(const TensorSpecs& available) const override {
-    Stage::check(available);
-    if (!available.at(transform_).maps_picture) {
-      fail_config(fmt::format("transform '{}' is not a preprocess stage's output: no picture mapping comes with it",
-                              transform_));
-    }
+    Stage::check(available);  // the transform is a preprocess stage's output
     const auto n = static_cast<std::int64_t>(anchors_.size());
     std::int64_t total = 0;
     bool known = true;

@@ -76,7 +76,7 @@ class DbTextStage final : public Stage {
     input_ = p.require<std::string>("input");
     transform_ = p.require<std::string>("transform");
     consume(input_);
-    consume(transform_);
+    consume_transform(transform_);
     options_.threshold = p.get<float>("threshold", options_.threshold);
     options_.box_threshold = p.get<float>("box_threshold", options_.box_threshold);
     options_.unclip_ratio = p.get<float>("unclip_ratio", options_.unclip_ratio);
@@ -86,11 +86,7 @@ class DbTextStage final : public Stage {
   }
 
   void check(const TensorSpecs& available) const override {
-    Stage::check(available);
-    if (!available.at(transform_).maps_picture) {
-      fail_config(fmt::format("transform '{}' is not a preprocess stage's output: no picture mapping comes with it",
-                              transform_));
-    }
+    Stage::check(available);  // the transform is a preprocess stage's output
     const auto& dims = available.at(input_).dims;
     if (dims.size() != 4 || (dims[1] >= 0 && dims[1] != 1)) {
       fail_config(fmt::format("input '{}' is {}; DB decoding reads a [N, 1, H, W] probability map", input_,

@@ -76,12 +76,7 @@ cv::Mat read_image_or_first_frame(const std::filesystem::path& file) {
   return frame;
 }
 
-Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options) {
-  return image_to_tensor(bgr, input, options, nullptr);
-}
-
-Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
-                       ImageTransform* transform, FrameMemory* memory) {
+PictureFit fit_picture(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options) {
   RW_EXPECTS(!bgr.empty() && bgr.type() == CV_8UC3, InvalidArgument,
              "input '{}': expected an 8-bit 3-channel picture", input.name);
   RW_EXPECTS(input.dtype == DType::kF32 || input.dtype == DType::kUndefined, Unsupported,
@@ -123,10 +118,22 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   RW_EXPECTS(tall * wide <= kMaxPicturePixels, InvalidArgument,
              "input '{}' is {}: a {}x{} picture has more than {} pixels, the most OpenCV decodes", input.name,
              input.description(), wide, tall, kMaxPicturePixels);
-  const int height = static_cast<int>(tall);
-  const int width = static_cast<int>(wide);
+  return {nchw, static_cast<int>(channels), static_cast<int>(tall), static_cast<int>(wide)};
+}
 
-  cv::Mat resized = frame_mat(memory);
+PictureInput picture_input(const PictureFit& fit, const ImageTensorOptions& options) {
+  return PictureInput::from_mean_std(options.scale, options.mean, options.std, fit.channels, fit.nchw);
+}
+
+namespace {
+
+// The geometry and colour steps both ways share: resize (stretch or letterbox) to the fit, then
+// the model's channel order. The last step writes into `into` (a tensor's pixels) when given.
+cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTensorOptions& options,
+                       ImageTransform* transform, FrameMemory* memory, cv::Mat* into) {
+  const bool reorder = fit.channels == 1 || options.rgb;
+  const int height = fit.height, width = fit.width;
+  cv::Mat resized = into != nullptr && !reorder ? *into : frame_mat(memory);
   ImageTransform tf;
   tf.tensor_width = width;
   tf.tensor_height = height;
@@ -151,29 +158,57 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
     resized = bgr;
   }
   if (transform) *transform = tf;
-  cv::Mat ordered = frame_mat(memory);
-  if (channels == 1) {
+  cv::Mat ordered = into != nullptr ? *into : frame_mat(memory);
+  if (fit.channels == 1) {
     cv::cvtColor(resized, ordered, cv::COLOR_BGR2GRAY);
   } else if (options.rgb) {
     cv::cvtColor(resized, ordered, cv::COLOR_BGR2RGB);
-  } else {
+  } else if (into == nullptr) {
     ordered = resized;
+  } else if (resized.data != into->data) {
+    resized.copyTo(ordered);  // the picture was the input's size already
   }
-  Shape shape = nchw ? Shape{1, channels, height, width} : Shape{1, height, width, channels};
+  return ordered;
+}
+
+}  // namespace
+
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options) {
+  return image_to_tensor(bgr, input, options, nullptr);
+}
+
+Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
+                       ImageTransform* transform, FrameMemory* memory) {
+  const PictureFit fit = fit_picture(bgr, input, options);
+  const cv::Mat ordered = fitted_picture(bgr, fit, options, transform, memory, nullptr);
+  const Shape shape = fit.nchw ? Shape{1, fit.channels, fit.height, fit.width} : Shape{1, fit.height, fit.width, fit.channels};
   Tensor out = frame_tensor(memory, DType::kF32, shape);
-  write_normalized(ordered, static_cast<int>(channels), options.scale, options.mean.data(), options.std.data(), nchw,
+  write_normalized(ordered, fit.channels, options.scale, options.mean.data(), options.std.data(), fit.nchw,
                    out.data<float>());
+  return out;
+}
+
+Tensor image_to_pixels(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
+                       ImageTransform* transform, FrameMemory* memory) {
+  const PictureFit fit = fit_picture(bgr, input, options);
+  Tensor out = frame_tensor(memory, DType::kU8, {1, fit.height, fit.width, fit.channels});
+  cv::Mat into(fit.height, fit.width, CV_8UC(fit.channels), out.raw_data());
+  fitted_picture(bgr, fit, options, transform, memory, &into);
   return out;
 }
 
 void write_normalized(const cv::Mat& pixels, int channels, float scale, const float* mean, const float* std, bool nchw,
                       float* dst) {
-  // (p * scale - mean) / std as one multiply-add per value: alpha * p + beta.
-  float alpha[3], beta[3];
+  // (p * scale - mean) / std as one multiply-add per value: alpha * p + beta, the very alpha and
+  // beta a runner gets for a picture (picture_input), so both ways give the same values.
+  std::array<float, 3> means{0.f, 0.f, 0.f}, stds{1.f, 1.f, 1.f};
   for (int c = 0; c < channels; ++c) {
-    alpha[c] = scale / std[c];
-    beta[c] = -mean[c] / std[c];
+    means[c] = mean[c];
+    stds[c] = std[c];
   }
+  const PictureInput picture = PictureInput::from_mean_std(scale, means, stds, channels, false);
+  const float* alpha = picture.alpha.data();
+  const float* beta = picture.beta.data();
   const int width = pixels.cols, height = pixels.rows;
   const std::size_t plane = static_cast<std::size_t>(height) * width;
   if (nchw || channels == 1) {
@@ -196,12 +231,9 @@ void write_normalized(const cv::Mat& pixels, int channels, float scale, const fl
     }
     return;
   }
+  // Interleaved: core's loop, a row at a time (a window's rows are apart).
   for (int y = 0; y < height; ++y) {
-    const std::uint8_t* __restrict row = pixels.ptr<std::uint8_t>(y);
-    float* __restrict out = dst + static_cast<std::size_t>(y) * width * channels;
-    for (int x = 0; x < width; ++x) {
-      for (int c = 0; c < channels; ++c) out[x * channels + c] = static_cast<float>(row[x * channels + c]) * alpha[c] + beta[c];
-    }
+    normalize_picture(pixels.ptr<std::uint8_t>(y), 1, 1, width, picture, dst + static_cast<std::size_t>(y) * width * channels);
   }
 }
 

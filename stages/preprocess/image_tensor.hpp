@@ -2,8 +2,11 @@
 // Turning a picture into a model input: read an image or a video's first frame, resize it to
 // the input's fixed extents (dynamic ones keep the picture's size), convert BGR to RGB, scale and
 // normalize, and lay it out as NCHW or NHWC. The pipeline's preprocess stage builds on this.
+// image_to_pixels stops before the normalization and leaves it to the model's runner
+// (core/picture_input.hpp): the same picture, as 8-bit pixels.
 
 #include "core/graph/graph.hpp"
+#include "core/picture_input.hpp"
 #include "core/tensor.hpp"
 #include "stages/frame.hpp"
 #include "stages/frame_memory.hpp"
@@ -51,6 +54,20 @@ cv::Mat read_image(const std::filesystem::path& file);
 /// Throws IoError naming the file when it is missing, unreadable, or a video with no frame.
 cv::Mat read_image_or_first_frame(const std::filesystem::path& file);
 
+/// How a picture fits a model input: the layout, the channels (3, or 1: grey) and the extents it
+/// is resized to (the input's fixed ones, else the options' width and height, else the picture's).
+struct PictureFit {
+  bool nchw = true;
+  int channels = 3;
+  int height = 0, width = 0;
+};
+/// Checks the picture and the input as image_to_tensor does (the same errors) and says how one
+/// fits the other.
+PictureFit fit_picture(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
+/// The normalization image_to_tensor applies to a picture of this fit, for a runner to apply to
+/// image_to_pixels' output: the same values.
+PictureInput picture_input(const PictureFit& fit, const ImageTensorOptions& options);
+
 /// Makes a float tensor of the shape `input` declares from a BGR image. The input must be
 /// rank 4 with 3 channels (or 1: the picture is then converted to grey), its fixed height and
 /// width from 1 to kMaxPicturePixels, and at most kMaxPicturePixels in all.
@@ -60,9 +77,16 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
                        ImageTransform* transform, FrameMemory* memory = nullptr);
 
+/// image_to_tensor's picture before it is normalized: resized the same way and in the model's
+/// channel order, as 8-bit pixels [1, H, W, C] (C interleaved) for the model's runner to normalize
+/// with picture_input(). The same checks, transform and pool as image_to_tensor.
+Tensor image_to_pixels(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
+                       ImageTransform* transform = nullptr, FrameMemory* memory = nullptr);
+
 /// Writes 8-bit pixels (`channels` interleaved, continuous rows or not) as floats
 /// (p * scale - mean[c]) / std[c] into `dst`: planes of height x width (NCHW), or interleaved
-/// (NHWC). The inner loop of image_to_tensor and of text crops.
+/// (NHWC). The inner loop of image_to_tensor: the same values as core's normalize_picture, to a
+/// rounding (OpenCV's conversion may fuse the multiply-add).
 void write_normalized(const cv::Mat& pixels, int channels, float scale, const float* mean, const float* std, bool nchw,
                       float* dst);
 

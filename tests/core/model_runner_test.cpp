@@ -1,8 +1,9 @@
 // The runner contract (core/model_runner.hpp) through the CPU runner: submit returns at once and
 // done runs later on the runner's thread, in submit order; never more batches in flight than
 // slots; parts split back by rows, padding rows dropped; errors reach done (or submit, for a
-// batch that does not fit) and leave the runner usable; the slot ring's order and back-pressure;
-// the statistics' unions of intervals.
+// batch that does not fit) and leave the runner usable; picture batches (pixels the runner
+// normalizes) give what their floats give; the slot ring's order and back-pressure; the
+// statistics' unions of intervals.
 
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
@@ -179,6 +180,74 @@ TEST(CpuRunner, ABatchThatDoesNotFitFailsInSubmitNamingWhatDiffers) {
   short_run.run_rows = 2;
   refused(std::move(short_run), "run_rows 2 is below the batch's 3 rows");
   EXPECT_THROW(runner->run({{"z", rows(1, 0)}}), InvalidArgument);
+  EXPECT_EQ(runner->in_flight(), 0);
+}
+
+// Picture batches: 8-bit pixels [rows, H, W, 3] the runner normalizes into the model's floats.
+const PictureInput kRgb = PictureInput::from_mean_std(0.5f, {1.f, 2.f, 3.f}, {2.f, 4.f, 8.f}, 3, true);
+
+Tensor pixels(Shape shape, std::uint32_t seed) { return testing::random_tensor(DType::kU8, std::move(shape), 0, 255, seed); }
+
+// y = 2x over [N, 3, 4, 6] (NCHW) or [N, 4, 6, 3] (NHWC): the output shows the input exactly.
+std::shared_ptr<const Graph> doubling_picture_model(bool nchw) {
+  const auto dir = testing::temp_dir("picture-runner");
+  testing::OnnxBuilder b(13);
+  const std::vector<std::int64_t> dims = nchw ? std::vector<std::int64_t>{-1, 3, 4, 6} : std::vector<std::int64_t>{-1, 4, 6, 3};
+  b.input("x", onnx::TensorProto::FLOAT, dims, {"N"});
+  b.initializer("two", Tensor::from_vector<float>({1}, {2.f}));
+  b.node("Mul", {"x", "two"}, {"y"}, "mul");
+  b.output("y", onnx::TensorProto::FLOAT, dims, {"N"});
+  const auto file = dir / (nchw ? "nchw.onnx" : "nhwc.onnx");
+  b.save(file);
+  return load_onnx(file);
+}
+
+TEST(CpuRunnerPicture, PartsAndPaddingRowsGiveWhatTheirFloatsGive) {
+  for (bool nchw : {true, false}) {
+    PictureInput picture = kRgb;
+    picture.nchw = nchw;
+    auto runner = make_cpu_runner(doubling_picture_model(nchw));
+    const std::vector<Tensor> parts{pixels({1, 4, 6, 3}, 3), pixels({2, 4, 6, 3}, 4)};
+    for (std::int64_t run_rows : {0, 3, 4}) {
+      InferBatch b;
+      b.inputs.push_back(parts);
+      b.run_rows = run_rows;
+      b.picture = picture;
+      InferResult r = run_batch(*runner, std::move(b));
+      ASSERT_FALSE(r.error);
+      ASSERT_EQ(r.outputs.at(0).size(), 2u);
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        const Tensor& part = parts[k];
+        Tensor want = Tensor::empty(DType::kF32, picture_model_shape(part.shape(), picture));
+        normalize_picture(part.data<std::uint8_t>(), part.dim(0), 4, 6, picture, want.data<float>());
+        ASSERT_EQ(r.outputs[0][k].shape(), want.shape());
+        const auto got = r.outputs[0][k].to_float_vector(), floats = want.to_float_vector();
+        for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], 2.f * floats[i]) << "part " << k << " at " << i;
+      }
+    }
+    // What came in is the pixels' bytes, a quarter of the floats'.
+    EXPECT_EQ(runner->stats().bytes_in, 3u * (3 * 4 * 6 * 3));
+  }
+}
+
+TEST(CpuRunnerPicture, PixelsThatDoNotFitTheModelAreRefusedNamingIt) {
+  auto runner = make_cpu_runner(doubling_picture_model(true));
+  const auto refused = [&](Tensor part, std::optional<PictureInput> picture, const std::string& says) {
+    InferBatch b;
+    b.inputs.push_back({std::move(part)});
+    b.picture = picture;
+    try {
+      runner->submit(std::move(b), [](InferResult&) { ADD_FAILURE() << "done called for a refused batch"; });
+      ADD_FAILURE() << "no error for: " << says;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("nchw.onnx"), std::string::npos) << e.what();
+    }
+  };
+  refused(pixels({1, 5, 6, 3}, 5), kRgb, "cannot feed input float[N, 3, 4, 6]: the picture is 5 tall, the input 4 (NCHW)");
+  refused(pixels({1, 4, 6, 1}, 5), kRgb, "takes a picture as 8-bit pixels [rows, H, W, 3], not uint8[1, 4, 6, 1]");
+  refused(Tensor::zeros(DType::kF32, {1, 4, 6, 3}), kRgb, "takes a picture as 8-bit pixels");
+  refused(pixels({1, 3, 4, 6}, 5), std::nullopt, "input 'x' is uint8[1, 3, 4, 6], the graph declares");  // no picture: floats
   EXPECT_EQ(runner->in_flight(), 0);
 }
 

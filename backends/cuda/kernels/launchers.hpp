@@ -1,10 +1,12 @@
 #pragma once
 // Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, pool_resize.cu,
-// softmax_reduce.cu, matmul.cu, data_movement.cu. fp32 tensors unless said otherwise.
+// softmax_reduce.cu, matmul.cu, data_movement.cu, picture_normalize.cu. fp32 tensors unless said
+// otherwise.
 
 #include "backends/cuda/kernels/kernel_params.hpp"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace redwood::cuda::kernels {
 
@@ -99,5 +101,19 @@ struct StridedCopy {
 };
 void launch_strided_copy(const void* src, void* dst, std::size_t element_bytes, long long n, const StridedCopy& p,
                          cudaStream_t stream);
+
+// ---- picture_normalize.cu ----
+/// A batch of 8-bit pictures [rows, height, width, channels] (interleaved) into a model's fp32
+/// input: y = alpha[c] * p + beta[c], NCHW planes or NHWC (core/picture_input.hpp).
+struct PictureNormalize {
+  long long rows = 0;
+  int height = 0, width = 0, channels = 3;  // channels: 3 or 1
+  float alpha[3] = {1.f, 1.f, 1.f}, beta[3] = {0.f, 0.f, 0.f};
+  bool nchw = true;
+};
+/// The product and the sum are rounded apart, as redwood::normalize_picture on the host, so the
+/// values are the CPU runner's bit for bit. Not captured: the model runner launches it on the
+/// slot's stream before the plan's replay.
+void launch_picture_normalize(const PictureNormalize& p, const std::uint8_t* x, float* y, cudaStream_t stream);
 
 }  // namespace redwood::cuda::kernels

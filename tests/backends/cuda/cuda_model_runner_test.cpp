@@ -2,7 +2,8 @@
 // runner registry, core/model_runner.hpp): registered by the whole-archive link, reports CUDA's
 // reason where no device is usable, and on a GPU runs models like the CPU runner does, through
 // its ring of slots: batches of several parts and sizes, padding rows, parts in pinned and in
-// pageable memory, many batches in flight completing in order, and errors that leave it usable.
+// pageable memory, picture batches normalized on the GPU, many batches in flight completing in
+// order, and errors that leave it usable.
 // The pipeline side (config keys, the no-GPU error at load) is tests/pipelines/model_device_test.cpp.
 
 #include "backends/cuda/device_memory.hpp"
@@ -14,6 +15,8 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+
+#include <fmt/format.h>
 
 #include <atomic>
 #include <cstring>
@@ -31,17 +34,17 @@ std::unique_ptr<ModelRunner> cuda_runner(std::shared_ptr<const Graph> graph, con
   return device_runner_registry().at("cuda").make(std::move(graph), config);
 }
 
-// y = relu(conv3x3(x) + b) over [N, 4, 16, 16] -> [N, 8, 16, 16]: small, batched, a real kernel.
-std::shared_ptr<const Graph> small_conv_model() {
+// y = relu(conv3x3(x) + b) over [N, C, H, W] -> [N, 8, H, W]: small, batched, a real kernel.
+std::shared_ptr<const Graph> small_conv_model(std::int64_t channels = 4, std::int64_t h = 16, std::int64_t w = 16) {
   const auto dir = redwood::testing::temp_dir("cuda-runner");
   redwood::testing::OnnxBuilder b(13);
-  b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 16, 16}, {"N"});
-  b.initializer("w", redwood::testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 7));
+  b.input("x", onnx::TensorProto::FLOAT, {-1, channels, h, w}, {"N"});
+  b.initializer("w", redwood::testing::random_tensor(DType::kF32, {8, channels, 3, 3}, -0.5, 0.5, 7));
   b.initializer("b", redwood::testing::random_tensor(DType::kF32, {8}, -0.5, 0.5, 8));
   auto& conv = b.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
   redwood::testing::OnnxBuilder::set_attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
   b.node("Relu", {"c"}, {"y"}, "relu");
-  b.output("y", onnx::TensorProto::FLOAT, {-1, 8, 16, 16}, {"N"});
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 8, h, w}, {"N"});
   b.save(dir / "conv.onnx");
   return load_onnx(dir / "conv.onnx");
 }
@@ -133,6 +136,71 @@ TEST(CudaModelRunner, PartsPaddingAndPinnedOrPageableAgreeWithTheCpu) {
   EXPECT_GT(stats.bytes_in, 0u);
   EXPECT_GT(stats.pinned_h2d_gbps, 0);
   EXPECT_TRUE(stats.copies_overlap);
+}
+
+// y = 2x over [N, 20, 28, 3]: an NHWC picture input, the output shows it exactly.
+std::shared_ptr<const Graph> picture_nhwc_model() {
+  const auto dir = redwood::testing::temp_dir("cuda-runner");
+  redwood::testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 20, 28, 3}, {"N"});
+  b.initializer("two", Tensor::from_vector<float>({1}, {2.f}));
+  b.node("Mul", {"x", "two"}, {"y"}, "mul");
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 20, 28, 3}, {"N"});
+  b.save(dir / "picture_nhwc.onnx");
+  return load_onnx(dir / "picture_nhwc.onnx");
+}
+
+// Picture batches (8-bit pixels the runner normalizes on the GPU) give what the CPU runner gives
+// for the same batch: several parts, padding rows, pinned and pageable pixels, NCHW and NHWC, at
+// fp32 and at fp16 (whose graph input stays fp32); only the pixels' bytes are copied in.
+TEST(CudaModelRunner, PictureBatchesGiveWhatTheCpuRunnerGives) {
+  RW_SKIP_WITHOUT_GPU();
+  const std::vector<Tensor> parts{redwood::testing::random_tensor(DType::kU8, {1, 20, 28, 3}, 0, 255, 31),
+                                  redwood::testing::random_tensor(DType::kU8, {3, 20, 28, 3}, 0, 255, 32),
+                                  redwood::testing::random_tensor(DType::kU8, {2, 20, 28, 3}, 0, 255, 33)};
+  struct Case {
+    std::shared_ptr<const Graph> graph;
+    bool nchw;
+    std::string precision;
+    double bound;
+  };
+  for (const Case& k : {Case{small_conv_model(3, 20, 28), true, "fp32", 1e-4}, Case{small_conv_model(3, 20, 28), true, "fp16", 1e-2},
+                        Case{picture_nhwc_model(), false, "fp32", 0}}) {
+    const PictureInput picture =
+        PictureInput::from_mean_std(1.f / 255, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, 3, k.nchw);
+    auto gpu = cuda_runner(k.graph, k.precision);
+    auto cpu = make_cpu_runner(k.graph);
+    for (bool pinned : {false, true}) {
+      for (std::int64_t run_rows : {0, 8}) {
+        const auto batch = [&](bool on_gpu) {
+          InferBatch b;
+          b.inputs.emplace_back();
+          for (const Tensor& p : parts) b.inputs[0].push_back(on_gpu && pinned ? pinned_tensor(p) : p);
+          b.run_rows = run_rows;
+          b.picture = picture;
+          return b;
+        };
+        InferResult want = run_batch(*cpu, batch(false));
+        InferResult got = run_batch(*gpu, batch(true));
+        ASSERT_FALSE(want.error);
+        ASSERT_FALSE(got.error) << k.precision << " pinned " << pinned;
+        ASSERT_EQ(got.outputs.at(0).size(), parts.size());
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          const std::string what = fmt::format("{} {}, part {}, pinned {}, run_rows {}", k.nchw ? "NCHW" : "NHWC",
+                                               k.precision, i, pinned, run_rows);
+          ASSERT_EQ(got.outputs[0][i].shape(), want.outputs[0][i].shape()) << what;
+          if (k.bound == 0) {
+            EXPECT_EQ(got.outputs[0][i].to_float_vector(), want.outputs[0][i].to_float_vector()) << what;
+          } else {
+            EXPECT_LE(testing::relative_l2(got.outputs[0][i], want.outputs[0][i]), k.bound) << what;
+          }
+        }
+      }
+    }
+    const RunnerStats stats = gpu->stats();
+    EXPECT_EQ(stats.batches, 4);
+    EXPECT_EQ(stats.bytes_in, 4u * 6 * 20 * 28 * 3);  // the pixels, a quarter of the floats
+  }
 }
 
 // Many batches from two threads with 1 to 4 slots: never more in flight than slots, every batch

@@ -1,16 +1,22 @@
 // Pictures into model inputs: every value is (p * scale - mean[c]) / std[c] of its pixel and
 // channel (to float rounding: one multiply-add), in the layout and channel order asked for; text crops are resized to the strip's
-// height, normalized the same way, and the rest of each row stays zero.
+// height, normalized the same way, and the rest of each row stays zero. The pixels left for a
+// model's runner to normalize (image_to_pixels) are the same picture, and the CPU runner makes
+// of them what image_to_tensor makes.
 
+#include "core/model_runner.hpp"
+#include "core/onnx/onnx_import.hpp"
 #include "stages/postprocess/text_crops.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 #include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <fstream>
+#include <future>
 
 namespace redwood {
 namespace {
@@ -216,6 +222,106 @@ TEST(TextCrops, EachCropIsNormalizedAtTheStripHeightAndPaddedWithZeros) {
           EXPECT_NEAR(v[((k * 3 + c) * 3 + y) * 8 + x], want, 1e-6) << k << " " << c << " " << y << " " << x;
         }
       }
+    }
+  }
+}
+
+// Options of each kind: NCHW RGB stretched; NHWC BGR letterboxed; grey.
+struct PixelCase {
+  Shape dims;
+  ImageTensorOptions options;
+};
+
+std::vector<PixelCase> pixel_cases() {
+  std::vector<PixelCase> cases;
+  ImageTensorOptions rgb;
+  rgb.mean = {0.485f, 0.456f, 0.406f};
+  rgb.std = {0.229f, 0.224f, 0.225f};
+  cases.push_back({{1, 3, 24, 40}, rgb});
+  ImageTensorOptions bgr_letterbox;
+  bgr_letterbox.rgb = false;
+  bgr_letterbox.layout = ImageLayout::kNHWC;
+  bgr_letterbox.resize = ResizeMode::kLetterbox;
+  bgr_letterbox.pad_value = 114.f;
+  bgr_letterbox.scale = 1.f;
+  bgr_letterbox.mean = {127.5f, 127.5f, 127.5f};
+  bgr_letterbox.std = {127.5f, 127.5f, 127.5f};
+  cases.push_back({{1, 32, 32, 3}, bgr_letterbox});
+  ImageTensorOptions grey;
+  grey.mean = {0.5f, 0.f, 0.f};
+  grey.std = {0.5f, 1.f, 1.f};
+  cases.push_back({{1, 1, 20, 30}, grey});
+  cases.push_back({{1, 3, 48, 64}, rgb});  // the picture's own size: no resize
+  return cases;
+}
+
+cv::Mat random_picture(int rows, int cols) {
+  cv::Mat m(rows, cols, CV_8UC3);
+  cv::randu(m, 0, 256);
+  return m;
+}
+
+TEST(ImagePixels, AreImageToTensorsPictureBeforeItIsNormalized) {
+  const cv::Mat bgr = random_picture(48, 64);
+  for (const PixelCase& k : pixel_cases()) {
+    const ValueInfo vi = input(k.dims);
+    ImageTransform tf_floats, tf_pixels;
+    const Tensor floats = image_to_tensor(bgr, vi, k.options, &tf_floats);
+    const Tensor px = image_to_pixels(bgr, vi, k.options, &tf_pixels);
+    const PictureFit fit = fit_picture(bgr, vi, k.options);
+    ASSERT_EQ(px.dtype(), DType::kU8);
+    ASSERT_EQ(px.shape(), (Shape{1, fit.height, fit.width, fit.channels})) << shape_str(k.dims);
+    EXPECT_EQ(fit.nchw, k.dims[1] == 3 || k.dims[1] == 1);
+    EXPECT_EQ(tf_pixels.scale_x, tf_floats.scale_x);
+    EXPECT_EQ(tf_pixels.scale_y, tf_floats.scale_y);
+    EXPECT_EQ(tf_pixels.pad_x, tf_floats.pad_x);
+    EXPECT_EQ(tf_pixels.pad_y, tf_floats.pad_y);
+    EXPECT_EQ(tf_pixels.tensor_width, tf_floats.tensor_width);
+    const PictureInput picture = picture_input(fit, k.options);
+    ASSERT_EQ(picture_model_shape(px.shape(), picture), floats.shape());
+    std::vector<float> normalized(static_cast<std::size_t>(floats.numel()));
+    normalize_picture(px.data<std::uint8_t>(), 1, fit.height, fit.width, picture, normalized.data());
+    const auto want = floats.to_float_vector();
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      ASSERT_NEAR(normalized[i], want[i], 1e-6) << shape_str(k.dims) << " value " << i;
+    }
+  }
+}
+
+// y = 2x + 1 over the model's input: the CPU runner fed pixels (with their normalization) gives
+// what it gives fed image_to_tensor's floats, for pictures of two sizes in one batch and padding.
+TEST(ImagePixels, TheCpuRunnerGivesWhatImageToTensorsFloatsGive) {
+  for (const PixelCase& k : pixel_cases()) {
+    const auto dir = testing::temp_dir("pixels-runner");
+    testing::OnnxBuilder b(13);
+    std::vector<std::int64_t> dims(k.dims.begin(), k.dims.end());
+    dims[0] = -1;
+    b.input("x", onnx::TensorProto::FLOAT, dims, {"N"});
+    b.initializer("two", Tensor::from_vector<float>({1}, {2.f}));
+    b.initializer("one", Tensor::from_vector<float>({1}, {1.f}));
+    b.node("Mul", {"x", "two"}, {"twice"}, "mul");
+    b.node("Add", {"twice", "one"}, {"y"}, "add");
+    b.output("y", onnx::TensorProto::FLOAT, dims, {"N"});
+    b.save(dir / "affine.onnx");
+    auto runner = make_cpu_runner(load_onnx(dir / "affine.onnx"));
+    const ValueInfo vi = input(k.dims);
+    const std::vector<cv::Mat> pictures{random_picture(48, 64), random_picture(30, 50)};
+    InferBatch batch;
+    batch.inputs.emplace_back();
+    for (const cv::Mat& bgr : pictures) batch.inputs[0].push_back(image_to_pixels(bgr, vi, k.options));
+    batch.picture = picture_input(fit_picture(pictures[0], vi, k.options), k.options);
+    batch.run_rows = 4;
+    std::promise<InferResult> promise;
+    auto future = promise.get_future();
+    runner->submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+    InferResult r = future.get();
+    ASSERT_FALSE(r.error);
+    for (std::size_t i = 0; i < pictures.size(); ++i) {
+      const Tensor want = runner->run({{"x", image_to_tensor(pictures[i], vi, k.options)}}).at(0);
+      const Tensor& got = r.outputs.at(0).at(i);
+      ASSERT_EQ(got.shape(), want.shape());
+      const auto g = got.to_float_vector(), w = want.to_float_vector();
+      for (std::size_t j = 0; j < w.size(); ++j) ASSERT_NEAR(g[j], w[j], 2e-6) << shape_str(k.dims) << " picture " << i << " value " << j;
     }
   }
 }
