@@ -75,6 +75,11 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
       s.fail("frame_chunk_mb", "must be a power of two from 1 to 4096");
     }
     if (pool_mb < chunk_mb) s.fail("frame_pool_mb", fmt::format("must be at least frame_chunk_mb ({})", chunk_mb));
+    const auto reserve_mb = s.get<std::int64_t>("frame_pool_reserve_mb", 0);
+    if (reserve_mb < 0 || reserve_mb > pool_mb) {
+      s.fail("frame_pool_reserve_mb", fmt::format("must be from 0 to frame_pool_mb ({})", pool_mb));
+    }
+    service_.memory.reserve_bytes = static_cast<std::size_t>(reserve_mb) << 20;
     service_.memory.chunk_bytes = static_cast<std::size_t>(chunk_mb) << 20;
     service_.memory.limit_bytes = static_cast<std::size_t>(pool_mb) << 20;
     if (service_.max_in_flight < 1) s.fail("max_in_flight", "must be at least 1");

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace redwood {
 
@@ -125,6 +126,7 @@ void released_by_shared_ptr(void*) {}
 
 FrameMemory::FrameMemory(FrameMemoryConfig config) : state_(std::make_shared<State>(config)) {
   state_->mats = std::make_unique<PoolMatAllocator>(*state_);
+  if (config.reserve_bytes > 0) reserve(config.reserve_bytes);
 }
 
 FrameMemory::~FrameMemory() = default;
@@ -155,6 +157,23 @@ Tensor FrameMemory::zeros(DType dtype, Shape shape) {
   Tensor t = empty(dtype, std::move(shape));
   std::memset(t.raw_data(), 0, t.nbytes());
   return t;
+}
+
+std::size_t FrameMemory::reserve(std::size_t bytes) {
+  // Whole chunks taken and handed back: the base pool keeps the chunks it took (trim() aside).
+  const std::size_t chunk = state_->pool.pools().back()->config().max_block_bytes;
+  std::vector<void*> taken;
+  std::size_t reserved = state_->pool.stats().reserved_bytes;
+  while (reserved < bytes) {
+    try {
+      taken.push_back(state_->pool.allocate(chunk, kAlignment));
+    } catch (const memory::OutOfMemory&) {
+      break;  // the pool's limit
+    }
+    reserved = state_->pool.stats().reserved_bytes;
+  }
+  for (void* p : taken) state_->pool.deallocate(p, chunk, kAlignment, nullptr);
+  return reserved;
 }
 
 cv::MatAllocator* FrameMemory::mat_allocator() { return state_->mats.get(); }

@@ -33,6 +33,7 @@ namespace redwood {
 struct FrameMemoryConfig {
   std::size_t chunk_bytes = 64ull << 20;   // the upstream's unit; also the largest buffer
   std::size_t limit_bytes = 1ull << 30;    // most bytes the pool takes from the system
+  std::size_t reserve_bytes = 0;           // taken at construction (reserve()), before any frame
   /// Where chunks come from: null for plain host memory (posix_memalign); page-locked memory
   /// (a device backend's pinned resource) when models run on a GPU. Must outlive the pool.
   memory::MemoryResource* upstream = nullptr;
@@ -51,6 +52,11 @@ class FrameMemory {
   FrameMemory(const FrameMemory&) = delete;
   FrameMemory& operator=(const FrameMemory&) = delete;
 
+  /// Takes at least `bytes` from the system now, in whole chunks (up to the pool's limit), and
+  /// keeps them for the frames to come: a run that starts with them makes no system allocation
+  /// while frames wait (page-locking gigabytes takes a second or more, during which every
+  /// stream stalled and cameras dropped frames). Returns the bytes reserved in all.
+  std::size_t reserve(std::size_t bytes);
   /// A contiguous host tensor in pool memory; contents uninitialized.
   Tensor empty(DType dtype, Shape shape);
   /// The same, zero-filled.

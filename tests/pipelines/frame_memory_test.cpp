@@ -122,5 +122,41 @@ TEST(PipelineFrameMemory, SteadyStateTakesNothingFromTheSystem) {
   EXPECT_GT(stats.frames_created, 0);
 }
 
+TEST(PipelineFrameMemory, ReserveTakesTheChunksAtLoadAndTheRunNoMore) {
+  const auto dir = testing::temp_dir("frame-memory-reserve");
+  const auto pic = save_scale_model(dir / "pic.onnx", 120, 160);
+  Pipeline p(testing::pipeline_text(
+      "version: 1\n"
+      "service: {frame_chunk_mb: 4, frame_pool_mb: 64, frame_pool_reserve_mb: 32}\n"
+      "sources:\n"
+      "  - {name: a, type: synthetic, width: 160, height: 120, frames: 200}\n"
+      "  - {name: b, type: synthetic, width: 160, height: 120, frames: 200}\n"
+      "models:\n"
+      "  pic: {path: '" + pic.string() + "'}\n"
+      "stages:\n"
+      "  - {name: pre, type: preprocess, model: pic, output: x}\n"
+      "  - {name: scale, type: infer, model: pic, input: x, outputs: {y: y}, max_batch: 2, timeout_ms: 2}\n"));
+  const FrameMemoryStats loaded = p.memory().stats();
+  EXPECT_EQ(loaded.pool.upstream_allocations, 8u) << "32 MiB in 4 MiB chunks, before any frame";
+  EXPECT_GE(loaded.pool.reserved_bytes, 32u << 20);
+  EXPECT_EQ(loaded.pool.bytes_in_use, 0u);
+  const PipelineStats stats = p.run();
+  for (const auto& s : stats.streams) ASSERT_EQ(s.delivered, 200);
+  EXPECT_EQ(stats.memory.pool.upstream_allocations, loaded.pool.upstream_allocations)
+      << "the run took chunks beyond the reserve";
+  EXPECT_EQ(stats.memory.fallbacks, 0u);
+}
+
+TEST(PipelineFrameMemory, ReserveBeyondThePoolFailsAtItsKey) {
+  try {
+    Pipeline p(testing::pipeline_text("version: 1\nservice: {frame_pool_mb: 64, frame_pool_reserve_mb: 65}\n"
+                                      "sources:\n  - {name: a, type: synthetic, frames: 1}\n"));
+    FAIL() << "a reserve past the pool was taken";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("frame_pool_reserve_mb: must be from 0 to frame_pool_mb (64)"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace redwood
