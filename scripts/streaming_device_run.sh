@@ -93,7 +93,8 @@ pipeline() {  # name, then redwood run's options
   local name=$1
   shift
   step "pipeline $name: $*"
-  timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" --quiet \
+  # Not --quiet: the status line every second shows the start-up and the steady state apart.
+  timeout $((duration + 120)) bash "$run" redwood run configs/ocr-streams.yaml --loop --duration "$duration" \
     --set service.metrics.port=0 "$@" >"$OUT/run-$name.log" 2>&1 &
   local pid=$!
   python3 scripts/thread_cpu.py "$pid" $((duration / 2)) $((duration / 4 + 8)) >"$OUT/threads-$name.md" 2>&1 &
@@ -187,7 +188,7 @@ row() {  # a run's line of the pipeline table, from its summary
     echo "### ${name%.log}"
     echo
     echo '```'
-    grep -E "^pipeline|^\[|^  " "$log" | grep -v "^\[.*\] \[info\]" | sed -n '/^pipeline/,$p' | head -60
+    grep -E "^pipeline|^\[|^  " "$log" | grep -v "^\[.*\] \[info\]" | sed -n '/^pipeline/,$p' | head -$((duration + 70))
     echo '```'
     if [[ -s $OUT/threads-${name%.log}.md ]]; then
       echo
