@@ -103,6 +103,9 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
       if ((options.realtime || options.fps > 0) && source->live()) {
         p.fail("type", "--realtime paces files; this source is live already (drop --realtime, or use a file)");
       }
+      // Copy k of a file begins k/N of the way into it: N copies show N different moments of the
+      // content, as N cameras would, not the same busy scene all at once.
+      if (options.streams > 1) source->begin_at(static_cast<double>(k) / options.streams);
       const std::string stream = options.streams > 1 ? fmt::format("{}-{}", name, k + 1) : name;
       streams_.push_back({stream, std::move(source), priority, 0.0});
       // Copies start spread over one frame period (the pacing is Run::read_loop's).

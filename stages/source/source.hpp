@@ -37,6 +37,10 @@ class Source {
   virtual double frame_rate() const { return 0; }
   /// Starts over from the first frame (files); false when the source cannot.
   virtual bool rewind() { return false; }
+  /// Makes the first pass begin `fraction` (0 to 1) of the way into the file, later passes
+  /// (rewind) from its start: copies of one file run as independent cameras would, each at its
+  /// own point of the content (--streams). Sources that are not files ignore it.
+  virtual void begin_at(double fraction) {}
   /// Reconnections so far (network sources).
   virtual std::int64_t reconnects() const { return 0; }
   /// Time without frames because the connection was lost, summed over the outages so far

@@ -45,6 +45,7 @@ struct VideoDecoder::State {
   int stream = -1;
   int threads = 1;
   bool draining = false;  // the file is read to its end; the decoder gives its last pictures
+  std::int64_t skip_before = AV_NOPTS_VALUE;  // after seek_frame(): pictures before this time are dropped
   std::int64_t corrupt = 0;
 
   ~State() { close(); }
@@ -123,8 +124,14 @@ VideoDecoder::~VideoDecoder() = default;
 void VideoDecoder::set_threads(int threads) { s_->threads = std::max(0, threads); }
 
 bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
-  if (!s_->next_frame()) return false;
   AVFrame* f = s_->frame;
+  for (;;) {
+    if (!s_->next_frame()) return false;
+    const std::int64_t ts = f->best_effort_timestamp == AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    if (s_->skip_before == AV_NOPTS_VALUE || ts == AV_NOPTS_VALUE || ts >= s_->skip_before) break;
+    av_frame_unref(f);  // between the key frame a seek landed on and the frame asked for
+  }
+  s_->skip_before = AV_NOPTS_VALUE;
   const AVStream* st = s_->format->streams[s_->stream];
   s_->sws = sws_getCachedContext(s_->sws, f->width, f->height, static_cast<AVPixelFormat>(f->format), f->width,
                                  f->height, AV_PIX_FMT_BGR24, SWS_BICUBIC, nullptr, nullptr, nullptr);
@@ -145,8 +152,24 @@ bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
   return true;
 }
 
+bool VideoDecoder::seek_frame(std::int64_t index) {
+  AVStream* st = s_->format->streams[s_->stream];
+  const AVRational rate = av_guess_frame_rate(s_->format, st, nullptr);
+  if (index < 0 || rate.num <= 0 || rate.den <= 0) return false;
+  const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
+  const std::int64_t target = start + av_rescale_q(index, av_inv_q(rate), st->time_base);
+  if (av_seek_frame(s_->format, s_->stream, target, AVSEEK_FLAG_BACKWARD) < 0) return false;
+  if (s_->codec != nullptr) avcodec_flush_buffers(s_->codec);
+  s_->draining = false;
+  // Pictures from half a frame before the target on are kept: a container's rounded timestamps
+  // must not drop the frame asked for.
+  s_->skip_before = start + av_rescale_q(2 * index - 1, av_inv_q(av_mul_q(rate, AVRational{2, 1})), st->time_base);
+  return true;
+}
+
 void VideoDecoder::rewind() {
   s_->corrupt = 0;
+  s_->skip_before = AV_NOPTS_VALUE;
   const AVStream* st = s_->format->streams[s_->stream];
   const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
   if (av_seek_frame(s_->format, s_->stream, start, AVSEEK_FLAG_BACKWARD) >= 0) {

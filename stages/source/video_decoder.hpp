@@ -37,6 +37,10 @@ class VideoDecoder {
   /// Back to the first frame (a seek, the decoder and its threads kept; the file is reopened
   /// only when it cannot seek). The next read() returns the first frame again.
   void rewind();
+  /// Goes to frame `index` (counted from the first, at the declared frame rate): a seek to the key
+  /// frame before it, then the frames up to it decoded and dropped, so the next read() returns
+  /// exactly that frame. False (nothing changed) when the file has no frame rate or cannot seek.
+  bool seek_frame(std::int64_t index);
 
   /// Frames per second the stream declares (0 when it does not).
   double frame_rate() const;

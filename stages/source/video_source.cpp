@@ -54,10 +54,20 @@ class VideoSource final : public Source {
     return true;
   }
 
+  void begin_at(double fraction) override { begin_at_ = std::clamp(fraction, 0.0, 1.0); }
+
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
-    if (!started_) start();
+    if (!started_) {
+      start();
+      if (begin_at_ > 0 && seek_into_first_pass()) return read_frame(image, pts_ms);
+    }
     if (frames_in_pass_ == 0 && !skip_to_start()) return no_frame();
+    return read_frame(image, pts_ms);
+  }
+
+ private:
+  ReadStatus read_frame(cv::Mat& image, double& pts_ms) {
     if (!decoder_->read(image, pts_ms)) {
       if (frames_in_pass_ == 0) return no_frame();
       end_of_pass();
@@ -69,7 +79,17 @@ class VideoSource final : public Source {
     return ReadStatus::kFrame;
   }
 
- private:
+  // The first pass from begin_at_ of the frames after start_frame (a seek; the file's header
+  // must declare its frame count, else the pass starts at start_frame as usual).
+  bool seek_into_first_pass() {
+    const std::int64_t declared = decoder_->declared_frames();
+    if (declared <= start_frame_ + 1) return false;
+    const auto offset = static_cast<std::int64_t>(begin_at_ * static_cast<double>(declared - start_frame_));
+    if (offset <= 0 || !decoder_->seek_frame(start_frame_ + offset)) return false;
+    frames_in_pass_ = offset;  // as if read: the pass's end and the truncation check still hold
+    return true;
+  }
+
   // The thread count is settled at the first read, when every source of the pipeline exists.
   void start() {
     int threads = threads_;
@@ -115,6 +135,7 @@ class VideoSource final : public Source {
   int threads_;
   std::unique_ptr<VideoDecoder> decoder_;
   bool started_ = false;
+  double begin_at_ = 0;
   std::int64_t frames_in_pass_ = 0;
 };
 

@@ -39,6 +39,17 @@ TEST(PipelineStreams, CopiesOfEverySourceRunUnderNumberedNames) {
   for (const auto& s : stats.streams) EXPECT_EQ(s.delivered, s.name.rfind("cam", 0) == 0 ? 5 : 3) << s.name;
 }
 
+TEST(PipelineStreams, CopiesOfAVideoBeginAtEvenlySpacedPointsOfIt) {
+  // vtest.avi has 795 frames: copy k of 4 begins at frame floor(k * 795 / 4) and, with no loop,
+  // reads to the end from there.
+  Pipeline p(testing::pipeline_text("version: 1\nsources:\n  - {name: v, type: video, path: video/vtest.avi}\n"),
+             PipelineOptions{.streams = 4});
+  const auto stats = p.run();
+  ASSERT_EQ(stats.streams.size(), 4u);
+  const std::int64_t expected[] = {795, 795 - 198, 795 - 397, 795 - 596};
+  for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(stats.streams[k].delivered, expected[k]) << stats.streams[k].name;
+}
+
 TEST(PipelineStreams, RealtimePacesFramesAtTheRateAsked) {
   // 5 frames at 20 fps: the last is due 200 ms after the start; its latency counts from then.
   Pipeline p(testing::pipeline_text(synthetic()), PipelineOptions{.fps = 20});

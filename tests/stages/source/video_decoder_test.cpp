@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace redwood {
 namespace {
@@ -59,6 +60,31 @@ TEST(VideoDecoder, ReadsToTheEndAndRewindsToTheFirstFrame) {
   ASSERT_TRUE(decoder.read(frame, pts));
   EXPECT_EQ(cv::norm(frame, first, cv::NORM_INF), 0);
   EXPECT_EQ(pts, 0.0);
+}
+
+TEST(VideoDecoder, SeeksToExactlyTheFrameAskedFor) {
+  if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
+  // OpenCV's pictures read in order are the reference; a seek lands on the key frame before the
+  // target and decodes forward, so the pixels must be the same exactly.
+  cv::VideoCapture capture(clip().string());
+  std::vector<cv::Mat> in_order;
+  for (int i = 0; i <= 400; ++i) {
+    cv::Mat m;
+    ASSERT_TRUE(capture.read(m));
+    in_order.push_back(m.clone());
+  }
+  VideoDecoder decoder(clip());
+  cv::Mat frame;
+  double pts = 0;
+  for (int index : {397, 5, 0, 250, 123}) {
+    ASSERT_TRUE(decoder.seek_frame(index));
+    ASSERT_TRUE(decoder.read(frame, pts)) << index;
+    EXPECT_EQ(cv::norm(frame, in_order[static_cast<std::size_t>(index)], cv::NORM_INF), 0) << "frame " << index;
+    EXPECT_NEAR(pts, index * 1000.0 / decoder.frame_rate(), 1e-6) << index;
+    ASSERT_TRUE(decoder.read(frame, pts));
+    EXPECT_EQ(cv::norm(frame, in_order[static_cast<std::size_t>(index) + 1], cv::NORM_INF), 0) << "frame " << index + 1;
+  }
+  EXPECT_FALSE(decoder.seek_frame(-1));
 }
 
 TEST(VideoDecoder, DecodesOnTheThreadsItIsGiven) {
