@@ -41,6 +41,10 @@ class Source {
   /// (rewind) from its start: copies of one file run as independent cameras would, each at its
   /// own point of the content (--streams). Sources that are not files ignore it.
   virtual void begin_at(double fraction) {}
+  /// The slow part of starting, done by the run before its clock starts (a paced file's first
+  /// frame is due at the start): a video's decoder opened and the seek of begin_at() decoded.
+  /// Never throws; what fails here is reported by the first read().
+  virtual void prepare() {}
   /// Reconnections so far (network sources).
   virtual std::int64_t reconnects() const { return 0; }
   /// Time without frames because the connection was lost, summed over the outages so far

@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <utility>
 #include <thread>
 
 namespace redwood {
@@ -56,11 +58,31 @@ class VideoSource final : public Source {
 
   void begin_at(double fraction) override { begin_at_ = std::clamp(fraction, 0.0, 1.0); }
 
+  void prepare() override {
+    if (started_) return;
+    start();
+    try {
+      // The first pass's first frame decoded now (the seek lands on a key frame before it, and
+      // the frames up to it are decoded too), held for the first read.
+      if (begin_at_ > 0 && seek_into_first_pass() && decoder_->read(held_, held_pts_)) {
+        holding_ = true;
+        ++frames_in_pass_;
+      }
+    } catch (...) {
+      prepare_error_ = std::current_exception();
+    }
+  }
+
   ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
-    if (!started_) {
-      start();
-      if (begin_at_ > 0 && seek_into_first_pass()) return read_frame(image, pts_ms);
+    if (!started_) prepare();
+    if (prepare_error_) std::rethrow_exception(std::exchange(prepare_error_, nullptr));
+    if (holding_) {
+      held_.copyTo(image);  // into the frame pool's buffer
+      pts_ms = held_pts_;
+      holding_ = false;
+      held_.release();
+      return ReadStatus::kFrame;
     }
     if (frames_in_pass_ == 0 && !skip_to_start()) return no_frame();
     return read_frame(image, pts_ms);
@@ -136,6 +158,10 @@ class VideoSource final : public Source {
   std::unique_ptr<VideoDecoder> decoder_;
   bool started_ = false;
   double begin_at_ = 0;
+  cv::Mat held_;  // prepare()'s frame, until the first read
+  double held_pts_ = 0;
+  bool holding_ = false;
+  std::exception_ptr prepare_error_;
   std::int64_t frames_in_pass_ = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include "pipelines/pipeline.hpp"
 #include "pipelines/pipeline_text.hpp"
+#include "stages/source/source.hpp"
 #include "support/onnx_builder.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <thread>
 
 namespace redwood {
 namespace {
@@ -29,6 +31,44 @@ std::string load_error(const std::string& yaml, const PipelineOptions& options =
     return e.what();
   }
   return "";
+}
+
+/// A file-like source at 20 fps whose start takes 300 ms (as opening and seeking a decoder may).
+class SlowStartSource final : public Source {
+ public:
+  explicit SlowStartSource(Params& p) : frames_(p.get<int>("frames", 3)) {}
+  bool live() const override { return false; }
+  double frame_rate() const override { return 20; }
+  void prepare() override {
+    if (prepared_) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    prepared_ = true;
+  }
+  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+    prepare();
+    if (stop || n_ >= frames_) return ReadStatus::kEnd;
+    image.create(8, 8, CV_8UC3);
+    image.setTo(cv::Scalar::all(n_));
+    pts_ms = 50.0 * n_++;
+    return ReadStatus::kFrame;
+  }
+
+ private:
+  int frames_;
+  int n_ = 0;
+  bool prepared_ = false;
+};
+RW_REGISTER_SOURCE("test_slow_start", SlowStartSource);
+
+TEST(PipelineStreams, PacedClockStartsOnceTheSourcesArePrepared) {
+  // Were the 300 ms start inside the run, the first frame would reach the end 300 ms after it
+  // was due, and later ones catch up at 20 fps; prepared before the clock, none is late.
+  Pipeline p(testing::pipeline_text("version: 1\nsources:\n  - {name: slow, type: test_slow_start, frames: 4}\n"),
+             PipelineOptions{.realtime = true});
+  const auto stats = p.run();
+  ASSERT_EQ(stats.streams.at(0).delivered, 4);
+  EXPECT_EQ(stats.streams.at(0).dropped, 0);
+  EXPECT_LT(stats.streams.at(0).latency.percentile(100), 150.0) << "a frame was late by the source's start";
 }
 
 TEST(PipelineStreams, CopiesOfEverySourceRunUnderNumberedNames) {
