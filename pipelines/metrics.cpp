@@ -174,6 +174,9 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   per_stage("redwood_stage_busy_seconds_total", "counter",
             "Time in the stage's own code (asynchronous stages: handing frames over).",
             [](const StageStats& s) { return s.busy_ms / 1000.0; });
+  per_stage("redwood_stage_cpu_seconds_total", "counter",
+            "CPU time of the threads in the stage's own code: busy time less waiting and preemption.",
+            [](const StageStats& s) { return s.cpu_ms / 1000.0; });
   out.family("redwood_stage_latency_seconds", "histogram",
              "Duration of each call of the stage, start to finish (asynchronous stages: until the device completed it).");
   for (const auto& s : now.stages) out.latency("redwood_stage_latency_seconds", {{"stage", s.name}}, s.latency);

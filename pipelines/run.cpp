@@ -369,6 +369,7 @@ class Run {
       st.calls = stage->calls();
       st.frames = stage->frames();
       st.busy_ms = stage->busy_ms();
+      st.cpu_ms = stage->cpu_ms();
       st.latency = stage->call_latency();
       const bool own_thread = stage->max_batch() > 1 || stage->asynchronous();
       st.parallelism = own_thread || stage->serial() ? 1 : threads;

@@ -108,8 +108,9 @@ std::string summary_text(const PipelineStats& st) {
   std::string bottleneck;
   for (const StageStats& s : st.stages) {
     if (s.calls == 0) continue;
-    out += fmt::format("  stage {}: {} frame(s) in {} call(s), {:.2f} ms per call, bound {:.0f} fps{}\n", s.name, s.frames,
-                       s.calls, s.busy_ms / static_cast<double>(s.calls), s.bound_fps,
+    out += fmt::format("  stage {}: {} frame(s) in {} call(s), {:.2f} ms per call ({:.2f} ms CPU), bound {:.0f} fps{}\n",
+                       s.name, s.frames, s.calls, s.busy_ms / static_cast<double>(s.calls),
+                       s.cpu_ms / static_cast<double>(s.calls), s.bound_fps,
                        s.parallelism > 1 ? fmt::format(" ({} threads)", s.parallelism) : std::string());
     if (s.bound_fps > 0 && (bound == 0 || s.bound_fps < bound)) {
       bound = s.bound_fps;

@@ -34,6 +34,7 @@ struct StageStats {
   std::string name;
   std::int64_t calls = 0, frames = 0;
   double busy_ms = 0;        // in the stage's own code (asynchronous: handing frames over)
+  double cpu_ms = 0;         // CPU time of that (busy_ms less waiting and preemption)
   LatencyHistogram latency;  // per call, start to finish (asynchronous: to completion)
   std::map<std::int64_t, std::int64_t> batch_rows;  // a model stage's batches: rows -> batches
   int parallelism = 1;       // threads that may run it at once

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 namespace redwood {
 
 std::string TensorSpec::description() const {
@@ -61,9 +63,22 @@ void Stage::check(const TensorSpecs& available) const {
   }
 }
 
+namespace {
+
+// The calling thread's CPU time in microseconds (CLOCK_THREAD_CPUTIME_ID).
+std::int64_t thread_cpu_us() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000 + t.tv_nsec / 1000;
+}
+
+}  // namespace
+
 void Stage::process(std::span<Frame* const> frames) {
   const auto start = Clock::now();
+  const std::int64_t cpu_start = thread_cpu_us();
   do_process(frames);
+  cpu_us_ += thread_cpu_us() - cpu_start;
   const auto done = Clock::now();
   for (Frame* f : frames) f->stage_done.push_back({name_, done});
   busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(done - start).count();
@@ -92,11 +107,13 @@ void Stage::process_async(std::span<Frame* const> frames, Completion done) {
   // do_process_async reports errors through `done` once it has handed anything over; an
   // exception out of it means nothing was handed over, so `done` gets it here.
   std::exception_ptr error;
+  const std::int64_t cpu_start = thread_cpu_us();
   try {
     do_process_async(frames, completion);
   } catch (...) {
     error = std::current_exception();
   }
+  cpu_us_ += thread_cpu_us() - cpu_start;
   busy_us_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
   ++calls_;
   frames_ += static_cast<std::int64_t>(frames.size());

@@ -126,6 +126,9 @@ class Stage {
   std::int64_t frames() const { return frames_.load(); }
   /// Time spent in do_process (for an asynchronous stage: handing frames over, not waiting).
   double busy_ms() const { return busy_us_.load() / 1000.0; }
+  /// CPU time the calling threads spent in do_process (their own clock): busy_ms less the time
+  /// they waited or were preempted, i.e. what the stage costs the cores.
+  double cpu_ms() const { return cpu_us_.load() / 1000.0; }
   /// How long each call took, start to finish: for an asynchronous stage from handing the
   /// frames over to their completion (the device's queueing and work included).
   LatencyHistogram call_latency() const;
@@ -158,6 +161,7 @@ class Stage {
   std::shared_ptr<const ConfigOrigin> origin_;
   YAML::Node where_;
   std::atomic<std::int64_t> calls_{0};
+  std::atomic<std::int64_t> cpu_us_{0};
   std::atomic<std::int64_t> frames_{0};
   std::atomic<std::int64_t> busy_us_{0};
   mutable std::mutex latency_mutex_;

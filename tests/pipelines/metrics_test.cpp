@@ -48,6 +48,7 @@ PipelineStats sample_stats(double elapsed_s, std::int64_t delivered) {
   det.calls = 10;
   det.frames = 40;
   det.busy_ms = 250;
+  det.cpu_ms = 125;
   for (int i = 0; i < 10; ++i) det.latency.add(20);
   det.batch_rows = {{2, 3}, {8, 7}};  // 3 batches of 2 rows, 7 of 8
   s.stages.push_back(det);
@@ -132,6 +133,7 @@ TEST(PrometheusText, FamiliesLabelsHistogramsAndRates) {
   EXPECT_EQ(value_of(text, "redwood_stage_batch_size_sum{" + det + "}"), "62");
   EXPECT_EQ(value_of(text, "redwood_stage_latency_seconds_count{" + det + "}"), "10");
   EXPECT_EQ(value_of(text, "redwood_stage_busy_seconds_total{" + det + "}"), "0.25");
+  EXPECT_EQ(value_of(text, "redwood_stage_cpu_seconds_total{" + det + "}"), "0.125");
   EXPECT_EQ(value_of(text, R"(redwood_sink_frames_dropped_total{pipeline="ocr",sink="log"})"), "3");
   EXPECT_EQ(value_of(text, R"(redwood_memory_pool_high_water_bytes{pipeline="ocr",pool="frames"})"), "4194304");
 }
