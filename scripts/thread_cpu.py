@@ -31,16 +31,18 @@ def children(pid):
 
 
 def busiest_descendant(pid):
-    best, best_threads, todo = pid, -1, [pid]
-    while todo:
-        p = todo.pop()
+    """The process with the most threads among pid and its descendants (a depth-first walk)."""
+    best, best_threads = pid, -1
+    to_visit = [pid]
+    while to_visit:
+        p = to_visit.pop()
         try:
             threads = len(os.listdir(f"/proc/{p}/task"))
         except OSError:
-            continue
+            continue  # gone since it was listed
         if threads > best_threads:
             best, best_threads = p, threads
-        todo.extend(children(p))
+        to_visit.extend(children(p))
     return best
 
 

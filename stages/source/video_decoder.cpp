@@ -91,6 +91,23 @@ struct VideoDecoder::State {
     draining = false;
   }
 
+  AVStream* video() const { return format->streams[stream]; }
+  // The stream's first time (its timestamps count from there) and its declared frame rate.
+  std::int64_t start_time() const { return video()->start_time == AV_NOPTS_VALUE ? 0 : video()->start_time; }
+  AVRational rate() const { return av_guess_frame_rate(format, video(), nullptr); }
+  static std::int64_t timestamp(const AVFrame* f) {
+    return f->best_effort_timestamp == AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+  }
+
+  // To the key frame at or before `ts` (stream time), the decoder emptied; false if the file
+  // cannot seek.
+  bool seek_to(std::int64_t ts) {
+    if (av_seek_frame(format, stream, ts, AVSEEK_FLAG_BACKWARD) < 0) return false;
+    if (codec != nullptr) avcodec_flush_buffers(codec);
+    draining = false;
+    return true;
+  }
+
   // The next decoded picture into `frame`; false at the end.
   bool next_frame() {
     if (codec == nullptr) start_decoder();
@@ -127,12 +144,11 @@ bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
   AVFrame* f = s_->frame;
   for (;;) {
     if (!s_->next_frame()) return false;
-    const std::int64_t ts = f->best_effort_timestamp == AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+    const std::int64_t ts = State::timestamp(f);
     if (s_->skip_before == AV_NOPTS_VALUE || ts == AV_NOPTS_VALUE || ts >= s_->skip_before) break;
     av_frame_unref(f);  // between the key frame a seek landed on and the frame asked for
   }
   s_->skip_before = AV_NOPTS_VALUE;
-  const AVStream* st = s_->format->streams[s_->stream];
   s_->sws = sws_getCachedContext(s_->sws, f->width, f->height, static_cast<AVPixelFormat>(f->format), f->width,
                                  f->height, AV_PIX_FMT_BGR24, SWS_BICUBIC, nullptr, nullptr, nullptr);
   if (s_->sws == nullptr) {
@@ -144,49 +160,38 @@ bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
   std::uint8_t* dst[4] = {bgr.data, nullptr, nullptr, nullptr};
   int dst_stride[4] = {static_cast<int>(bgr.step[0]), 0, 0, 0};
   sws_scale(s_->sws, f->data, f->linesize, 0, f->height, dst, dst_stride);
-  std::int64_t ts = f->best_effort_timestamp;
-  if (ts == AV_NOPTS_VALUE) ts = f->pts;
-  const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
-  pts_ms = ts == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(ts - start) * av_q2d(st->time_base) * 1000.0;
+  const std::int64_t ts = State::timestamp(f);
+  pts_ms = ts == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(ts - s_->start_time()) * av_q2d(s_->video()->time_base) * 1000.0;
   av_frame_unref(f);
   return true;
 }
 
 bool VideoDecoder::seek_frame(std::int64_t index) {
-  AVStream* st = s_->format->streams[s_->stream];
-  const AVRational rate = av_guess_frame_rate(s_->format, st, nullptr);
+  const AVRational rate = s_->rate();
   if (index < 0 || rate.num <= 0 || rate.den <= 0) return false;
-  const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
-  const std::int64_t target = start + av_rescale_q(index, av_inv_q(rate), st->time_base);
-  if (av_seek_frame(s_->format, s_->stream, target, AVSEEK_FLAG_BACKWARD) < 0) return false;
-  if (s_->codec != nullptr) avcodec_flush_buffers(s_->codec);
-  s_->draining = false;
+  const AVRational time_base = s_->video()->time_base;
+  const std::int64_t start = s_->start_time();
+  if (!s_->seek_to(start + av_rescale_q(index, av_inv_q(rate), time_base))) return false;
   // Pictures from half a frame before the target on are kept: a container's rounded timestamps
   // must not drop the frame asked for.
-  s_->skip_before = start + av_rescale_q(2 * index - 1, av_inv_q(av_mul_q(rate, AVRational{2, 1})), st->time_base);
+  s_->skip_before = start + av_rescale_q(2 * index - 1, av_inv_q(av_mul_q(rate, AVRational{2, 1})), time_base);
   return true;
 }
 
 void VideoDecoder::rewind() {
   s_->corrupt = 0;
   s_->skip_before = AV_NOPTS_VALUE;
-  const AVStream* st = s_->format->streams[s_->stream];
-  const std::int64_t start = st->start_time == AV_NOPTS_VALUE ? 0 : st->start_time;
-  if (av_seek_frame(s_->format, s_->stream, start, AVSEEK_FLAG_BACKWARD) >= 0) {
-    if (s_->codec != nullptr) avcodec_flush_buffers(s_->codec);
-    s_->draining = false;
-    return;
-  }
+  if (s_->seek_to(s_->start_time())) return;
   s_->close();  // a file that cannot seek is read again from its start
   s_->open();
 }
 
 double VideoDecoder::frame_rate() const {
-  const AVRational rate = av_guess_frame_rate(s_->format, s_->format->streams[s_->stream], nullptr);
+  const AVRational rate = s_->rate();
   return rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0.0;
 }
 
-std::int64_t VideoDecoder::declared_frames() const { return std::max<std::int64_t>(0, s_->format->streams[s_->stream]->nb_frames); }
+std::int64_t VideoDecoder::declared_frames() const { return std::max<std::int64_t>(0, s_->video()->nb_frames); }
 
 std::int64_t VideoDecoder::corrupt_packets() const { return s_->corrupt; }
 
