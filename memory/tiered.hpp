@@ -55,9 +55,17 @@ class TieredResource final : public MemoryResource {
   std::vector<std::unique_ptr<BuddyResource>> pools_;  // [tier 0, tier 1, ..., base]
 };
 
-/// The tiers of a frame pool (stages/frame_memory.hpp) under a base of `chunk_bytes` blocks:
-/// 64 KiB requests in 1 MiB chunks, 640 KiB requests in 8 MiB chunks (fewer tiers when the base's
-/// chunk is smaller than a tier's).
+/// The frame pool (stages/frame_memory.hpp) is built from these, and so is the pool
+/// redwood_memory_bench replays the pipeline's trace on: its default chunk and limit, its tiers
+/// and its base pool.
+inline constexpr std::size_t kFramePoolChunkBytes = 64ull << 20;
+inline constexpr std::size_t kFramePoolLimitBytes = 1ull << 30;
+/// The tiers of a frame pool under a base of `chunk_bytes` blocks: 64 KiB requests in 1 MiB
+/// chunks, 640 KiB requests in 8 MiB chunks (fewer tiers when the base's chunk is smaller than a
+/// tier's).
 std::vector<TierConfig> frame_pool_tiers(std::size_t chunk_bytes);
+/// The base pool of a frame pool: `chunk_bytes` chunks (also its largest block), at most
+/// `limit_bytes` from the upstream, one shard and no thread cache.
+BuddyConfig frame_pool_base(std::size_t chunk_bytes, std::size_t limit_bytes);
 
 }  // namespace redwood::memory

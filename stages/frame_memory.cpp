@@ -1,8 +1,7 @@
 #include "stages/frame_memory.hpp"
 
-#include "memory/buddy.hpp"
-#include "memory/tiered.hpp"
 #include "memory/host_resource.hpp"
+#include "memory/tiered.hpp"
 #include "memory/tracing_resource.hpp"
 
 #include <atomic>
@@ -26,23 +25,10 @@ struct FrameMemory::State : std::enable_shared_from_this<FrameMemory::State> {
   explicit State(const FrameMemoryConfig& c)
       : own_upstream(c.upstream ? nullptr : std::make_unique<memory::HostResource>("frames upstream")),
         upstream(c.upstream ? *c.upstream : *own_upstream),
-        pool("frames", upstream, memory::frame_pool_tiers(c.chunk_bytes), buddy_config(c)) {}
-  static memory::BuddyConfig buddy_config(const FrameMemoryConfig& c) {
-    memory::BuddyConfig b;
-    b.max_block_bytes = c.chunk_bytes;
-    b.limit_bytes = c.limit_bytes;
-    // Frame buffers are large (tens of KiB to MiB) and few per frame, so a lock per allocation
-    // costs nothing next to the work on them; per-thread caches and shards, on the other hand,
-    // would each keep their own blocks of every size (up to 16 per size per thread), multiplying
-    // the footprint and letting it grow long after warm-up. One shard, no thread cache: the pool
-    // holds what the frames in flight need, and stops growing once it has that.
-    b.shards = 1;
-    b.cache_blocks_per_order = 0;
-    return b;
-  }
+        pool("frames", upstream, memory::frame_pool_tiers(c.chunk_bytes), memory::frame_pool_base(c.chunk_bytes, c.limit_bytes)) {}
   std::unique_ptr<memory::HostResource> own_upstream;
   memory::MemoryResource& upstream;
-  memory::TieredResource pool;  // small and middle-sized buffers in tiers of their own (less fragmentation)
+  memory::TieredResource pool;  // small and middle-sized buffers in tiers of their own (memory/tiered.hpp)
   // REDWOOD_MEMORY_TRACE=FILE records every call on the pool (memory/tracing_resource.hpp), the
   // trace redwood_memory_bench's BM_PipelineTrace replays. calls() is what buffers come from.
   std::unique_ptr<memory::TracingResource> tracer = [this]() -> std::unique_ptr<memory::TracingResource> {

@@ -22,6 +22,7 @@
 
 #include "core/tensor.hpp"
 #include "memory/resource.hpp"
+#include "memory/tiered.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -31,9 +32,9 @@
 namespace redwood {
 
 struct FrameMemoryConfig {
-  std::size_t chunk_bytes = 64ull << 20;   // the upstream's unit; also the largest buffer
-  std::size_t limit_bytes = 1ull << 30;    // most bytes the pool takes from the system
-  std::size_t reserve_bytes = 0;           // taken at construction (reserve()), before any frame
+  std::size_t chunk_bytes = memory::kFramePoolChunkBytes;  // the upstream's unit; also the largest buffer
+  std::size_t limit_bytes = memory::kFramePoolLimitBytes;  // most bytes the pool takes from the system
+  std::size_t reserve_bytes = 0;                           // taken at construction (reserve()), before any frame
   /// Where chunks come from: null for plain host memory (posix_memalign); page-locked memory
   /// (a device backend's pinned resource) when models run on a GPU. Must outlive the pool.
   memory::MemoryResource* upstream = nullptr;

@@ -1,7 +1,8 @@
 // BM_PipelineTrace: replays the allocation sequence of a real pipeline run (recorded by
-// memory::TracingResource, see docs/memory.md) on a buddy pool configured as the pipeline's
-// frame pool, and on malloc/free in the same process. items_per_second is allocate+free pairs
-// per second. Counters on the buddy run:
+// memory::TracingResource, see docs/memory.md) on a single buddy pool with its defaults, on the
+// pipeline's frame pool as stages/frame_memory.cpp builds it (memory/tiered.hpp), on that pool's
+// base without its tiers, and on malloc/free in the same process. items_per_second is
+// allocate+free pairs per second. Counters on the pool runs:
 //   frag_end  external fragmentation (1 - largest free block / free bytes) at the end of the
 //             replay, with the blocks the run still held live, after trim()
 //   frag_peak the same when the trace's live bytes first peak (no trim: thread-cache blocks
@@ -10,6 +11,8 @@
 //   unusable_peak, unusable_max: the share of free bytes in blocks smaller than the trace's
 //             largest request (free memory that cannot serve the workload's critical request),
 //             at the peak and the largest of the samples
+//   waste_peak internal waste (1 - requested / block bytes in use) at the trace's peak; `waste`
+//             is the same at the end of the replay
 //   upstream  upstream allocations during the timed replays (0: steady state never grows)
 // The trace: $REDWOOD_PIPELINE_TRACE, else the one shipped in memory/bench/traces/.
 
@@ -106,14 +109,15 @@ void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& poo
     }
   };
   const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
-  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0;
+  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0, waste_peak = 0;
   const std::size_t every = std::max<std::size_t>(1, t.events.size() / 64);
   replay(t, ptrs, alloc, free, every, [&](std::size_t i) {
-    const double f = pool.stats().external_fragmentation();
+    const PoolStats st = pool.stats();
+    const double f = st.external_fragmentation();
     const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
     frag_max = std::max(frag_max, f);
     unusable_max = std::max(unusable_max, u);
-    if (i == t.peak_event) frag_peak = f, unusable_peak = u;
+    if (i == t.peak_event) frag_peak = f, unusable_peak = u, waste_peak = st.internal_waste();
   });
   pool.trim();
   const PoolStats end = pool.stats();
@@ -133,29 +137,38 @@ void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& poo
   state.counters["peak_MiB"] = static_cast<double>(t.peak_live_bytes) / (1 << 20);
   state.counters["reserved_MiB"] = static_cast<double>(end.reserved_bytes) / (1 << 20);
   state.counters["waste"] = end.internal_waste();
+  state.counters["waste_peak"] = waste_peak;
 }
 
-// The replay on one buddy pool of the frame pool's chunk size and limit.
+// The replay on one buddy pool of the frame pool's chunk size and limit, with the buddy pool's
+// defaults otherwise (shards and thread caches).
 void BM_PipelineTrace(benchmark::State& state) {
   const AllocationTrace* t = pipeline_trace(state);
   if (t == nullptr) return;
   HostResource upstream("host");
-  BuddyResource pool("frames", upstream, BuddyConfig{.max_block_bytes = 64ull << 20, .limit_bytes = 1ull << 30, .ordering = nullptr});
+  BuddyResource pool("frames", upstream,
+                     BuddyConfig{.max_block_bytes = kFramePoolChunkBytes, .limit_bytes = kFramePoolLimitBytes, .ordering = nullptr});
   replay_on_pool(state, *t, pool);
 }
 
-// The same replay on the frame pool as stages/frame_memory.hpp makes it: small and middle-sized
-// requests in tiers of their own (memory/tiered.hpp), one shard, no thread cache.
+// The same replay on the frame pool as stages/frame_memory.cpp makes it (the same functions of
+// memory/tiered.hpp): small and middle-sized requests in tiers of their own, one shard, no
+// thread cache.
 void BM_PipelineTraceTiered(benchmark::State& state) {
   const AllocationTrace* t = pipeline_trace(state);
   if (t == nullptr) return;
   HostResource upstream("host");
-  BuddyConfig base;
-  base.max_block_bytes = 64ull << 20;
-  base.limit_bytes = 1ull << 30;
-  base.shards = 1;
-  base.cache_blocks_per_order = 0;
-  TieredResource pool("frames", upstream, frame_pool_tiers(base.max_block_bytes), base);
+  TieredResource pool("frames", upstream, frame_pool_tiers(kFramePoolChunkBytes),
+                      frame_pool_base(kFramePoolChunkBytes, kFramePoolLimitBytes));
+  replay_on_pool(state, *t, pool);
+}
+
+// The frame pool's base alone, without its tiers: what the tiers add.
+void BM_PipelineTraceUntiered(benchmark::State& state) {
+  const AllocationTrace* t = pipeline_trace(state);
+  if (t == nullptr) return;
+  HostResource upstream("host");
+  TieredResource pool("frames", upstream, {}, frame_pool_base(kFramePoolChunkBytes, kFramePoolLimitBytes));
   replay_on_pool(state, *t, pool);
 }
 
@@ -186,6 +199,7 @@ void BM_PipelineTraceMalloc(benchmark::State& state) {
 
 BENCHMARK(BM_PipelineTrace)->UseRealTime();
 BENCHMARK(BM_PipelineTraceTiered)->UseRealTime();
+BENCHMARK(BM_PipelineTraceUntiered)->UseRealTime();
 BENCHMARK(BM_PipelineTraceMalloc)->UseRealTime();
 
 }  // namespace

@@ -7,7 +7,10 @@
 #include "memory/tiered.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/resource_suite.hpp"
+#include "memory/tracing_resource.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 
@@ -256,6 +259,66 @@ TEST(TieredPool, TiersOutOfOrderAreRefused) {
   EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 64 << 10}, TierConfig{2 << 10, 128 << 10}}, base),
                InvalidArgument);
   EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 3 << 20}}, base), InvalidArgument);
+}
+
+// The frame pool, built by the functions stages/frame_memory.cpp builds it with, on the recorded
+// pipeline trace (memory/bench/traces/). At the trace's peak its free bytes in blocks too small
+// for the trace's largest request are no more than power-of-two blocks force: the live blocks
+// fill whole regions of that request's block size but the last (a thread cache, or tier chunks
+// that hold free blocks, leave more). It grows only while warming up and coalesces back to whole
+// chunks at the end.
+TEST(TieredPool, FramePoolOnThePipelineTraceLeavesNoMoreUnusableBytesThanItsBlocksForce) {
+  const AllocationTrace t = read_allocation_trace(REDWOOD_SOURCE_DIR "/memory/bench/traces/ocr-video.rwtrace");
+  std::vector<std::size_t> sizes;
+  for (const TraceEvent& e : t.events) {
+    if (e.allocate) sizes.push_back(e.value);
+  }
+  ASSERT_FALSE(sizes.empty());
+  const std::size_t region = std::bit_ceil(*std::max_element(sizes.begin(), sizes.end()));
+  const auto block = [](std::size_t bytes) { return std::max<std::size_t>(std::bit_ceil(bytes), kDefaultAlignment); };
+
+  HostResource upstream("host");
+  TieredResource pool("frames", upstream, frame_pool_tiers(kFramePoolChunkBytes),
+                      frame_pool_base(kFramePoolChunkBytes, kFramePoolLimitBytes));
+  std::vector<void*> ptrs(sizes.size(), nullptr);
+  const auto replay = [&](bool check_peak) {
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < t.events.size(); ++i) {
+      const TraceEvent& e = t.events[i];
+      if (e.allocate) {
+        ptrs[next++] = pool.allocate(e.value);
+      } else {
+        pool.deallocate(ptrs[e.value], sizes[e.value]);
+        ptrs[e.value] = nullptr;
+      }
+      if (!check_peak || i != t.peak_event) continue;
+      std::size_t live_blocks = 0;
+      for (std::size_t a = 0; a < next; ++a) {
+        if (ptrs[a] != nullptr) live_blocks += block(sizes[a]);
+      }
+      const std::size_t forced = (live_blocks + region - 1) / region * region - live_blocks;
+      const std::vector<std::size_t> free_blocks = pool.free_blocks_by_order();
+      std::size_t unusable = 0;
+      for (std::size_t k = 0; k < free_blocks.size(); ++k) {
+        if ((std::size_t{1} << k) < region) unusable += free_blocks[k] << k;
+      }
+      EXPECT_LE(unusable, forced) << "at the trace's peak, event " << i;
+    }
+    for (std::size_t a = 0; a < ptrs.size(); ++a) {
+      if (ptrs[a] != nullptr) pool.deallocate(ptrs[a], sizes[a]);
+      ptrs[a] = nullptr;
+    }
+  };
+  replay(true);
+  const std::uint64_t warmed_up = pool.stats().upstream_allocations;
+  replay(false);
+  EXPECT_EQ(pool.stats().upstream_allocations, warmed_up);
+  pool.trim();
+  const PoolStats end = pool.stats();
+  EXPECT_EQ(end.bytes_in_use, 0u);
+  EXPECT_EQ(end.reserved_bytes, kFramePoolChunkBytes);  // the trace's peak fits one chunk
+  EXPECT_EQ(end.free_bytes, end.reserved_bytes);
+  EXPECT_EQ(end.largest_free_block, end.reserved_bytes);
 }
 
 }  // namespace
