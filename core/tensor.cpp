@@ -105,6 +105,18 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::rows(std::int64_t begin, std::int64_t count) const {
+  check_contiguous();
+  RW_EXPECTS(rank() >= 1 && begin >= 0 && count >= 0 && begin + count <= shape_[0], InvalidArgument,
+             "rows [{}, {}) of {}: out of range", begin, begin + count, description());
+  const std::size_t row_bytes = shape_[0] > 0 ? nbytes() / static_cast<std::size_t>(shape_[0]) : 0;
+  Tensor t = *this;
+  t.data_ = static_cast<std::byte*>(data_) + row_bytes * static_cast<std::size_t>(begin);
+  t.shape_[0] = count;
+  t.strides_ = contiguous_strides(t.shape_);
+  return t;
+}
+
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 namespace {

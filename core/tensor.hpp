@@ -96,6 +96,9 @@ class Tensor {
 
   /// Same data, new shape (contiguous tensors only; element count must match).
   Tensor reshaped(Shape shape) const;
+  /// Rows [begin, begin + count) of dim 0 (contiguous tensors only): a view sharing this
+  /// tensor's storage and ownership, so the rows keep the whole buffer alive.
+  Tensor rows(std::int64_t begin, std::int64_t count) const;
   /// This tensor if contiguous, else a contiguous copy.
   Tensor contiguous() const;
   /// A contiguous, owning copy.

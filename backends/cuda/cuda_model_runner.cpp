@@ -51,6 +51,10 @@ std::vector<std::string> input_names(const Graph& graph) {
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
+// The most bytes of one output's consecutive parts that come back in one copy, into one tensor:
+// one 8 MiB block of the frame pool, where a copy is long enough to run near the pinned peak.
+constexpr std::size_t kOutputGroupBytes = 8ull << 20;
+
 /// Page-locked host memory (a frame pool over pinned_upstream(), a cudaHostAlloc'ed buffer):
 /// the copy engines read and write it directly.
 bool is_pinned(const void* p) {
@@ -240,12 +244,18 @@ class CudaModelRunner final : public ModelRunner {
     // The batch in flight.
     InferBatch batch;
     InferDone done;
-    std::vector<std::vector<Tensor>> outputs;  // [output][part]
+    std::vector<std::vector<Tensor>> outputs;  // [output][part]: rows of one tensor per output
+    struct Group {
+      std::size_t output;
+      std::int64_t first_row;
+      Tensor tensor;
+    };
+    std::vector<Group> output_groups;  // those tensors, while the batch is being set up
     struct Staged {
-      void* part;
+      void* part;  // a group's tensor
       std::size_t offset, bytes;
     };
-    std::vector<Staged> staged_out;  // outputs copied into staging_out, to copy into their parts
+    std::vector<Staged> staged_out;  // outputs copied into staging_out, to copy into their tensors
     struct Copy {
       void* dst;
       const void* src;
@@ -364,41 +374,56 @@ class CudaModelRunner final : public ModelRunner {
       }
       if (v.bytes() > at) pads.push_back({dst + at, v.bytes() - at});
     }
+    // An output comes back in few copies: its parts are views of rows of a few tensors, each
+    // holding consecutive parts up to kOutputGroupBytes (one pool block, so that a batch of 64
+    // rows does not round up to one huge block), and each tensor is one copy.
     slot.outputs.assign(s.graph_outputs.size(), {});
+    std::vector<Slot::Group>& groups = slot.output_groups;
+    groups.clear();
     std::size_t out_staged = 0;
     for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
       const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
-      for (auto r : rows) {
+      const std::size_t row_bytes = run_rows > 0 ? v.bytes() / static_cast<std::size_t>(run_rows) : 0;
+      std::int64_t at = 0;  // the group's first row in the output
+      for (std::size_t first = 0; first < rows.size();) {
+        std::size_t end = first + 1;
+        std::int64_t group_rows = rows[first];
+        while (end < rows.size() && static_cast<std::size_t>(group_rows + rows[end]) * row_bytes <= kOutputGroupBytes) {
+          group_rows += rows[end++];
+        }
         Shape shape = v.shape;
-        shape[0] = r;
-        Tensor part = batch.allocate ? batch.allocate(v.dtype, shape) : Tensor();
-        if (!part.defined()) part = Tensor::empty(v.dtype, shape);
-        if (part.nbytes() > 0 && !is_pinned(part.raw_data())) out_staged += align_up(part.nbytes());
-        slot.outputs[o].push_back(std::move(part));
+        shape[0] = group_rows;
+        Tensor whole = batch.allocate ? batch.allocate(v.dtype, shape) : Tensor();
+        if (!whole.defined()) whole = Tensor::empty(v.dtype, shape);
+        if (whole.nbytes() > 0 && !is_pinned(whole.raw_data())) out_staged += align_up(whole.nbytes());
+        std::int64_t r = 0;
+        for (std::size_t k = first; k < end; r += rows[k++]) slot.outputs[o].push_back(whole.rows(r, rows[k]));
+        groups.push_back({o, at, std::move(whole)});
+        at += group_rows;
+        first = end;
       }
     }
     std::byte* out_staging = out_staged > 0 ? slot.staging_out.reserve(out_staged) : nullptr;
     std::size_t out_at = 0;
-    for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
-      const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
-      std::size_t at = 0;
-      for (Tensor& part : slot.outputs[o]) {
-        const std::size_t bytes = part.nbytes();
-        if (bytes > 0 && v.kind == Schedule::Kind::kHost) {
-          std::memcpy(part.raw_data(), static_cast<const std::byte*>(v.host.raw_data()) + at, bytes);  // computed at plan time
-        } else if (bytes > 0) {
-          const auto* src = static_cast<const std::byte*>(plan.output(o)) + at;
-          if (is_pinned(part.raw_data())) {
-            outs.push_back({part.raw_data(), src, bytes});
-          } else {
-            outs.push_back({out_staging + out_at, src, bytes});
-            slot.staged_out.push_back({part.raw_data(), out_at, bytes});
-            out_at += align_up(bytes);
-          }
-        }
-        at += bytes;
+    for (Slot::Group& g : groups) {
+      const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[g.output])];
+      const std::size_t bytes = g.tensor.nbytes();
+      if (bytes == 0) continue;
+      const std::size_t offset = run_rows > 0 ? v.bytes() / static_cast<std::size_t>(run_rows) * static_cast<std::size_t>(g.first_row) : 0;
+      if (v.kind == Schedule::Kind::kHost) {
+        std::memcpy(g.tensor.raw_data(), static_cast<const std::byte*>(v.host.raw_data()) + offset, bytes);  // computed at plan time
+        continue;
+      }
+      const auto* src = static_cast<const std::byte*>(plan.output(g.output)) + offset;
+      if (is_pinned(g.tensor.raw_data())) {
+        outs.push_back({g.tensor.raw_data(), src, bytes});
+      } else {
+        outs.push_back({out_staging + out_at, src, bytes});
+        slot.staged_out.push_back({g.tensor.raw_data(), out_at, bytes});
+        out_at += align_up(bytes);
       }
     }
+    groups.clear();  // the parts hold the tensors now
 
     // Copy in (the padding rows zeroed), replay, copy out.
     slot.copy_in_start.record(stream);

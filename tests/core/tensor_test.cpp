@@ -41,6 +41,22 @@ TEST(Tensor, ReshapeSharesDataAndChecksCount) {
   EXPECT_THROW(t.reshaped({4, 2}), InvalidArgument);
 }
 
+TEST(Tensor, RowsViewTheirShareAndKeepTheBufferAlive) {
+  Tensor r;
+  {
+    Tensor t = Tensor::from_vector<float>({3, 2}, {0, 1, 2, 3, 4, 5});
+    r = t.rows(1, 2);
+    EXPECT_EQ(r.raw_data(), t.data<float>() + 2);
+    EXPECT_EQ(r.shape(), (Shape{2, 2}));
+    EXPECT_TRUE(r.owns_data());
+    EXPECT_EQ(t.rows(3, 0).numel(), 0);
+    EXPECT_THROW(t.rows(2, 2), InvalidArgument);
+    EXPECT_THROW(t.rows(-1, 1), InvalidArgument);
+  }
+  // The whole tensor's handle is gone; the rows still hold its storage.
+  EXPECT_EQ(r.to_float_vector(), (std::vector<float>{2, 3, 4, 5}));
+}
+
 TEST(Tensor, StridedViewClonesInLogicalOrder) {
   std::vector<float> data{0, 1, 2, 3, 4, 5};
   // The transpose of a 2x3 matrix, as a 3x2 view with swapped strides.

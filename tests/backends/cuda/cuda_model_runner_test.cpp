@@ -138,6 +138,37 @@ TEST(CudaModelRunner, PartsPaddingAndPinnedOrPageableAgreeWithTheCpu) {
   EXPECT_TRUE(stats.copies_overlap);
 }
 
+// An output's parts come back as rows of a few tensors of at most 8 MiB, one copy each: with
+// 3 MiB output rows, parts of 1, 1, 2, 1 rows make the groups {1, 1}, {2}, {1}; every part holds
+// the values the CPU runner gives for it alone.
+TEST(CudaModelRunner, OutputPartsShareTensorsOfAFewMebibytes) {
+  RW_SKIP_WITHOUT_GPU();
+  const auto graph = small_conv_model(1, 256, 384);  // an output row: 8 x 256 x 384 floats, 3 MiB
+  auto gpu = cuda_runner(graph, "fp32");
+  auto cpu = make_cpu_runner(graph);
+  std::vector<Tensor> parts;
+  for (std::int64_t rows : {1, 1, 2, 1}) {
+    parts.push_back(redwood::testing::random_tensor(DType::kF32, {rows, 1, 256, 384}, -1, 1, 40 + static_cast<std::uint32_t>(parts.size())));
+  }
+  for (bool pinned : {false, true}) {
+    InferBatch batch;
+    batch.inputs.emplace_back();
+    for (const Tensor& p : parts) batch.inputs[0].push_back(pinned ? pinned_tensor(p) : p);
+    if (pinned) batch.allocate = [](DType dtype, const Shape& shape) { return pinned_tensor(Tensor::zeros(dtype, shape)); };
+    InferResult r = run_batch(*gpu, std::move(batch));
+    ASSERT_FALSE(r.error) << "pinned " << pinned;
+    const auto& out = r.outputs.at(0);
+    ASSERT_EQ(out.size(), parts.size());
+    const std::size_t row_bytes = 8 * 256 * 384 * sizeof(float);
+    EXPECT_EQ(out[1].raw_data(), static_cast<std::byte*>(out[0].raw_data()) + row_bytes) << "parts 0 and 1 share a tensor";
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      const Tensor want = cpu->run({{"x", parts[k]}}).at(0);
+      EXPECT_EQ(out[k].shape(), want.shape());
+      EXPECT_LE(testing::relative_l2(out[k], want), 1e-4) << "part " << k << " pinned " << pinned;
+    }
+  }
+}
+
 // y = 2x over [N, 20, 28, 3]: an NHWC picture input, the output shows it exactly.
 std::shared_ptr<const Graph> picture_nhwc_model() {
   const auto dir = redwood::testing::temp_dir("cuda-runner");
