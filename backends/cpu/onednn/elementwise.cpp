@@ -63,14 +63,17 @@ class UnaryKernel final : public FallbackKernel {
       }
       try {
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, alg_, md, alpha, beta);
-        it = cache_.emplace(key, dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, attr, engine()))).first;
+        Bound b(dnnl::eltwise_forward(dnnl::eltwise_forward::primitive_desc(d, attr, engine())));
+        b.bind(DNNL_ARG_SRC, md).bind(DNNL_ARG_DST, md);
+        it = cache_.emplace(key, std::move(b)).first;
       } catch (const dnnl::error&) {
         return false;
       }
     }
     Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
-    const dnnl::memory::desc md({n}, dt::f32, tag::a);
-    it->second.execute(stream(), {{DNNL_ARG_SRC, wrap(md, x)}, {DNNL_ARG_DST, wrap(md, y)}});
+    it->second.set(DNNL_ARG_SRC, x.raw_data());
+    it->second.set(DNNL_ARG_DST, y.raw_data());
+    it->second.execute();
     stream().wait();
     ctx.outputs[0] = y;
     return true;
@@ -81,7 +84,7 @@ class UnaryKernel final : public FallbackKernel {
   dnnl::algorithm alg_ = dnnl::algorithm::eltwise_relu;
   float alpha_ = 0.f, beta_ = 0.f;
   bool hard_sigmoid_ = false, clip_inputs_ = false;
-  std::map<std::tuple<std::int64_t, float, float>, dnnl::primitive> cache_;
+  std::map<std::tuple<std::int64_t, float, float>, Bound> cache_;
 };
 
 class BinaryKernel final : public FallbackKernel {
@@ -114,7 +117,8 @@ class BinaryKernel final : public FallbackKernel {
     }
     Shape bs = b.shape();
     bs.insert(bs.begin(), out.size() - bs.size(), 1);
-    Shape key = out;
+    Shape& key = key_;  // reused: a key of more than Shape's inline extents would allocate per run
+    key = out;
     key.push_back(-1);
     key.insert(key.end(), bs.begin(), bs.end());
     auto it = cache_.find(key);
@@ -122,14 +126,18 @@ class BinaryKernel final : public FallbackKernel {
     if (it == cache_.end()) {
       try {
         dnnl::binary::desc d(alg_, a_md, b_md, a_md);
-        it = cache_.emplace(key, dnnl::binary(dnnl::binary::primitive_desc(d, engine()))).first;
+        Bound bound(dnnl::binary(dnnl::binary::primitive_desc(d, engine())));
+        bound.bind(DNNL_ARG_SRC_0, a_md).bind(DNNL_ARG_SRC_1, b_md).bind(DNNL_ARG_DST, a_md);
+        it = cache_.emplace(key, std::move(bound)).first;
       } catch (const dnnl::error&) {
         return false;
       }
     }
     Tensor y = ctx.allocate_output(0, DType::kF32, out);
-    it->second.execute(stream(), {{DNNL_ARG_SRC_0, wrap(a_md, a)}, {DNNL_ARG_SRC_1, wrap(b_md, b)},
-                                  {DNNL_ARG_DST, wrap(a_md, y)}});
+    it->second.set(DNNL_ARG_SRC_0, a.raw_data());
+    it->second.set(DNNL_ARG_SRC_1, b.raw_data());
+    it->second.set(DNNL_ARG_DST, y.raw_data());
+    it->second.execute();
     stream().wait();
     ctx.outputs[0] = y;
     return true;
@@ -138,7 +146,8 @@ class BinaryKernel final : public FallbackKernel {
  private:
   dnnl::algorithm alg_;
   bool commutative_ = false;
-  std::map<Shape, dnnl::primitive> cache_;
+  std::map<Shape, Bound> cache_;
+  Shape key_;
 };
 
 class SoftmaxKernel final : public FallbackKernel {
@@ -170,13 +179,17 @@ class SoftmaxKernel final : public FallbackKernel {
     if (it == cache_.end()) {
       try {
         dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
-        it = cache_.emplace(key, dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, engine()))).first;
+        Bound b(dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, engine())));
+        b.bind(DNNL_ARG_SRC, md).bind(DNNL_ARG_DST, md);
+        it = cache_.emplace(key, std::move(b)).first;
       } catch (const dnnl::error&) {
         return false;
       }
     }
     Tensor y = ctx.allocate_output(0, DType::kF32, x.shape());
-    it->second.execute(stream(), {{DNNL_ARG_SRC, wrap(md, x)}, {DNNL_ARG_DST, wrap(md, y)}});
+    it->second.set(DNNL_ARG_SRC, x.raw_data());
+    it->second.set(DNNL_ARG_DST, y.raw_data());
+    it->second.execute();
     stream().wait();
     ctx.outputs[0] = y;
     return true;
@@ -185,7 +198,7 @@ class SoftmaxKernel final : public FallbackKernel {
  private:
   std::int64_t axis_;
   bool legacy_;
-  std::map<Shape, dnnl::primitive> cache_;
+  std::map<Shape, Bound> cache_;
 };
 
 }  // namespace

@@ -39,7 +39,8 @@ class MatMulKernel final : public FallbackKernel {
       if (gemm_ && beta_ == 0.0f) bias = Tensor();
     }
     const Tensor residual = residual_input(ctx);
-    Shape key = a.shape();
+    Shape& key = key_;  // reused: a key of more than Shape's inline extents would allocate per run
+    key = a.shape();
     key.push_back(-1);
     key.insert(key.end(), b.shape().begin(), b.shape().end());
     key.push_back(bias.defined() ? bias.numel() : -1);
@@ -57,8 +58,9 @@ class MatMulKernel final : public FallbackKernel {
       const Tensor r = residual.contiguous();
       std::memcpy(y.raw_data(), r.raw_data(), r.nbytes());
     }
-    std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, wrap(e.a_md, a)}, {DNNL_ARG_WEIGHTS, wrap(e.b_md, b)}, {DNNL_ARG_DST, wrap(e.y_md, y)}};
+    e.prim.set(DNNL_ARG_SRC, a.raw_data());
+    e.prim.set(DNNL_ARG_WEIGHTS, b.raw_data());
+    e.prim.set(DNNL_ARG_DST, y.raw_data());
     Tensor scaled_bias;
     if (bias.defined()) {
       scaled_bias = bias;
@@ -67,9 +69,9 @@ class MatMulKernel final : public FallbackKernel {
         scaled_bias = bias.clone();
         for (float& v : scaled_bias.values<float>()) v *= beta_ / alpha_;
       }
-      args.emplace(DNNL_ARG_BIAS, wrap(e.bias_md, scaled_bias));
+      e.prim.set(DNNL_ARG_BIAS, scaled_bias.raw_data());
     }
-    e.prim.execute(stream(), args);
+    e.prim.execute();
     stream().wait();
     ctx.outputs[0] = y;
     return true;
@@ -77,7 +79,7 @@ class MatMulKernel final : public FallbackKernel {
 
  private:
   struct Entry {
-    dnnl::primitive prim;
+    Bound prim;
     dnnl::memory::desc a_md, b_md, y_md, bias_md;
     Shape out_shape;
   };
@@ -141,10 +143,12 @@ class MatMulKernel final : public FallbackKernel {
     try {
       auto d = bias.defined() ? dnnl::matmul::desc(e.a_md, e.b_md, e.bias_md, e.y_md)
                               : dnnl::matmul::desc(e.a_md, e.b_md, e.y_md);
-      e.prim = dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine()));
+      e.prim = Bound(dnnl::matmul(dnnl::matmul::primitive_desc(d, attr, engine())));
     } catch (const dnnl::error&) {
       return false;
     }
+    e.prim.bind(DNNL_ARG_SRC, e.a_md).bind(DNNL_ARG_WEIGHTS, e.b_md).bind(DNNL_ARG_DST, e.y_md);
+    if (bias.defined()) e.prim.bind(DNNL_ARG_BIAS, e.bias_md);
     return true;
   }
 
@@ -153,6 +157,7 @@ class MatMulKernel final : public FallbackKernel {
   float alpha_ = 1.0f, beta_ = 1.0f;
   Epilogue epilogue_;
   std::map<Shape, Entry> cache_;
+  Shape key_;
 };
 
 }  // namespace

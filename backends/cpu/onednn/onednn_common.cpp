@@ -16,6 +16,24 @@ dnnl::stream& stream() {
   return s;
 }
 
+Bound& Bound::bind(int arg, dnnl::memory m) {
+  args_.push_back({arg, m.get()});
+  memories_.push_back(std::move(m));
+  return *this;
+}
+
+void Bound::set(int arg, const void* data) {
+  for (std::size_t i = 0; i < args_.size(); ++i) {
+    if (args_[i].arg == arg) return memories_[i].set_data_handle(const_cast<void*>(data));
+  }
+  throw Error(fmt::format("oneDNN argument {} is not bound", arg));
+}
+
+void Bound::execute() const {
+  const dnnl_status_t status = dnnl_primitive_execute(prim_.get(), stream().get(), static_cast<int>(args_.size()), args_.data());
+  if (status != dnnl_success) throw dnnl::error(status, "could not execute a primitive");
+}
+
 namespace {
 std::atomic<int> wanted_threads{0};
 }  // namespace

@@ -47,6 +47,30 @@ inline dnnl::memory wrap(const dnnl::memory::desc& md, const Tensor& t) {
   return dnnl::memory(md, engine(), t.raw_data());
 }
 
+/// A primitive with its arguments bound once, executed through oneDNN's C entry point. oneDNN's
+/// C++ execute() builds a hash map and a vector of the arguments on every call; a Bound makes its
+/// memories when the primitive is built (over no data), set() points them at a run's tensors,
+/// and execute() passes the prepared argument array: a primitive's run allocates nothing on
+/// Redwood's side (oneDNN 2.6 still builds its own argument map inside, per run).
+class Bound {
+ public:
+  Bound() = default;
+  explicit Bound(dnnl::primitive prim) : prim_(std::move(prim)) {}
+  /// Binds argument `arg` (a DNNL_ARG_*) to a memory of `md` whose data set() gives per run.
+  Bound& bind(int arg, const dnnl::memory::desc& md) { return bind(arg, dnnl::memory(md, engine(), DNNL_MEMORY_NONE)); }
+  /// Binds `arg` to a memory that keeps its data (weights, a plan's intermediate buffer).
+  Bound& bind(int arg, dnnl::memory m);
+  /// Points bound argument `arg` at `data` for the next runs.
+  void set(int arg, const void* data);
+  /// Executes on stream(), without waiting for it.
+  void execute() const;
+
+ private:
+  dnnl::primitive prim_;
+  std::vector<dnnl::memory> memories_;  // own the handles args_ names
+  std::vector<dnnl_exec_arg_t> args_;
+};
+
 /// Appends the activation of `e` as eltwise post-ops; false when oneDNN has no equivalent.
 bool append_activation(dnnl::post_ops& po, const Epilogue& e);
 

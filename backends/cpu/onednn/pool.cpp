@@ -78,7 +78,9 @@ class PoolKernel final : public FallbackKernel {
     }
     Entry& e = it->second;
     Tensor y = ctx.allocate_output(0, DType::kF32, e.out_shape);
-    e.prim.execute(stream(), {{DNNL_ARG_SRC, wrap(e.x_md, x)}, {DNNL_ARG_DST, wrap(e.y_md, y)}});
+    e.prim.set(DNNL_ARG_SRC, x.raw_data());
+    e.prim.set(DNNL_ARG_DST, y.raw_data());
+    e.prim.execute();
     stream().wait();
     ctx.outputs[0] = y;
     return true;
@@ -86,7 +88,7 @@ class PoolKernel final : public FallbackKernel {
 
  private:
   struct Entry {
-    dnnl::primitive prim;
+    Bound prim;
     dnnl::memory::desc x_md, y_md;
     Shape out_shape;
   };
@@ -100,7 +102,8 @@ class PoolKernel final : public FallbackKernel {
     try {
       dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, p->alg, e.x_md, e.y_md, p->strides,
                                     p->kernel, p->pad_begin, p->pad_end);
-      e.prim = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, engine()));
+      e.prim = Bound(dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(d, engine())));
+      e.prim.bind(DNNL_ARG_SRC, e.x_md).bind(DNNL_ARG_DST, e.y_md);
     } catch (const dnnl::error&) {
       return false;
     }

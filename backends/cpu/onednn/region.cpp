@@ -70,8 +70,12 @@ class RegionKernel final : public Kernel {
 
   void run(KernelContext& ctx) override {
     apply_threads();
-    std::vector<Tensor> ins;  // contiguous non-constant inputs, kept alive for the run
-    std::vector<Shape> key;
+    // Contiguous non-constant inputs, kept alive for the run, and their shapes: members reused
+    // from run to run, so that a run allocates nothing here.
+    std::vector<Tensor>& ins = run_inputs_;
+    std::vector<Shape>& key = run_key_;
+    ins.clear();
+    key.clear();
     bool f32 = true;
     for (std::size_t i = 0; i < inputs_.size(); ++i) {
       if (constants_.count(inputs_[i])) continue;
@@ -85,23 +89,23 @@ class RegionKernel final : public Kernel {
       if (it == plans_.end()) it = plans_.emplace(key, build(key)).first;
       plan = it->second.get();
     }
-    if (plan == nullptr) return run_nodes(ctx);
+    if (plan == nullptr) {
+      ins.clear();
+      return run_nodes(ctx);
+    }
     for (std::size_t i = 0; i < ins.size(); ++i) plan->inputs[i].set_data_handle(ins[i].raw_data());
     for (std::size_t o = 0; o < outputs_.size(); ++o) {
       ctx.outputs[o] = ctx.allocate_output(o, DType::kF32, plan->output_shapes[o]);
       plan->outputs[o].set_data_handle(ctx.outputs[o].raw_data());
     }
-    for (auto& s : plan->steps) s.prim.execute(stream(), s.args);
+    for (const Bound& s : plan->steps) s.execute();
     stream().wait();
+    ins.clear();
   }
 
  private:
-  struct Step {
-    dnnl::primitive prim;
-    std::unordered_map<int, dnnl::memory> args;
-  };
   struct Plan {
-    std::vector<Step> steps;
+    std::vector<Bound> steps;  // over the plan's memories: inputs and outputs get their data per run
     std::vector<dnnl::memory> inputs, outputs;  // plain; handles set per run
     std::vector<Shape> output_shapes;
     std::vector<Tensor> buffers;                // the intermediates' storage
@@ -157,7 +161,9 @@ class RegionKernel final : public Kernel {
       return vals[name] = v;
     }
     void step(dnnl::primitive p, std::unordered_map<int, dnnl::memory> args) {
-      plan->steps.push_back({std::move(p), std::move(args)});
+      Bound b(std::move(p));
+      for (auto& [arg, m] : args) b.bind(arg, m);
+      plan->steps.push_back(std::move(b));
     }
     // v in layout `want`: v itself, or a reorder into a temporary buffer (freed after the node).
     dnnl::memory as(const Val& v, const dnnl::memory::desc& want, std::vector<int>& temps) {
@@ -462,6 +468,8 @@ class RegionKernel final : public Kernel {
   std::vector<std::optional<ConvSpec>> pointwise_;  // ConvTranspose run as a 1x1 Conv
   std::vector<std::optional<PoolSpec>> pools_;
   std::map<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
+  std::vector<Tensor> run_inputs_;
+  std::vector<Shape> run_key_;
 };
 
 }  // namespace
