@@ -145,9 +145,13 @@ int SlotRing::in_flight() const {
 
 std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts) {
   std::vector<std::int64_t> rows;
-  rows.reserve(parts.size());
-  for (const Tensor& t : parts) rows.push_back(t.rank() == 0 ? 1 : t.dim(0));
+  part_rows(parts, rows);
   return rows;
+}
+
+void part_rows(const std::vector<Tensor>& parts, std::vector<std::int64_t>& rows) {
+  rows.clear();
+  for (const Tensor& t : parts) rows.push_back(t.rank() == 0 ? 1 : t.dim(0));
 }
 
 void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes) {
@@ -163,19 +167,26 @@ void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_by
   if (at < out_bytes) std::memset(dst + at, 0, out_bytes - at);
 }
 
+namespace {
+std::int64_t rows_of(const Tensor& part) { return part.rank() == 0 ? 1 : part.dim(0); }
+}  // namespace
+
 void check_batch(const Graph& graph, const InferBatch& batch) {
-  const std::string model = graph.source.empty() ? graph.name : graph.source;
+  // Checked for every batch: nothing here allocates unless it throws.
+  const std::string& model = graph.source.empty() ? graph.name : graph.source;
   RW_EXPECTS(batch.inputs.size() == graph.inputs.size(), InvalidArgument, "{}: a batch of {} input(s) for {} graph input(s)",
              model, batch.inputs.size(), graph.inputs.size());
   RW_EXPECTS(!batch.inputs.empty() && !batch.inputs[0].empty(), InvalidArgument, "{}: an empty batch", model);
-  const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+  const std::vector<Tensor>& first = batch.inputs[0];
   std::int64_t total = 0;
-  for (auto r : rows) total += r;
+  for (const Tensor& p : first) total += rows_of(p);
   for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
     const ValueInfo& vi = graph.inputs[i];
     const auto& parts = batch.inputs[i];
-    RW_EXPECTS(part_rows(parts) == rows, InvalidArgument, "{}: input '{}' is split into other rows than input '{}'", model,
-               vi.name, graph.inputs[0].name);
+    bool same_rows = parts.size() == first.size();
+    for (std::size_t k = 0; same_rows && k < parts.size(); ++k) same_rows = rows_of(parts[k]) == rows_of(first[k]);
+    RW_EXPECTS(same_rows, InvalidArgument, "{}: input '{}' is split into other rows than input '{}'", model, vi.name,
+               graph.inputs[0].name);
     const bool picture = i == 0 && batch.picture.has_value();
     for (const Tensor& p : parts) {
       RW_EXPECTS(p.defined() && p.device() == Device::kCpu, InvalidArgument, "{}: input '{}' must be a host tensor", model,
@@ -363,7 +374,8 @@ class CpuRunner final : public ModelRunner {
   std::vector<std::vector<Tensor>> run_batch(const InferBatch& batch, BatchTiming& timing) {
     const Graph& graph = executor_.graph();
     const auto t0 = std::chrono::steady_clock::now();
-    const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+    std::vector<std::int64_t>& rows = rows_;  // reused from batch to batch: no allocation each
+    part_rows(batch.inputs[0], rows);
     std::int64_t total = 0;
     for (auto r : rows) total += r;
     const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
@@ -409,6 +421,7 @@ class CpuRunner final : public ModelRunner {
 
   SlotRing slots_;  // first: a bad slot count fails before the executor is built
   Executor executor_;
+  std::vector<std::int64_t> rows_;  // the batch's rows per part (the worker's scratch)
   RunnerStatsRecorder recorder_;
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::mutex mutex_;

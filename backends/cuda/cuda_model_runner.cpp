@@ -266,6 +266,8 @@ class CudaModelRunner final : public ModelRunner {
       std::size_t bytes;
     };
     std::vector<Copy> copies_in, copies_out;  // kept between batches: no allocation per batch
+    std::vector<std::int64_t> rows;           // the batch's rows per part
+    std::vector<Shape> shapes;                // the shapes its inputs run at
     std::vector<Pad> pads;
     BatchTiming timing;
 
@@ -301,11 +303,13 @@ class CudaModelRunner final : public ModelRunner {
   // Queues the batch's copies in, the replay and the copies out on the slot's stream.
   void enqueue(Slot& slot, const InferBatch& batch) {
     const Graph& graph = runner_.graph();
-    const std::vector<std::int64_t> rows = part_rows(batch.inputs[0]);
+    std::vector<std::int64_t>& rows = slot.rows;  // the slot's, reused: no allocation per batch
+    part_rows(batch.inputs[0], rows);
     std::int64_t total = 0;
     for (auto r : rows) total += r;
     const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
-    std::vector<Shape> shapes;
+    std::vector<Shape>& shapes = slot.shapes;
+    shapes.clear();
     for (std::size_t i = 0; i < batch.inputs.size(); ++i) shapes.push_back(batch_input_shape(batch, i, run_rows));
     Plan& plan = plan_on(slot, shapes);
     const Schedule& s = plan.schedule();

@@ -42,12 +42,20 @@ class SliceKernel final : public Kernel {
     const Node& node = ctx.node;
     const Tensor& x = ctx.input(0);
     const std::int64_t rank = x.rank();
-    std::vector<std::int64_t> starts = starts_, ends = ends_, axes = axes_, steps;
+    // The run's parameters in the kernel's own vectors, reused from run to run: a Slice in a
+    // model runs for every frame, and its parameters are a handful of integers.
+    std::vector<std::int64_t>&starts = run_starts_, &ends = run_ends_, &axes = run_axes_, &steps = run_steps_;
+    steps.clear();
     if (from_inputs_) {
-      starts = ctx.input(1).to_int64_vector();
-      ends = ctx.input(2).to_int64_vector();
-      axes = ctx.has_input(3) ? ctx.inputs[3].to_int64_vector() : std::vector<std::int64_t>{};
-      if (ctx.has_input(4)) steps = ctx.inputs[4].to_int64_vector();
+      read_ints(ctx.input(1), starts);
+      read_ints(ctx.input(2), ends);
+      axes.clear();
+      if (ctx.has_input(3)) read_ints(ctx.inputs[3], axes);
+      if (ctx.has_input(4)) read_ints(ctx.inputs[4], steps);
+    } else {
+      starts.assign(starts_.begin(), starts_.end());
+      ends.assign(ends_.begin(), ends_.end());
+      axes.assign(axes_.begin(), axes_.end());
     }
     if (axes.empty()) {
       for (std::size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<std::int64_t>(i));
@@ -64,15 +72,16 @@ class SliceKernel final : public Kernel {
     Shape out_shape = x.shape();
     Strides strides = x.strides();
     std::int64_t offset = 0;  // elements
-    std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+    RW_EXPECTS(rank <= 64, Unsupported, "{}: a rank-{} input; Slice takes up to 64 axes", node.where(), rank);
+    std::uint64_t seen = 0;  // a bit per axis
     for (std::size_t i = 0; i < starts.size(); ++i) {
       RW_EXPECTS(axes[i] >= -rank && axes[i] < rank, InvalidArgument,
                  "{}: axis {} is out of range for input {}", node.where(), axes[i],
                  x.description());
       const auto axis = static_cast<std::size_t>(axes[i] < 0 ? axes[i] + rank : axes[i]);
-      RW_EXPECTS(!seen[axis], InvalidArgument, "{}: axis {} is sliced twice (axes [{}])",
+      RW_EXPECTS(!(seen >> axis & 1), InvalidArgument, "{}: axis {} is sliced twice (axes [{}])",
                  node.where(), axis, fmt::join(axes, ", "));
-      seen[axis] = true;
+      seen |= std::uint64_t{1} << axis;
       const std::int64_t step = steps[i];
       RW_EXPECTS(step != 0, InvalidArgument, "{}: step 0 on axis {}", node.where(), axis);
       const std::int64_t dim = x.shape()[axis];
@@ -109,9 +118,20 @@ class SliceKernel final : public Kernel {
   }
 
  private:
+  // An integer input's values into `out` (an int64 tensor copied straight, others converted).
+  static void read_ints(const Tensor& t, std::vector<std::int64_t>& out) {
+    if (t.dtype() == DType::kI64 && t.is_contiguous()) {
+      const auto* v = t.data<std::int64_t>();
+      out.assign(v, v + t.numel());
+    } else {
+      out = t.to_int64_vector();
+    }
+  }
+
   static constexpr const char* kInputNames[] = {"data", "starts", "ends", "axes", "steps"};
   bool from_inputs_;
   std::vector<std::int64_t> starts_, ends_, axes_;
+  std::vector<std::int64_t> run_starts_, run_ends_, run_axes_, run_steps_;
 };
 
 }  // namespace
