@@ -2,13 +2,14 @@
 // against the one serial call it replaces, on one model, in one process:
 //
 //   redwood_stream_bench MODEL.onnx --shape 3,320,416 --batch 8 --precision fp16 [--batches 200]
-//                        [--slots 1,2,3,4] [--warmup 20]
+//                        [--slots 1,2,3,4] [--warmup 20] [--repeats 3]
 //
 // Each batch is --batch parts of one row (frames), as the infer stage hands them over. The
 // parts sit in page-locked memory (as the frames' pool is when a model runs on a GPU: copied
 // straight in) or in pageable memory (staged through the slot's pinned buffer); outputs go to the
 // same kind. For every slot count and memory kind, --batches batches are submitted as fast as
-// one thread can after --warmup, and the wall time gives batches per second. The peer is the
+// one thread can after --warmup, and the wall time gives batches per second; each case runs
+// --repeats times and the table gives the run of median batches per second. The peer is the
 // serial path: the parts concatenated into one pageable tensor, then GraphRunner::run (copy in
 // through one staging buffer, replay, copy out, synchronize), one batch at a time. Prints a
 // markdown table: batches/s, frames/s, the ratio to one slot and to the serial path, the copy
@@ -24,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -56,12 +58,12 @@ struct Row {
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: redwood_stream_bench MODEL.onnx --shape C,H,W [--batch N] [--precision fp16] "
-                         "[--batches N] [--warmup N] [--slots 1,2,3,4]\n");
+                         "[--batches N] [--warmup N] [--slots 1,2,3,4] [--repeats 3]\n");
     return 2;
   }
   const std::string model = argv[1];
   std::string precision = "fp16", dims, slot_list = "1,2,3,4";
-  int batch = 8, batches = 200, warmup = 20;
+  int batch = 8, batches = 200, warmup = 20, repeats = 3;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return bench::option_value(argc, argv, i); };
@@ -71,10 +73,12 @@ int run(int argc, char** argv) {
     else if (a == "--batches") batches = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--slots") slot_list = next();
+    else if (a == "--repeats") repeats = std::stoi(next());
     else throw InvalidArgument(fmt::format("unknown option {}", a));
   }
   RW_EXPECTS(!dims.empty(), InvalidArgument, "give --shape C,H,W (the input's item shape)");
-  RW_EXPECTS(batch >= 1 && batches >= 1 && warmup >= 0, InvalidArgument, "--batch and --batches must be >= 1");
+  RW_EXPECTS(batch >= 1 && batches >= 1 && warmup >= 0 && repeats >= 1, InvalidArgument,
+             "--batch, --batches and --repeats must be >= 1");
   std::shared_ptr<const Graph> graph = load_onnx(model);
   RW_EXPECTS(graph->inputs.size() == 1, InvalidArgument, "{}: one input expected", model);
   Shape item{1};
@@ -107,10 +111,14 @@ int run(int argc, char** argv) {
       return serial.run({{input, cat}});
     };
     for (int i = 0; i < warmup; ++i) one(i % kSets);
-    const auto start = Clock::now();
-    for (int i = 0; i < batches; ++i) one(i % kSets);
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    rows.push_back({"serial call (concatenate, run, synchronize)", 1, batches / s, {}});
+    std::vector<double> rates;
+    for (int rep = 0; rep < repeats; ++rep) {
+      const auto start = Clock::now();
+      for (int i = 0; i < batches; ++i) one(i % kSets);
+      rates.push_back(batches / std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    std::sort(rates.begin(), rates.end());
+    rows.push_back({"serial call (concatenate, run, synchronize)", 1, rates[rates.size() / 2], {}});
   }
 
   for (const bool use_pinned : {true, false}) {
@@ -132,28 +140,33 @@ int run(int argc, char** argv) {
       };
       for (int i = 0; i < warmup; ++i) submit(i % kSets);
       runner->drain();
-      const RunnerStats before = runner->stats();
-      const auto start = Clock::now();
-      for (int i = 0; i < batches; ++i) submit(i % kSets);
-      runner->drain();
-      const double s = std::chrono::duration<double>(Clock::now() - start).count();
-      RW_EXPECTS(failed.load() == 0, Error, "{} batch(es) failed", failed.load());
-      RunnerStats st = runner->stats();
-      // The measured batches only: the difference of the totals (the unions included, since
-      // the warm-up ended before the measured batches began).
-      st.batches -= before.batches;
-      st.copy_in_ms -= before.copy_in_ms;
-      st.compute_ms -= before.compute_ms;
-      st.copy_out_ms -= before.copy_out_ms;
-      st.compute_busy_ms -= before.compute_busy_ms;
-      st.copy_busy_ms -= before.copy_busy_ms;
-      st.busy_ms -= before.busy_ms;
-      st.bytes_in -= before.bytes_in;
-      st.bytes_out -= before.bytes_out;
-      st.span_ms = s * 1000.0;
-      frame_bytes = st.batches ? (st.bytes_in + st.bytes_out) / static_cast<std::size_t>(st.batches * batch) : 0;
-      rows.push_back({use_pinned ? "slots, parts in pinned memory" : "slots, parts in pageable memory", static_cast<int>(slots),
-                      batches / s, st});
+      std::vector<Row> runs;
+      for (int rep = 0; rep < repeats; ++rep) {
+        const RunnerStats before = runner->stats();
+        const auto start = Clock::now();
+        for (int i = 0; i < batches; ++i) submit(i % kSets);
+        runner->drain();
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        RW_EXPECTS(failed.load() == 0, Error, "{} batch(es) failed", failed.load());
+        RunnerStats st = runner->stats();
+        // The measured batches only: the difference of the totals (the unions included, since
+        // the batches before ended before the measured ones began).
+        st.batches -= before.batches;
+        st.copy_in_ms -= before.copy_in_ms;
+        st.compute_ms -= before.compute_ms;
+        st.copy_out_ms -= before.copy_out_ms;
+        st.compute_busy_ms -= before.compute_busy_ms;
+        st.copy_busy_ms -= before.copy_busy_ms;
+        st.busy_ms -= before.busy_ms;
+        st.bytes_in -= before.bytes_in;
+        st.bytes_out -= before.bytes_out;
+        st.span_ms = s * 1000.0;
+        frame_bytes = st.batches ? (st.bytes_in + st.bytes_out) / static_cast<std::size_t>(st.batches * batch) : 0;
+        runs.push_back({use_pinned ? "slots, parts in pinned memory" : "slots, parts in pageable memory", static_cast<int>(slots),
+                        batches / s, st});
+      }
+      std::sort(runs.begin(), runs.end(), [](const Row& a, const Row& b) { return a.batches_per_s < b.batches_per_s; });
+      rows.push_back(runs[runs.size() / 2]);
     }
   }
 
@@ -163,8 +176,8 @@ int run(int argc, char** argv) {
     if (r.slots == 1 && r.mode.find("pinned") != std::string::npos) one_slot[0] = r.batches_per_s;
     if (r.slots == 1 && r.mode.find("pageable") != std::string::npos) one_slot[1] = r.batches_per_s;
   }
-  fmt::print("{} at {} rows x {}, {}, {} batches after {} warm-up; {:.2f} MB copied per frame\n\n", model, batch,
-             fmt::join(item.begin() + 1, item.end(), "x"), precision, batches, warmup, frame_bytes / 1e6);
+  fmt::print("{} at {} rows x {}, {}, {} batches after {} warm-up, the median of {} run(s); {:.2f} MB copied per frame\n\n", model,
+             batch, fmt::join(item.begin() + 1, item.end(), "x"), precision, batches, warmup, repeats, frame_bytes / 1e6);
   fmt::print("| path | slots | batches/s | frames/s | vs 1 slot | vs serial | copies GB/s (pinned peak in/out) | copy hidden | compute busy |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const Row& r : rows) {
