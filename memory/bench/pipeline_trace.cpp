@@ -8,9 +8,12 @@
 //   frag_peak the same when the trace's live bytes first peak (no trim: thread-cache blocks
 //             count as free, as PoolStats reports them)
 //   frag_max  the largest of 64 such samples taken along the replay
-//   unusable_peak, unusable_max: the share of free bytes in blocks smaller than the trace's
-//             largest request (free memory that cannot serve the workload's critical request),
-//             at the peak and the largest of the samples
+//   unusable_peak, unusable_max: the share of free bytes in blocks or slots smaller than the
+//             trace's largest request (free memory that cannot serve the workload's critical
+//             request), at the peak and the largest of the samples
+//   unservable_peak the share of free bytes at the peak that the largest request cannot be
+//             served from: in blocks too small for it, or in tiers other than the one serving
+//             it (a tier's free 4 MiB block is not too small, but that tier does not take it)
 //   waste_peak internal waste (1 - requested / block bytes in use) at the trace's peak; `waste`
 //             is the same at the end of the replay
 //   upstream  upstream allocations during the timed replays (0: steady state never grows)
@@ -73,17 +76,36 @@ void replay(const AllocationTrace& t, std::vector<void*>& ptrs, Alloc&& alloc, F
   }
 }
 
-/// The share of free bytes in blocks too small for the trace's largest request: free memory
-/// that cannot serve the workload's critical request without growing the pool.
-double unusable_share(const std::vector<std::size_t>& free_blocks, std::size_t largest_request) {
-  std::size_t all = 0, usable = 0;
-  for (std::size_t k = 0; k < free_blocks.size(); ++k) {
-    const std::size_t bytes = free_blocks[k] << k;
-    all += bytes;
-    if ((std::size_t{1} << k) >= largest_request) usable += bytes;
-  }
-  return all == 0 ? 0.0 : 1.0 - static_cast<double>(usable) / static_cast<double>(all);
+std::size_t bytes_of(const std::vector<FreeBlocks>& blocks) {
+  std::size_t all = 0;
+  for (const FreeBlocks& f : blocks) all += f.block_bytes * f.count;
+  return all;
 }
+
+/// The share of free bytes in blocks or slots too small for the trace's largest request: free
+/// memory that cannot serve the workload's critical request without growing the pool.
+double unusable_share(const std::vector<FreeBlocks>& free_blocks, std::size_t largest_request) {
+  std::size_t small = 0;
+  for (const FreeBlocks& f : free_blocks) {
+    if (f.block_bytes < largest_request) small += f.block_bytes * f.count;
+  }
+  const std::size_t all = bytes_of(free_blocks);
+  return all == 0 ? 0.0 : static_cast<double>(small) / static_cast<double>(all);
+}
+
+/// Free blocks by size, and those a request of `bytes` can be served from (a tiered pool: only
+/// those of the tier that serves it).
+std::vector<FreeBlocks> free_blocks(TieredResource& pool) { return pool.free_blocks(); }
+std::vector<FreeBlocks> free_blocks_for(TieredResource& pool, std::size_t bytes) { return pool.free_blocks_for(bytes); }
+std::vector<FreeBlocks> free_blocks(BuddyResource& pool, std::size_t at_least = 0) {
+  std::vector<FreeBlocks> out;
+  const std::vector<std::size_t> orders = pool.free_blocks_by_order();
+  for (std::size_t k = 0; k < orders.size(); ++k) {
+    if (orders[k] != 0 && (std::size_t{1} << k) >= at_least) out.push_back({std::size_t{1} << k, orders[k]});
+  }
+  return out;
+}
+std::vector<FreeBlocks> free_blocks_for(BuddyResource& pool, std::size_t bytes) { return free_blocks(pool, bytes); }
 
 struct Sizes {
   std::vector<std::size_t> bytes;  // allocation index -> bytes
@@ -109,15 +131,20 @@ void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& poo
     }
   };
   const std::size_t largest_request = *std::max_element(sizes.bytes.begin(), sizes.bytes.end());
-  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0, waste_peak = 0;
+  double frag_max = 0, frag_peak = 0, unusable_max = 0, unusable_peak = 0, unservable_peak = 0, waste_peak = 0;
   const std::size_t every = std::max<std::size_t>(1, t.events.size() / 64);
   replay(t, ptrs, alloc, free, every, [&](std::size_t i) {
     const PoolStats st = pool.stats();
     const double f = st.external_fragmentation();
-    const double u = unusable_share(pool.free_blocks_by_order(), largest_request);
+    const std::vector<FreeBlocks> blocks = free_blocks(pool);
+    const double u = unusable_share(blocks, largest_request);
     frag_max = std::max(frag_max, f);
     unusable_max = std::max(unusable_max, u);
-    if (i == t.peak_event) frag_peak = f, unusable_peak = u, waste_peak = st.internal_waste();
+    if (i != t.peak_event) return;
+    frag_peak = f, unusable_peak = u, waste_peak = st.internal_waste();
+    const std::size_t all = bytes_of(blocks);
+    const std::size_t servable = bytes_of(free_blocks_for(pool, largest_request));
+    unservable_peak = all == 0 ? 0.0 : 1.0 - static_cast<double>(servable) / static_cast<double>(all);
   });
   pool.trim();
   const PoolStats end = pool.stats();
@@ -131,6 +158,7 @@ void replay_on_pool(benchmark::State& state, const AllocationTrace& t, Pool& poo
   state.counters["frag_peak"] = frag_peak;
   state.counters["unusable_peak"] = unusable_peak;
   state.counters["unusable_max"] = unusable_max;
+  state.counters["unservable_peak"] = unservable_peak;
   state.counters["frag_end"] = end.external_fragmentation();
   state.counters["frag_max"] = frag_max;
   state.counters["upstream"] = static_cast<double>(pool.stats().upstream_allocations - upstream_before);
@@ -152,8 +180,8 @@ void BM_PipelineTrace(benchmark::State& state) {
 }
 
 // The same replay on the frame pool as stages/frame_memory.cpp makes it (the same functions of
-// memory/tiered.hpp): small and middle-sized requests in tiers of their own, one shard, no
-// thread cache.
+// memory/tiered.hpp): small and middle-sized requests in tiers of their own (buddy pools and
+// size classes), one shard, no thread cache.
 void BM_PipelineTraceTiered(benchmark::State& state) {
   const AllocationTrace* t = pipeline_trace(state);
   if (t == nullptr) return;

@@ -1,6 +1,7 @@
 // The MemoryResource suite (resource_suite.hpp) on every host resource: the host upstream, the
-// static arena, and the buddy pool with and without stream ordering (a fake event source here;
-// CUDA events in tests/backends/cuda/memory_resource_test.cpp).
+// static arena, the buddy pool with and without stream ordering (a fake event source here; CUDA
+// events in tests/backends/cuda/memory_resource_test.cpp), and tiered pools with buddy tiers and
+// with a size-class tier.
 
 #include "memory/arena.hpp"
 #include "memory/buddy.hpp"
@@ -146,13 +147,14 @@ struct BuddyFactory {
   using Streams = void;
 };
 
-// A tiered pool: requests up to 4 KiB in 64 KiB chunks, up to 32 KiB in 256 KiB chunks, the rest
-// in 1 MiB blocks of the base (memory/tiered.hpp).
+// A tiered pool (memory/tiered.hpp): by default requests up to 4 KiB in 64 KiB chunks, up to
+// 32 KiB in 256 KiB chunks, the rest in 1 MiB blocks of the base.
 class OwningTiered : public MemoryResource {
  public:
-  explicit OwningTiered(std::size_t limit)
+  explicit OwningTiered(std::size_t limit,
+                        std::vector<TierConfig> tiers = {TierConfig{4 << 10, 64 << 10}, TierConfig{32 << 10, 256 << 10}})
       : MemoryResource("host"),
-        pool_("host", upstream_, {TierConfig{4 << 10, 64 << 10}, TierConfig{32 << 10, 256 << 10}},
+        pool_("host", upstream_, std::move(tiers),
               BuddyConfig{.max_block_bytes = 1 << 20,
                           .limit_bytes = std::max<std::size_t>(limit, 1 << 20),
                           .chunk_alignment = 4096,
@@ -180,6 +182,15 @@ struct TieredFactory {
   using Streams = void;
 };
 
+// The same with a size-class tier: requests up to 4 KiB in 64 KiB chunks of a buddy pool, up to
+// 64 KiB in slots of chunks up to 256 KiB (memory/size_classes.hpp), the rest in the base.
+struct SizeClassTieredFactory : TieredFactory {
+  static std::unique_ptr<MemoryResource> make(std::size_t limit) {
+    return std::make_unique<OwningTiered>(limit, std::vector<TierConfig>{TierConfig{4 << 10, 64 << 10},
+                                                                         TierConfig{64 << 10, 256 << 10, 7}});
+  }
+};
+
 struct FakeStreams {
   Stream a() const { return reinterpret_cast<Stream>(1); }
   Stream b() const { return reinterpret_cast<Stream>(2); }
@@ -195,7 +206,8 @@ struct StreamOrderedBuddyFactory : BuddyFactory {
   using Streams = FakeStreams;
 };
 
-using Factories = ::testing::Types<HostFactory, ArenaFactory, BuddyFactory, StreamOrderedBuddyFactory, TieredFactory>;
+using Factories = ::testing::Types<HostFactory, ArenaFactory, BuddyFactory, StreamOrderedBuddyFactory, TieredFactory,
+                                   SizeClassTieredFactory>;
 
 class FactoryNames {
  public:
@@ -206,6 +218,7 @@ class FactoryNames {
     if constexpr (std::is_same_v<T, BuddyFactory>) return "Buddy";
     if constexpr (std::is_same_v<T, StreamOrderedBuddyFactory>) return "StreamOrderedBuddy";
     if constexpr (std::is_same_v<T, TieredFactory>) return "Tiered";
+    if constexpr (std::is_same_v<T, SizeClassTieredFactory>) return "SizeClassTiered";
     return "Unknown";
   }
 };
@@ -259,15 +272,24 @@ TEST(TieredPool, TiersOutOfOrderAreRefused) {
   EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 64 << 10}, TierConfig{2 << 10, 128 << 10}}, base),
                InvalidArgument);
   EXPECT_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 3 << 20}}, base), InvalidArgument);
+  EXPECT_THROW(TieredResource("t", upstream, {TierConfig{64 << 10, 256 << 10, 2}}, base), InvalidArgument);
+  // A buddy tier's chunks are blocks of the next buddy pool up: a size-class tier between them
+  // passes them on, whatever its own chunks.
+  EXPECT_NO_THROW(TieredResource("t", upstream, {TierConfig{4 << 10, 256 << 10}, TierConfig{64 << 10, 128 << 10, 3}}, base));
+  BuddyConfig ordered = base;
+  ordered.ordering = std::make_shared<FakeOrdering>();
+  EXPECT_THROW(TieredResource("t", upstream, {TierConfig{64 << 10, 256 << 10, 3}}, ordered), InvalidArgument);
 }
 
 // The frame pool, built by the functions stages/frame_memory.cpp builds it with, on the recorded
-// pipeline trace (memory/bench/traces/). At the trace's peak its free bytes in blocks too small
-// for the trace's largest request are no more than power-of-two blocks force: the live blocks
-// fill whole regions of that request's block size but the last (a thread cache, or tier chunks
-// that hold free blocks, leave more). It grows only while warming up and coalesces back to whole
-// chunks at the end.
-TEST(TieredPool, FramePoolOnThePipelineTraceLeavesNoMoreUnusableBytesThanItsBlocksForce) {
+// pipeline trace (memory/bench/traces/). At the trace's peak its free bytes in blocks and slots
+// too small for the trace's largest request are no more than its classes and blocks force, and
+// under a tenth of the free bytes: a class holds whole chunks of slots, so its idle slots are at
+// least those its last chunk has left; the requests no class takes have power-of-two blocks,
+// which fill whole regions of the largest request's block size but the last (more idle slots,
+// a thread cache, or tier chunks that hold small free blocks, leave more). It grows only while
+// warming up and coalesces back to whole chunks at the end.
+TEST(TieredPool, FramePoolOnThePipelineTraceLeavesNoMoreUnusableBytesThanItsClassesAndBlocksForce) {
   const AllocationTrace t = read_allocation_trace(REDWOOD_SOURCE_DIR "/memory/bench/traces/ocr-video.rwtrace");
   std::vector<std::size_t> sizes;
   for (const TraceEvent& e : t.events) {
@@ -278,8 +300,19 @@ TEST(TieredPool, FramePoolOnThePipelineTraceLeavesNoMoreUnusableBytesThanItsBloc
   const auto block = [](std::size_t bytes) { return std::max<std::size_t>(std::bit_ceil(bytes), kDefaultAlignment); };
 
   HostResource upstream("host");
-  TieredResource pool("frames", upstream, frame_pool_tiers(kFramePoolChunkBytes),
-                      frame_pool_base(kFramePoolChunkBytes, kFramePoolLimitBytes));
+  const std::vector<TierConfig> tiers = frame_pool_tiers(kFramePoolChunkBytes);
+  TieredResource pool("frames", upstream, tiers, frame_pool_base(kFramePoolChunkBytes, kFramePoolLimitBytes));
+  // The slot a request takes in the frame pool (zero: a block).
+  const auto slot_class = [&](std::size_t bytes) {
+    std::size_t k = 0;  // which size-class pool
+    for (const TierConfig& tier : tiers) {
+      if (bytes <= tier.max_request_bytes) {
+        return tier.slots_per_chunk != 0 ? pool.size_class_pools()[k]->slot_class(bytes) : SlotClass{};
+      }
+      if (tier.slots_per_chunk != 0) ++k;
+    }
+    return SlotClass{};
+  };
   std::vector<void*> ptrs(sizes.size(), nullptr);
   const auto replay = [&](bool check_peak) {
     std::size_t next = 0;
@@ -293,16 +326,29 @@ TEST(TieredPool, FramePoolOnThePipelineTraceLeavesNoMoreUnusableBytesThanItsBloc
       }
       if (!check_peak || i != t.peak_event) continue;
       std::size_t live_blocks = 0;
+      std::map<std::size_t, std::pair<SlotClass, std::size_t>> live_slots;  // slot bytes -> class, live
       for (std::size_t a = 0; a < next; ++a) {
-        if (ptrs[a] != nullptr) live_blocks += block(sizes[a]);
+        if (ptrs[a] == nullptr) continue;
+        const SlotClass c = slot_class(sizes[a]);
+        if (c.slot_bytes == 0) {
+          live_blocks += block(sizes[a]);
+        } else {
+          live_slots[c.slot_bytes].first = c;
+          ++live_slots[c.slot_bytes].second;
+        }
       }
-      const std::size_t forced = (live_blocks + region - 1) / region * region - live_blocks;
-      const std::vector<std::size_t> free_blocks = pool.free_blocks_by_order();
-      std::size_t unusable = 0;
-      for (std::size_t k = 0; k < free_blocks.size(); ++k) {
-        if ((std::size_t{1} << k) < region) unusable += free_blocks[k] << k;
+      ASSERT_FALSE(live_slots.empty()) << "no request at the peak takes a slot";
+      std::size_t forced = (live_blocks + region - 1) / region * region - live_blocks;
+      for (const auto& [slot, c] : live_slots) {
+        forced += ((c.second + c.first.slots - 1) / c.first.slots * c.first.slots - c.second) * slot;
+      }
+      std::size_t unusable = 0, free = 0;
+      for (const FreeBlocks& f : pool.free_blocks()) {
+        free += f.block_bytes * f.count;
+        if (f.block_bytes < region) unusable += f.block_bytes * f.count;
       }
       EXPECT_LE(unusable, forced) << "at the trace's peak, event " << i;
+      EXPECT_LT(unusable, free / 10) << "at the trace's peak, event " << i;
     }
     for (std::size_t a = 0; a < ptrs.size(); ++a) {
       if (ptrs[a] != nullptr) pool.deallocate(ptrs[a], sizes[a]);
