@@ -1,0 +1,231 @@
+#include "runtime/placement.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace redwood::runtime {
+
+double PlacementProblem::transfer_ms(int a, int b, double bytes) const {
+  if (a == b) return 0;
+  const Link& l = links[static_cast<std::size_t>(a)][static_cast<std::size_t>(b)];
+  return l.latency_ms + bytes / (l.gbps * 1e6);
+}
+
+void PlacementProblem::validate() const {
+  const std::size_t d = devices.size();
+  RW_EXPECTS(d >= 1, InvalidArgument, "a placement needs at least one device (the host)");
+  RW_EXPECTS(links.size() == d, InvalidArgument, "links: {} rows for {} devices", links.size(), d);
+  for (std::size_t a = 0; a < d; ++a) {
+    RW_EXPECTS(links[a].size() == d, InvalidArgument, "links from {}: {} entries for {} devices", devices[a], links[a].size(), d);
+    for (std::size_t b = 0; b < d; ++b) {
+      RW_EXPECTS(a == b || (links[a][b].gbps > 0 && links[a][b].latency_ms >= 0), InvalidArgument,
+                 "the link from {} to {} has no bandwidth", devices[a], devices[b]);
+    }
+  }
+  for (const Node& n : nodes) {
+    RW_EXPECTS(n.cost_ms.size() == d, InvalidArgument, "node '{}': {} costs for {} devices", n.name, n.cost_ms.size(), d);
+    bool runs = false;
+    for (double c : n.cost_ms) {
+      RW_EXPECTS(c >= 0, InvalidArgument, "node '{}': a negative cost", n.name);
+      runs = runs || c != kUnsupported;
+    }
+    RW_EXPECTS(runs, InvalidArgument, "node '{}': no device can run it", n.name);
+  }
+  for (const Edge& e : edges) {
+    RW_EXPECTS(e.from >= 0 && e.from < e.to && e.to < static_cast<int>(nodes.size()) && e.bytes >= 0, InvalidArgument,
+               "edge {} -> {}: nodes out of range or out of topological order", e.from, e.to);
+  }
+}
+
+namespace {
+
+// A list schedule in progress: when each device and each link direction is next free, when each
+// node finished, and when each node's result has reached each device (negative: not yet sent).
+class ListSchedule {
+ public:
+  explicit ListSchedule(const PlacementProblem& p)
+      : p_(p),
+        d_(p.devices.size()),
+        device_free_(d_, 0.0),
+        link_free_(d_ * d_, 0.0),
+        finish_(p.nodes.size(), 0.0),
+        arrived_(p.nodes.size() * d_, -1.0),
+        inputs_(p.nodes.size()) {
+    for (const auto& e : p.edges) inputs_[static_cast<std::size_t>(e.to)].push_back(&e);
+  }
+
+  /// When node v would finish on device d, with its producers where `device` puts them.
+  double finish_if(int v, int d, const std::vector<int>& device) {
+    scratch_ = link_free_;
+    return start(v, d, device, scratch_, nullptr) + cost(v, d);
+  }
+
+  /// Places node v on device d: its input transfers take their links, and it takes the device.
+  void place(int v, int d, const std::vector<int>& device) {
+    const double s = start(v, d, device, link_free_, &arrived_);
+    finish_[static_cast<std::size_t>(v)] = s + cost(v, d);
+    device_free_[static_cast<std::size_t>(d)] = finish_[static_cast<std::size_t>(v)];
+  }
+
+  /// When the last result is back on the host, every node placed.
+  double end(const std::vector<int>& device) {
+    double end = 0;
+    for (std::size_t v = 0; v < p_.nodes.size(); ++v) {
+      end = std::max(end, finish_[v]);
+      const double out = p_.nodes[v].output_bytes;
+      const int d = device[v];
+      if (out > 0 && d != 0) {
+        double& link = link_free_[static_cast<std::size_t>(d) * d_];
+        link = std::max(link, finish_[v]) + p_.transfer_ms(d, 0, out);
+        end = std::max(end, link);
+      }
+    }
+    return end;
+  }
+
+ private:
+  double cost(int v, int d) const { return p_.nodes[static_cast<std::size_t>(v)].cost_ms[static_cast<std::size_t>(d)]; }
+
+  // The node's start on d: its device free and its inputs there, transfers queued on `links`;
+  // with `arrived`, transfers are recorded so that another reader on d does not send them again.
+  double start(int v, int d, const std::vector<int>& device, std::vector<double>& links, std::vector<double>* arrived) {
+    const auto dd = static_cast<std::size_t>(d);
+    double ready = device_free_[dd];
+    const double from_host = p_.nodes[static_cast<std::size_t>(v)].input_bytes;
+    if (from_host > 0 && d != 0) {
+      double& link = links[dd];  // host -> d
+      link += p_.transfer_ms(0, d, from_host);
+      ready = std::max(ready, link);
+    }
+    for (const PlacementProblem::Edge* e : inputs_[static_cast<std::size_t>(v)]) {
+      const auto u = static_cast<std::size_t>(e->from);
+      const int du = device[u];
+      if (du == d) {
+        ready = std::max(ready, finish_[u]);
+        continue;
+      }
+      const double there = arrived_[u * d_ + dd];
+      if (there >= 0) {
+        ready = std::max(ready, there);
+        continue;
+      }
+      double& link = links[static_cast<std::size_t>(du) * d_ + dd];
+      link = std::max(link, finish_[u]) + p_.transfer_ms(du, d, e->bytes);
+      if (arrived) (*arrived)[u * d_ + dd] = link;
+      ready = std::max(ready, link);
+    }
+    return ready;
+  }
+
+  const PlacementProblem& p_;
+  std::size_t d_;
+  std::vector<double> device_free_, link_free_, finish_, arrived_, scratch_;
+  std::vector<std::vector<const PlacementProblem::Edge*>> inputs_;
+};
+
+double mean_cost(const PlacementProblem::Node& n) {
+  double sum = 0;
+  int k = 0;
+  for (double c : n.cost_ms) {
+    if (c != kUnsupported) sum += c, ++k;
+  }
+  return sum / k;
+}
+
+}  // namespace
+
+std::vector<int> rank_order(const PlacementProblem& p) {
+  p.validate();
+  const std::size_t n = p.nodes.size(), d = p.devices.size();
+  // The mean transfer time of an edge over every (producer, consumer) device pair.
+  auto mean_transfer = [&](double bytes) {
+    double sum = 0;
+    for (std::size_t a = 0; a < d; ++a) {
+      for (std::size_t b = 0; b < d; ++b) sum += p.transfer_ms(static_cast<int>(a), static_cast<int>(b), bytes);
+    }
+    return sum / static_cast<double>(d * d);
+  };
+  std::vector<std::vector<const PlacementProblem::Edge*>> out(n);
+  for (const auto& e : p.edges) out[static_cast<std::size_t>(e.from)].push_back(&e);
+  // Edges lead to later nodes: from the last node back, every successor's rank is final.
+  std::vector<double> rank(n, 0.0);
+  for (std::size_t v = n; v-- > 0;) {
+    double tail = 0;  // the longest mean path after v
+    for (const auto* e : out[v]) tail = std::max(tail, mean_transfer(e->bytes) + rank[static_cast<std::size_t>(e->to)]);
+    rank[v] = mean_cost(p.nodes[v]) + tail;
+  }
+  std::vector<int> order(n);
+  for (std::size_t v = 0; v < n; ++v) order[v] = static_cast<int>(v);
+  // A producer's rank is at least each consumer's (costs are not negative), and equal ranks go
+  // by index, producers first: the order is topological.
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    const double ra = rank[static_cast<std::size_t>(a)], rb = rank[static_cast<std::size_t>(b)];
+    return ra > rb || (ra == rb && a < b);
+  });
+  return order;
+}
+
+double makespan(const PlacementProblem& p, const std::vector<int>& device) {
+  const std::vector<int> order = rank_order(p);
+  RW_EXPECTS(device.size() == p.nodes.size(), InvalidArgument, "a placement of {} nodes for {}", device.size(), p.nodes.size());
+  for (std::size_t v = 0; v < device.size(); ++v) {
+    RW_EXPECTS(device[v] >= 0 && device[v] < static_cast<int>(p.devices.size()) &&
+                   p.nodes[v].cost_ms[static_cast<std::size_t>(device[v])] != kUnsupported,
+               InvalidArgument, "node '{}' cannot run on device {}", p.nodes[v].name, device[v]);
+  }
+  ListSchedule s(p);
+  for (int v : order) s.place(v, device[static_cast<std::size_t>(v)], device);
+  return s.end(device);
+}
+
+Placement place_heft(const PlacementProblem& p) {
+  const std::vector<int> order = rank_order(p);
+  Placement out;
+  out.device.assign(p.nodes.size(), 0);
+  ListSchedule s(p);
+  for (int v : order) {
+    const auto& costs = p.nodes[static_cast<std::size_t>(v)].cost_ms;
+    int best = -1;
+    double best_finish = 0;
+    for (std::size_t d = 0; d < costs.size(); ++d) {
+      if (costs[d] == kUnsupported) continue;
+      const double f = s.finish_if(v, static_cast<int>(d), out.device);
+      if (best < 0 || f < best_finish) best = static_cast<int>(d), best_finish = f;
+    }
+    out.device[static_cast<std::size_t>(v)] = best;
+    s.place(v, best, out.device);
+  }
+  out.makespan_ms = s.end(out.device);
+  return out;
+}
+
+Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements) {
+  const std::vector<int> order = rank_order(p);
+  const std::size_t n = p.nodes.size();
+  std::vector<std::vector<int>> choices(n);
+  std::uint64_t total = 1;
+  for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t d = 0; d < p.devices.size(); ++d) {
+      if (p.nodes[v].cost_ms[d] != kUnsupported) choices[v].push_back(static_cast<int>(d));
+    }
+    RW_EXPECTS(total <= max_placements / choices[v].size(), InvalidArgument,
+               "{} nodes on {} devices: more than {} placements to try exhaustively", n, p.devices.size(), max_placements);
+    total *= choices[v].size();
+  }
+  Placement best;
+  std::vector<std::size_t> pick(n, 0);
+  std::vector<int> device(n);
+  for (std::uint64_t k = 0; k < total; ++k) {
+    for (std::size_t v = 0; v < n; ++v) device[v] = choices[v][pick[v]];
+    ListSchedule s(p);
+    for (int v : order) s.place(v, device[static_cast<std::size_t>(v)], device);
+    const double m = s.end(device);
+    if (best.device.empty() || m < best.makespan_ms) best = {device, m};
+    for (std::size_t v = 0; v < n && ++pick[v] == choices[v].size(); ++v) pick[v] = 0;  // the next placement
+  }
+  return best;
+}
+
+}  // namespace redwood::runtime

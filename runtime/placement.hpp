@@ -1,0 +1,80 @@
+#pragma once
+// Placement: which device runs each node of a model, and what that costs for one batch. The
+// partitioner's problem, stated on costs alone, so that it is solved and tested the same whether
+// the costs come from the cost model, from measurements or from a test's table:
+//
+//   devices  0 = the host (CPU), 1.. = accelerators; a link between two devices moves bytes at
+//            latency + bytes / bandwidth, one transfer at a time per direction (a copy engine)
+//   nodes    in a topological order, each with its time on every device (infinite: the device
+//            cannot run it), the bytes it reads from the model's inputs (which sit on the host)
+//            and the bytes of its results the model returns (which go back to the host)
+//   edges    producer -> consumer with the bytes that flow; a value crosses to another device
+//            once, however many nodes there read it
+//
+// makespan() is the time one batch takes under a placement: a list schedule in which each device
+// runs one node at a time, in order of HEFT's upward rank (the longest path to the end), a node
+// starting once its device is free and its inputs have arrived. place_heft() is the HEFT list
+// scheduler (each node, by rank, on the device where it finishes first); place_exhaustive() tries
+// every placement (every node on every device that can run it) under the same schedule and keeps
+// the fastest: exact for this model of execution, for small graphs, and the reference the other
+// placers are measured against.
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace redwood::runtime {
+
+inline constexpr double kUnsupported = std::numeric_limits<double>::infinity();
+
+struct PlacementProblem {
+  struct Node {
+    std::string name;
+    std::vector<double> cost_ms;  // per device; kUnsupported where that device cannot run it
+    double input_bytes = 0;       // read from the model's inputs, on the host
+    double output_bytes = 0;      // returned to the host as the model's outputs
+  };
+  struct Edge {
+    int from = 0, to = 0;  // node indices, from < to
+    double bytes = 0;
+  };
+  struct Link {
+    double gbps = 0;        // GB/s (1e9 bytes a second)
+    double latency_ms = 0;  // per transfer
+  };
+
+  std::vector<std::string> devices;     // devices[0] is the host
+  std::vector<std::vector<Link>> links;  // links[a][b], a != b: from device a to device b
+  std::vector<Node> nodes;               // topologically ordered
+  std::vector<Edge> edges;
+
+  /// Milliseconds to move `bytes` from device a to device b (0 on the same device).
+  double transfer_ms(int a, int b, double bytes) const;
+  /// Throws InvalidArgument naming what is wrong: a node no device can run (by name), a cost
+  /// table of the wrong length, an edge out of order, a missing or zero-bandwidth link.
+  void validate() const;
+};
+
+struct Placement {
+  std::vector<int> device;  // per node
+  double makespan_ms = 0;
+};
+
+/// The nodes in the order the list schedule takes them: by HEFT's upward rank (a node's mean
+/// cost over the devices that can run it plus the longest mean-cost path after it), ties by index.
+/// Always a topological order.
+std::vector<int> rank_order(const PlacementProblem& p);
+
+/// The time one batch takes with node i on device[i] (validated; throws InvalidArgument for a node
+/// on a device that cannot run it).
+double makespan(const PlacementProblem& p, const std::vector<int>& device);
+
+/// HEFT: in rank order, each node on the device where it would finish first.
+Placement place_heft(const PlacementProblem& p);
+
+/// Every placement, the fastest kept (ties: the first found). Throws InvalidArgument when there are
+/// more than `max_placements` to try.
+Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements = 1ull << 22);
+
+}  // namespace redwood::runtime

@@ -1,0 +1,195 @@
+// runtime/placement: the time one batch takes under a placement (checked against schedules worked
+// out by hand), HEFT and exhaustive placement, and HEFT's gap to the exhaustive optimum on random
+// graphs of up to 14 nodes (printed: the baseline the partitioner is measured against).
+
+#include "runtime/placement.hpp"
+
+#include "core/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+namespace redwood::runtime {
+namespace {
+
+using Node = PlacementProblem::Node;
+using Edge = PlacementProblem::Edge;
+
+// The host and one GPU over a link of 1 GB/s (1 ms a MB) with 0.1 ms a transfer, both ways.
+PlacementProblem host_and_gpu() {
+  PlacementProblem p;
+  p.devices = {"cpu", "cuda:0"};
+  p.links = {{{}, {1.0, 0.1}}, {{1.0, 0.1}, {}}};
+  return p;
+}
+
+TEST(Placement, TransfersCostLatencyPlusBytesOverBandwidth) {
+  const PlacementProblem p = host_and_gpu();
+  EXPECT_DOUBLE_EQ(p.transfer_ms(0, 1, 2e6), 2.1);
+  EXPECT_DOUBLE_EQ(p.transfer_ms(1, 0, 0), 0.1);
+  EXPECT_DOUBLE_EQ(p.transfer_ms(1, 1, 5e6), 0);
+}
+
+// a -> b, 1 MB between them; a reads 1 MB of the model's input, b returns 0.5 MB.
+TEST(Placement, MakespanOfAChainMatchesTheScheduleByHand) {
+  PlacementProblem p = host_and_gpu();
+  p.nodes = {Node{"a", {4, 1}, 1e6, 0}, Node{"b", {6, 2}, 0, 5e5}};
+  p.edges = {Edge{0, 1, 1e6}};
+  EXPECT_DOUBLE_EQ(makespan(p, {0, 0}), 10);  // all on the host: nothing moves
+  // a on the host (4), the 1 MB to the GPU (1.1), b there (2), 0.5 MB back (0.6).
+  EXPECT_DOUBLE_EQ(makespan(p, {0, 1}), 4 + 1.1 + 2 + 0.6);
+  // the input to the GPU (1.1), a (1), b (2), back (0.6).
+  EXPECT_DOUBLE_EQ(makespan(p, {1, 1}), 1.1 + 1 + 2 + 0.6);
+  EXPECT_DOUBLE_EQ(place_exhaustive(p).makespan_ms, 4.7);
+  EXPECT_EQ(place_exhaustive(p).device, (std::vector<int>{1, 1}));
+}
+
+// a -> {b, c} -> d: b on the host and c on the GPU run at the same time; a's result crosses to
+// the GPU once although only c reads it there.
+TEST(Placement, BranchesOnTwoDevicesOverlap) {
+  PlacementProblem p = host_and_gpu();
+  p.nodes = {Node{"a", {1, 1}}, Node{"b", {5, 5}}, Node{"c", {5, 3}}, Node{"d", {1, 1}}};
+  p.edges = {Edge{0, 1, 0}, Edge{0, 2, 1e6}, Edge{1, 3, 0}, Edge{2, 3, 1e6}};
+  // a (1); b on the host 1..6; a's 1 MB to the GPU 1..2.1, c 2.1..5.1, its 1 MB back 5.1..6.2;
+  // d on the host from 6.2.
+  EXPECT_DOUBLE_EQ(makespan(p, {0, 0, 1, 0}), 7.2);
+  EXPECT_DOUBLE_EQ(makespan(p, {0, 0, 0, 0}), 12);
+}
+
+TEST(Placement, AValueCrossesToADeviceOnceForAllItsReaders) {
+  PlacementProblem p = host_and_gpu();
+  p.nodes = {Node{"a", {1, 1}}, Node{"b", {1, 1}}, Node{"c", {1, 1}}};
+  p.edges = {Edge{0, 1, 2e6}, Edge{0, 2, 2e6}};
+  // a on the host (1), one 2 MB transfer (2.1), b and c one after the other on the GPU (2).
+  EXPECT_DOUBLE_EQ(makespan(p, {0, 1, 1}), 1 + 2.1 + 2);
+}
+
+TEST(Placement, ANodeTheGpuLacksStaysOnTheHost) {
+  PlacementProblem p = host_and_gpu();
+  p.nodes = {Node{"conv", {10, 1}}, Node{"nms", {2, kUnsupported}}, Node{"conv2", {10, 1}}};
+  p.edges = {Edge{0, 1, 1e5}, Edge{1, 2, 1e5}};
+  for (const Placement& placed : {place_heft(p), place_exhaustive(p)}) {
+    EXPECT_EQ(placed.device[1], 0);
+    EXPECT_EQ(placed.device[0], 1);
+    EXPECT_EQ(placed.device[2], 1);
+  }
+  try {
+    makespan(p, {1, 1, 1});
+    FAIL() << "a node on a device that cannot run it";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'nms'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Placement, BadProblemsAreRefusedByName) {
+  PlacementProblem p = host_and_gpu();
+  p.nodes = {Node{"custom_op", {kUnsupported, kUnsupported}}};
+  try {
+    place_heft(p);
+    FAIL() << "no device can run the node";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'custom_op': no device can run it"), std::string::npos) << e.what();
+  }
+  p.nodes = {Node{"a", {1, 1}}, Node{"b", {1}}};
+  EXPECT_THROW(place_heft(p), InvalidArgument);  // one cost for two devices
+  p.nodes = {Node{"a", {1, 1}}, Node{"b", {1, 1}}};
+  p.edges = {Edge{1, 0, 1}};
+  EXPECT_THROW(place_heft(p), InvalidArgument);  // an edge against the order
+  p.edges.clear();
+  p.links[0][1].gbps = 0;
+  EXPECT_THROW(place_heft(p), InvalidArgument);
+}
+
+// A random DAG: each node reads up to three earlier ones; the GPU is 1x to 20x faster and lacks
+// one op in ten; values of up to 4 MB; a PCIe-like link (25 GB/s, 10 us).
+PlacementProblem random_problem(std::mt19937& rng, int nodes, int devices = 2) {
+  PlacementProblem p;
+  for (int d = 0; d < devices; ++d) p.devices.push_back(d == 0 ? "cpu" : "cuda:" + std::to_string(d - 1));
+  p.links.assign(static_cast<std::size_t>(devices), std::vector<PlacementProblem::Link>(static_cast<std::size_t>(devices), {25.0, 0.01}));
+  std::uniform_real_distribution<double> cpu_ms(0.2, 5.0), speedup(1.0, 20.0), bytes(0, 4e6), unit(0, 1);
+  for (int v = 0; v < nodes; ++v) {
+    Node n{"n" + std::to_string(v), {}, 0, 0};
+    const double c = cpu_ms(rng);
+    n.cost_ms.push_back(c);
+    for (int d = 1; d < devices; ++d) n.cost_ms.push_back(unit(rng) < 0.1 ? kUnsupported : c / speedup(rng));
+    if (v == 0) n.input_bytes = bytes(rng);
+    p.nodes.push_back(n);
+    const int reads = v == 0 ? 0 : 1 + static_cast<int>(unit(rng) * 3);
+    for (int k = 0; k < reads; ++k) {
+      const int from = std::uniform_int_distribution<int>(std::max(0, v - 4), v - 1)(rng);
+      if (std::none_of(p.edges.begin(), p.edges.end(), [&](const Edge& e) { return e.from == from && e.to == v; })) {
+        p.edges.push_back(Edge{from, v, bytes(rng)});
+      }
+    }
+  }
+  p.nodes.back().output_bytes = bytes(rng);
+  return p;
+}
+
+TEST(Placement, RankOrderIsTopological) {
+  std::mt19937 rng(7);
+  for (int t = 0; t < 50; ++t) {
+    const PlacementProblem p = random_problem(rng, 12);
+    const std::vector<int> order = rank_order(p);
+    std::vector<int> at(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) at[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
+    for (const Edge& e : p.edges) EXPECT_LT(at[static_cast<std::size_t>(e.from)], at[static_cast<std::size_t>(e.to)]);
+  }
+}
+
+// The exhaustive search against every placement tried one by one through makespan(), and HEFT
+// never better than it.
+TEST(Placement, ExhaustiveFindsTheBestPlacement) {
+  std::mt19937 rng(11);
+  for (int t = 0; t < 20; ++t) {
+    const PlacementProblem p = random_problem(rng, 7, t % 2 == 0 ? 2 : 3);
+    const Placement best = place_exhaustive(p);
+    EXPECT_DOUBLE_EQ(makespan(p, best.device), best.makespan_ms);
+    const int d = static_cast<int>(p.devices.size());
+    double brute = kUnsupported;
+    std::vector<int> device(p.nodes.size(), 0);
+    for (;;) {
+      bool runs = true;
+      for (std::size_t v = 0; v < device.size(); ++v) runs = runs && p.nodes[v].cost_ms[static_cast<std::size_t>(device[v])] != kUnsupported;
+      if (runs) brute = std::min(brute, makespan(p, device));
+      std::size_t v = 0;
+      while (v < device.size() && ++device[v] == d) device[v++] = 0;
+      if (v == device.size()) break;
+    }
+    EXPECT_DOUBLE_EQ(best.makespan_ms, brute) << "case " << t;
+    EXPECT_LE(best.makespan_ms, place_heft(p).makespan_ms + 1e-9) << "case " << t;
+  }
+}
+
+TEST(Placement, HeftAgainstTheExhaustiveOptimumOnRandomGraphs) {
+  std::mt19937 rng(2026);
+  double sum = 0, worst = 0;
+  int optimal = 0, cases = 0;
+  for (int nodes : {10, 12, 14}) {
+    for (int t = 0; t < 20; ++t, ++cases) {
+      const PlacementProblem p = random_problem(rng, nodes);
+      const double best = place_exhaustive(p).makespan_ms, heft = place_heft(p).makespan_ms;
+      ASSERT_LE(best, heft + 1e-9);
+      const double gap = heft / best - 1;
+      sum += gap;
+      worst = std::max(worst, gap);
+      optimal += gap < 1e-9;
+    }
+  }
+  std::printf("[ measured ] HEFT on %d random graphs of 10-14 nodes, host and GPU: optimal on %d, mean gap %.1f %%, worst %.1f %%\n",
+              cases, optimal, 100 * sum / cases, 100 * worst);
+  RecordProperty("heft_mean_gap_percent", std::to_string(100 * sum / cases));
+}
+
+TEST(Placement, ExhaustiveSearchRefusesWhatItCannotFinish) {
+  std::mt19937 rng(3);
+  const PlacementProblem p = random_problem(rng, 40);
+  EXPECT_THROW(place_exhaustive(p), InvalidArgument);
+  EXPECT_NO_THROW(place_heft(p));
+}
+
+}  // namespace
+}  // namespace redwood::runtime
