@@ -1,6 +1,7 @@
 #include "core/executor.hpp"
 
 #include "core/error.hpp"
+#include "core/kernel_info.hpp"
 #include "core/liveness_plan.hpp"
 #include "core/passes/pass_manager.hpp"
 
@@ -60,15 +61,7 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
       kernels_.emplace_back();
       continue;
     }
-    KernelInfo info;
-    info.graph = &g;
-    info.opset = g.opset;
-    for (const auto& in : node.inputs) {
-      const ValueInfo* vi = in.empty() ? nullptr : g.find_value(in);
-      const Tensor* c = in.empty() ? nullptr : g.find_initializer(in);
-      info.input_dtypes.push_back(c ? c->dtype() : vi ? vi->dtype : DType::kUndefined);
-      info.constant_inputs.push_back(c);
-    }
+    const KernelInfo info = declared_kernel_info(g, node);
     // Providers from the highest priority down; Unsupported passes the node to the next one,
     // and the last one's reason is what the user sees.
     std::unique_ptr<Kernel> kernel;

@@ -4,6 +4,7 @@
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
 #include "core/error.hpp"
+#include "core/kernel_info.hpp"
 
 #include <fmt/format.h>
 
@@ -39,14 +40,7 @@ std::vector<Tensor> evaluate_on_host(const Graph& graph, const Node& node, const
   RW_EXPECTS(reference != nullptr, Unsupported,
              "{}: its inputs are known at plan time but no reference kernel is linked to compute it on the host",
              node.where());
-  KernelInfo info;
-  info.graph = &graph;
-  info.opset = graph.opset;
-  for (const Tensor& t : inputs) {
-    info.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
-    info.constant_inputs.push_back(t.defined() ? &t : nullptr);
-  }
-  std::unique_ptr<Kernel> kernel = reference->factory(node, info);
+  std::unique_ptr<Kernel> kernel = reference->factory(node, constant_kernel_info(graph, inputs));
   std::vector<Tensor> outputs(node.outputs.size());
   KernelContext ctx{inputs, outputs, node};
   kernel->run(ctx);

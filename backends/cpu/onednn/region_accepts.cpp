@@ -5,6 +5,7 @@
 #include "backends/cpu/onednn/conv_primitive.hpp"
 #include "backends/cpu/onednn/pool_primitive.hpp"
 #include "backends/cpu/onednn/region.hpp"
+#include "core/kernel_info.hpp"
 #include "core/passes/pass_manager.hpp"
 
 #include <set>
@@ -23,19 +24,6 @@ bool rank4(const Graph& g, const std::string& v) {
   if (const Tensor* c = g.find_initializer(v)) return c->rank() == 4;
   const ValueInfo* vi = g.find_value(v);
   return vi == nullptr || !vi->has_shape || vi->dims.size() == 4;
-}
-
-KernelInfo info_of(const Graph& g, const Node& n) {
-  KernelInfo info;
-  info.graph = &g;
-  info.opset = g.opset;
-  for (const auto& in : n.inputs) {
-    const Tensor* c = in.empty() ? nullptr : g.find_initializer(in);
-    const ValueInfo* vi = in.empty() ? nullptr : g.find_value(in);
-    info.input_dtypes.push_back(c ? c->dtype() : vi ? vi->dtype : DType::kUndefined);
-    info.constant_inputs.push_back(c);
-  }
-  return info;
 }
 
 bool resize_accepts(const Graph& g, const Node& n) {
@@ -70,11 +58,11 @@ bool region_accepts(const Graph& g, const Node& n) {
                     rank4(g, n.inputs[0]);
   try {
     if (op == "Conv" || op == "ConvTranspose") {
-      ConvSpec::from_node(n, info_of(g, n));
+      ConvSpec::from_node(n, declared_kernel_info(g, n));
       return x_ok && n.outputs.size() == 1;
     }
     if (pools.count(op)) {
-      PoolSpec::from_node(n, info_of(g, n).input_dtypes);
+      PoolSpec::from_node(n, declared_kernel_info(g, n).input_dtypes);
       return x_ok;
     }
   } catch (const Error&) {

@@ -1,0 +1,29 @@
+#include "core/kernel_info.hpp"
+
+namespace redwood {
+
+KernelInfo declared_kernel_info(const Graph& graph, const Node& node) {
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = graph.opset;
+  for (const auto& in : node.inputs) {
+    const Tensor* c = in.empty() ? nullptr : graph.find_initializer(in);
+    const ValueInfo* vi = in.empty() ? nullptr : graph.find_value(in);
+    info.input_dtypes.push_back(c ? c->dtype() : vi ? vi->dtype : DType::kUndefined);
+    info.constant_inputs.push_back(c);
+  }
+  return info;
+}
+
+KernelInfo constant_kernel_info(const Graph& graph, const std::vector<Tensor>& inputs) {
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = graph.opset;
+  for (const Tensor& t : inputs) {
+    info.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
+    info.constant_inputs.push_back(t.defined() ? &t : nullptr);
+  }
+  return info;
+}
+
+}  // namespace redwood
