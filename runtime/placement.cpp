@@ -167,17 +167,95 @@ std::vector<int> rank_order(const PlacementProblem& p) {
   return order;
 }
 
-double makespan(const PlacementProblem& p, const std::vector<int>& device) {
-  const std::vector<int> order = rank_order(p);
+namespace {
+
+void check_placement(const PlacementProblem& p, const std::vector<int>& device) {
   RW_EXPECTS(device.size() == p.nodes.size(), InvalidArgument, "a placement of {} nodes for {}", device.size(), p.nodes.size());
   for (std::size_t v = 0; v < device.size(); ++v) {
     RW_EXPECTS(device[v] >= 0 && device[v] < static_cast<int>(p.devices.size()) &&
                    p.nodes[v].cost_ms[static_cast<std::size_t>(device[v])] != kUnsupported,
                InvalidArgument, "node '{}' cannot run on device {}", p.nodes[v].name, device[v]);
   }
+}
+
+double makespan_in(const PlacementProblem& p, const std::vector<int>& order, const std::vector<int>& device) {
   ListSchedule s(p);
   for (int v : order) s.place(v, device[static_cast<std::size_t>(v)], device);
   return s.end(device);
+}
+
+// A node's result, as it crosses to another device: its largest out-edge.
+std::vector<double> value_bytes(const PlacementProblem& p) {
+  std::vector<double> bytes(p.nodes.size(), 0.0);
+  for (const auto& e : p.edges) bytes[static_cast<std::size_t>(e.from)] = std::max(bytes[static_cast<std::size_t>(e.from)], e.bytes);
+  return bytes;
+}
+
+double bottleneck_in(const PlacementProblem& p, const std::vector<double>& values, const std::vector<int>& device) {
+  const std::size_t d = p.devices.size();
+  std::vector<double> load(d + d * d, 0.0);  // devices, then links a -> b at d + a * d + b
+  auto link = [&](int a, int b) -> double& { return load[d + static_cast<std::size_t>(a) * d + static_cast<std::size_t>(b)]; };
+  for (std::size_t v = 0; v < p.nodes.size(); ++v) {
+    const PlacementProblem::Node& n = p.nodes[v];
+    const int dv = device[v];
+    load[static_cast<std::size_t>(dv)] += n.cost_ms[static_cast<std::size_t>(dv)];
+    if (dv != 0 && n.input_bytes > 0) link(0, dv) += p.transfer_ms(0, dv, n.input_bytes);
+    if (dv != 0 && n.output_bytes > 0) link(dv, 0) += p.transfer_ms(dv, 0, n.output_bytes);
+  }
+  // Each result crosses once to every other device that reads it.
+  std::vector<int> sent(p.nodes.size() * d, 0);
+  for (const auto& e : p.edges) {
+    const int a = device[static_cast<std::size_t>(e.from)], b = device[static_cast<std::size_t>(e.to)];
+    int& once = sent[static_cast<std::size_t>(e.from) * d + static_cast<std::size_t>(b)];
+    if (a == b || once) continue;
+    once = 1;
+    link(a, b) += p.transfer_ms(a, b, values[static_cast<std::size_t>(e.from)]);
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Every placement (each node on each device that can run it), the one `objective` rates lowest.
+template <typename Objective>
+Placement search_all(const PlacementProblem& p, std::uint64_t max_placements, Objective objective) {
+  const std::size_t n = p.nodes.size();
+  std::vector<std::vector<int>> choices(n);
+  std::uint64_t total = 1;
+  for (std::size_t v = 0; v < n; ++v) {
+    for (std::size_t d = 0; d < p.devices.size(); ++d) {
+      if (p.nodes[v].cost_ms[d] != kUnsupported) choices[v].push_back(static_cast<int>(d));
+    }
+    RW_EXPECTS(total <= max_placements / choices[v].size(), InvalidArgument,
+               "{} nodes on {} devices: more than {} placements to try exhaustively", n, p.devices.size(), max_placements);
+    total *= choices[v].size();
+  }
+  std::vector<int> best;
+  double best_value = 0;
+  std::vector<std::size_t> pick(n, 0);
+  std::vector<int> device(n);
+  for (std::uint64_t k = 0; k < total; ++k) {
+    for (std::size_t v = 0; v < n; ++v) device[v] = choices[v][pick[v]];
+    const double value = objective(device);
+    if (best.empty() || value < best_value) best = device, best_value = value;
+    for (std::size_t v = 0; v < n && ++pick[v] == choices[v].size(); ++v) pick[v] = 0;  // the next placement
+  }
+  Placement out;
+  out.device = best;
+  out.proven_optimal = true;
+  return out;
+}
+
+}  // namespace
+
+double makespan(const PlacementProblem& p, const std::vector<int>& device) {
+  const std::vector<int> order = rank_order(p);
+  check_placement(p, device);
+  return makespan_in(p, order, device);
+}
+
+double bottleneck(const PlacementProblem& p, const std::vector<int>& device) {
+  p.validate();
+  check_placement(p, device);
+  return bottleneck_in(p, value_bytes(p), device);
 }
 
 Placement place_heft(const PlacementProblem& p) {
@@ -198,33 +276,24 @@ Placement place_heft(const PlacementProblem& p) {
     s.place(v, best, out.device);
   }
   out.makespan_ms = s.end(out.device);
+  out.bottleneck_ms = bottleneck_in(p, value_bytes(p), out.device);
   return out;
 }
 
 Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements) {
   const std::vector<int> order = rank_order(p);
-  const std::size_t n = p.nodes.size();
-  std::vector<std::vector<int>> choices(n);
-  std::uint64_t total = 1;
-  for (std::size_t v = 0; v < n; ++v) {
-    for (std::size_t d = 0; d < p.devices.size(); ++d) {
-      if (p.nodes[v].cost_ms[d] != kUnsupported) choices[v].push_back(static_cast<int>(d));
-    }
-    RW_EXPECTS(total <= max_placements / choices[v].size(), InvalidArgument,
-               "{} nodes on {} devices: more than {} placements to try exhaustively", n, p.devices.size(), max_placements);
-    total *= choices[v].size();
-  }
-  Placement best;
-  std::vector<std::size_t> pick(n, 0);
-  std::vector<int> device(n);
-  for (std::uint64_t k = 0; k < total; ++k) {
-    for (std::size_t v = 0; v < n; ++v) device[v] = choices[v][pick[v]];
-    ListSchedule s(p);
-    for (int v : order) s.place(v, device[static_cast<std::size_t>(v)], device);
-    const double m = s.end(device);
-    if (best.device.empty() || m < best.makespan_ms) best = {device, m};
-    for (std::size_t v = 0; v < n && ++pick[v] == choices[v].size(); ++v) pick[v] = 0;  // the next placement
-  }
+  Placement best = search_all(p, max_placements, [&](const std::vector<int>& device) { return makespan_in(p, order, device); });
+  best.makespan_ms = makespan_in(p, order, best.device);
+  best.bottleneck_ms = bottleneck_in(p, value_bytes(p), best.device);
+  return best;
+}
+
+Placement place_throughput_exhaustive(const PlacementProblem& p, std::uint64_t max_placements) {
+  const std::vector<int> order = rank_order(p);
+  const std::vector<double> values = value_bytes(p);
+  Placement best = search_all(p, max_placements, [&](const std::vector<int>& device) { return bottleneck_in(p, values, device); });
+  best.makespan_ms = makespan_in(p, order, best.device);
+  best.bottleneck_ms = bottleneck_in(p, values, best.device);
   return best;
 }
 

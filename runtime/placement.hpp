@@ -11,13 +11,22 @@
 //   edges    producer -> consumer with the bytes that flow; a value crosses to another device
 //            once, however many nodes there read it
 //
-// makespan() is the time one batch takes under a placement: a list schedule in which each device
+// Two objectives. makespan() is the time one batch takes under a placement: a list schedule in which each device
 // runs one node at a time, in order of HEFT's upward rank (the longest path to the end), a node
 // starting once its device is free and its inputs have arrived. place_heft() is the HEFT list
 // scheduler (each node, by rank, on the device where it finishes first); place_exhaustive() tries
 // every placement (every node on every device that can run it) under the same schedule and keeps
 // the fastest: exact for this model of execution, for small graphs, and the reference the other
 // placers are measured against.
+//
+// bottleneck() is the time between batches when batches follow one another as in a pipeline:
+// each device and each link direction is busy for the sum of what it does per batch (a node's
+// result crosses to a device once, as its largest out-edge's bytes; the model's inputs leave the
+// host and its outputs return to it), and the busiest sets the rate. place_throughput_ilp()
+// minimizes it exactly as a mixed-integer program solved by GLPK (a binary per node and device it
+// can run on; a crossing per edge and device pair, forced by the two ends; the bottleneck above
+// every device's and link's load), for graphs of any size within a time limit;
+// place_throughput_exhaustive() is its reference on small graphs.
 
 #include <cstdint>
 #include <limits>
@@ -58,7 +67,9 @@ struct PlacementProblem {
 
 struct Placement {
   std::vector<int> device;  // per node
-  double makespan_ms = 0;
+  double makespan_ms = 0;   // one batch alone
+  double bottleneck_ms = 0; // between batches, in a pipeline
+  bool proven_optimal = false;  // for the placer's objective (exhaustive; the ILP within its limit)
 };
 
 /// The nodes in the order the list schedule takes them: by HEFT's upward rank (a node's mean
@@ -70,11 +81,23 @@ std::vector<int> rank_order(const PlacementProblem& p);
 /// on a device that cannot run it).
 double makespan(const PlacementProblem& p, const std::vector<int>& device);
 
+/// The busiest device's or link direction's time per batch under the placement (validated as
+/// makespan() does).
+double bottleneck(const PlacementProblem& p, const std::vector<int>& device);
+
 /// HEFT: in rank order, each node on the device where it would finish first.
 Placement place_heft(const PlacementProblem& p);
 
 /// Every placement, the fastest kept (ties: the first found). Throws InvalidArgument when there are
 /// more than `max_placements` to try.
 Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements = 1ull << 22);
+
+/// The placement with the least bottleneck(), trying every one (as place_exhaustive).
+Placement place_throughput_exhaustive(const PlacementProblem& p, std::uint64_t max_placements = 1ull << 22);
+
+/// The placement with the least bottleneck(), from GLPK's branch and cut; proven_optimal is false
+/// when `time_limit_s` ran out first (the best placement found is returned). Throws Error when
+/// GLPK fails or finds no placement in time.
+Placement place_throughput_ilp(const PlacementProblem& p, double time_limit_s = 10);
 
 }  // namespace redwood::runtime

@@ -24,6 +24,7 @@ packages=(
   libtbb-dev libopencv-dev libdnnl-dev ocl-icd-opencl-dev libzmq3-dev cppzmq-dev libspdlog-dev libfmt-dev
   libavformat-dev libavcodec-dev libswscale-dev libavutil-dev
   libyaml-cpp-dev libonnx-dev libprotobuf-dev protobuf-compiler nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libglpk-dev
   libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-zmq ffmpeg fonts-dejavu-core
   prometheus  # promtool, which the metrics tests run
