@@ -73,7 +73,7 @@ std::filesystem::path save_scale_model(const std::filesystem::path& file, std::i
   return file;
 }
 
-TEST(PipelineFrameMemory, SteadyStateTakesNothingFromTheSystem) {
+TEST(PipelineFrameMemory, SteadyStateStopsTakingFromTheSystem) {
   const auto dir = testing::temp_dir("frame-memory");
   const auto pic = save_scale_model(dir / "pic.onnx", 120, 160);
   const auto crop = save_scale_model(dir / "crop.onnx", 48, 320);
@@ -105,9 +105,12 @@ TEST(PipelineFrameMemory, SteadyStateTakesNothingFromTheSystem) {
   const auto frames_after = static_cast<std::uint64_t>(2 * (kFrames - kWarmUp));
   EXPECT_GE(end.pool.allocations - warm.pool.allocations, 5 * frames_after);
   EXPECT_EQ(end.fallbacks, 0u) << "buffers that bypassed the pool";
-  // After warm-up the pool never went back to the system.
+  // After warm-up the pool stops going back to the system. Batches form by timing, so on a loaded
+  // machine the most buffers alive at once may first occur after warm-up and take one chunk
+  // more; a pool that grew with the frames would take one every few dozen frames (300 here), and
+  // a buffer kept past its frame shows in bytes_in_use below.
   EXPECT_GT(warm.pool.upstream_allocations, 0u);
-  EXPECT_EQ(end.pool.upstream_allocations, warm.pool.upstream_allocations)
+  EXPECT_LE(end.pool.upstream_allocations, warm.pool.upstream_allocations + 1)
       << "the pool took " << (end.pool.upstream_allocations - warm.pool.upstream_allocations)
       << " chunk(s) from the system after warm-up; reserved " << memory::format_bytes(end.pool.reserved_bytes);
   EXPECT_EQ(end.pool.upstream_deallocations, warm.pool.upstream_deallocations);
