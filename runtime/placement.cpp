@@ -280,6 +280,53 @@ Placement place_heft(const PlacementProblem& p) {
   return out;
 }
 
+Placement place_latency(const PlacementProblem& p) {
+  const std::vector<int> order = rank_order(p);
+  Placement best = place_heft(p);
+  std::vector<int>& device = best.device;
+  double current = best.makespan_ms;
+  const int devices = static_cast<int>(p.devices.size());
+  auto runs = [&](std::size_t v, int d) { return p.nodes[v].cost_ms[static_cast<std::size_t>(d)] != kUnsupported; };
+  // Tries `device` with the moves made; keeps them when the batch gets shorter.
+  auto keep_if_shorter = [&](std::vector<int>& moved) {
+    const double m = makespan_in(p, order, moved);
+    if (m < current - 1e-12) {
+      device = moved;
+      current = m;
+      return true;
+    }
+    return false;
+  };
+  // Every pass that improves starts over; each improvement shortens the batch, so it ends.
+  for (bool improved = true; improved;) {
+    improved = false;
+    std::vector<int> moved = device;
+    for (std::size_t v = 0; v < device.size() && !improved; ++v) {
+      for (int d = 0; d < devices && !improved; ++d) {
+        if (d == device[v] || !runs(v, d)) continue;
+        moved = device;
+        moved[v] = d;
+        improved = keep_if_shorter(moved);
+      }
+    }
+    // A single move may not pay where moving a producer with its consumer does (the transfer
+    // between them disappears).
+    for (const auto& e : p.edges) {
+      if (improved) break;
+      const auto u = static_cast<std::size_t>(e.from), v = static_cast<std::size_t>(e.to);
+      for (int d = 0; d < devices && !improved; ++d) {
+        if ((d == device[u] && d == device[v]) || !runs(u, d) || !runs(v, d)) continue;
+        moved = device;
+        moved[u] = moved[v] = d;
+        improved = keep_if_shorter(moved);
+      }
+    }
+  }
+  best.makespan_ms = current;
+  best.bottleneck_ms = bottleneck_in(p, value_bytes(p), device);
+  return best;
+}
+
 Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements) {
   const std::vector<int> order = rank_order(p);
   Placement best = search_all(p, max_placements, [&](const std::vector<int>& device) { return makespan_in(p, order, device); });

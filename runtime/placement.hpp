@@ -88,6 +88,10 @@ double bottleneck(const PlacementProblem& p, const std::vector<int>& device);
 /// HEFT: in rank order, each node on the device where it would finish first.
 Placement place_heft(const PlacementProblem& p);
 
+/// HEFT's placement improved by local search: a node moved to another device, or two adjacent
+/// nodes moved together, while that shortens the batch; the placer for one batch at any size.
+Placement place_latency(const PlacementProblem& p);
+
 /// Every placement, the fastest kept (ties: the first found). Throws InvalidArgument when there are
 /// more than `max_placements` to try.
 Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placements = 1ull << 22);
