@@ -4,6 +4,7 @@
 // bottleneck between batches, and GLPK's placement for it against the exhaustive one.
 
 #include "runtime/placement.hpp"
+#include "runtime/random_problem.hpp"
 
 #include "core/error.hpp"
 
@@ -104,36 +105,10 @@ TEST(Placement, BadProblemsAreRefusedByName) {
   EXPECT_THROW(place_heft(p), InvalidArgument);
 }
 
-// A random DAG: each node reads up to three earlier ones; the GPU is 1x to 20x faster and lacks
-// one op in ten; values of up to 4 MB; a PCIe-like link (25 GB/s, 10 us).
-PlacementProblem random_problem(std::mt19937& rng, int nodes, int devices = 2) {
-  PlacementProblem p;
-  for (int d = 0; d < devices; ++d) p.devices.push_back(d == 0 ? "cpu" : "cuda:" + std::to_string(d - 1));
-  p.links.assign(static_cast<std::size_t>(devices), std::vector<PlacementProblem::Link>(static_cast<std::size_t>(devices), {25.0, 0.01}));
-  std::uniform_real_distribution<double> cpu_ms(0.2, 5.0), speedup(1.0, 20.0), bytes(0, 4e6), unit(0, 1);
-  for (int v = 0; v < nodes; ++v) {
-    Node n{"n" + std::to_string(v), {}, 0, 0};
-    const double c = cpu_ms(rng);
-    n.cost_ms.push_back(c);
-    for (int d = 1; d < devices; ++d) n.cost_ms.push_back(unit(rng) < 0.1 ? kUnsupported : c / speedup(rng));
-    if (v == 0) n.input_bytes = bytes(rng);
-    p.nodes.push_back(n);
-    const int reads = v == 0 ? 0 : 1 + static_cast<int>(unit(rng) * 3);
-    for (int k = 0; k < reads; ++k) {
-      const int from = std::uniform_int_distribution<int>(std::max(0, v - 4), v - 1)(rng);
-      if (std::none_of(p.edges.begin(), p.edges.end(), [&](const Edge& e) { return e.from == from && e.to == v; })) {
-        p.edges.push_back(Edge{from, v, bytes(rng)});
-      }
-    }
-  }
-  p.nodes.back().output_bytes = bytes(rng);
-  return p;
-}
-
 TEST(Placement, RankOrderIsTopological) {
   std::mt19937 rng(7);
   for (int t = 0; t < 50; ++t) {
-    const PlacementProblem p = random_problem(rng, 12);
+    const PlacementProblem p = random_problem(rng(), 12);
     const std::vector<int> order = rank_order(p);
     std::vector<int> at(order.size());
     for (std::size_t i = 0; i < order.size(); ++i) at[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
@@ -146,7 +121,7 @@ TEST(Placement, RankOrderIsTopological) {
 TEST(Placement, ExhaustiveFindsTheBestPlacement) {
   std::mt19937 rng(11);
   for (int t = 0; t < 20; ++t) {
-    const PlacementProblem p = random_problem(rng, 7, t % 2 == 0 ? 2 : 3);
+    const PlacementProblem p = random_problem(rng(), 7, t % 2 == 0 ? 2 : 3);
     const Placement best = place_exhaustive(p);
     EXPECT_DOUBLE_EQ(makespan(p, best.device), best.makespan_ms);
     const int d = static_cast<int>(p.devices.size());
@@ -171,7 +146,7 @@ TEST(Placement, HeftAgainstTheExhaustiveOptimumOnRandomGraphs) {
   int optimal = 0, local_optimal = 0, cases = 0;
   for (int nodes : {10, 12, 14}) {
     for (int t = 0; t < 20; ++t, ++cases) {
-      const PlacementProblem p = random_problem(rng, nodes);
+      const PlacementProblem p = random_problem(rng(), nodes);
       const double best = place_exhaustive(p).makespan_ms, heft = place_heft(p).makespan_ms,
                    local = place_latency(p).makespan_ms;
       ASSERT_LE(best, heft + 1e-9);
@@ -233,7 +208,7 @@ TEST(Placement, TheIlpMatchesTheExhaustiveBottleneckOnRandomGraphs) {
   int cases = 0;
   for (int nodes : {6, 10, 14}) {
     for (int t = 0; t < 8; ++t, ++cases) {
-      const PlacementProblem p = random_problem(rng, nodes, nodes == 6 ? 3 : 2);
+      const PlacementProblem p = random_problem(rng(), nodes, nodes == 6 ? 3 : 2);
       const Placement all = place_throughput_exhaustive(p), ilp = place_throughput_ilp(p);
       ASSERT_TRUE(ilp.proven_optimal) << "case " << cases;
       EXPECT_NEAR(ilp.bottleneck_ms, all.bottleneck_ms, 1e-6 * all.bottleneck_ms) << "case " << cases;
@@ -249,7 +224,7 @@ TEST(Placement, TheIlpMatchesTheExhaustiveBottleneckOnRandomGraphs) {
 // Past what exhaustive search can try, the ILP still places a graph of 40 nodes.
 TEST(Placement, TheIlpPlacesGraphsTooLargeToEnumerate) {
   std::mt19937 rng(5);
-  const PlacementProblem p = random_problem(rng, 40);
+  const PlacementProblem p = random_problem(rng(), 40);
   const Placement ilp = place_throughput_ilp(p, 30);
   EXPECT_EQ(ilp.device.size(), 40u);
   EXPECT_LE(ilp.bottleneck_ms, place_heft(p).bottleneck_ms + 1e-9);
@@ -258,7 +233,7 @@ TEST(Placement, TheIlpPlacesGraphsTooLargeToEnumerate) {
 
 TEST(Placement, ExhaustiveSearchRefusesWhatItCannotFinish) {
   std::mt19937 rng(3);
-  const PlacementProblem p = random_problem(rng, 40);
+  const PlacementProblem p = random_problem(rng(), 40);
   EXPECT_THROW(place_exhaustive(p), InvalidArgument);
   EXPECT_NO_THROW(place_heft(p));
 }
