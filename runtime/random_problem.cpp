@@ -14,7 +14,7 @@ PlacementProblem random_problem(std::uint32_t seed, int nodes, int devices) {
   p.links.assign(static_cast<std::size_t>(devices), std::vector<PlacementProblem::Link>(static_cast<std::size_t>(devices), {25.0, 0.01}));
   std::uniform_real_distribution<double> cpu_ms(0.2, 5.0), speedup(1.0, 20.0), bytes(0, 4e6), unit(0, 1);
   for (int v = 0; v < nodes; ++v) {
-    PlacementProblem::Node n{"n" + std::to_string(v), {}, 0, 0};
+    PlacementProblem::Node n{fmt::format("n{}", v), {}, 0, 0};
     const double c = cpu_ms(rng);
     n.cost_ms.push_back(c);
     for (int d = 1; d < devices; ++d) n.cost_ms.push_back(unit(rng) < 0.1 ? kUnsupported : c / speedup(rng));
