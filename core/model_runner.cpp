@@ -39,24 +39,36 @@ RunnerStatsRecorder::RunnerStatsRecorder(std::string description, int slots, int
   stats_.copies_overlap = copies_overlap;
 }
 
+namespace {
+constexpr std::size_t kUnionWindow = 256;
+}  // namespace
+
+IntervalUnion::IntervalUnion() { pieces_.reserve(kUnionWindow + 1); }
+
 void IntervalUnion::add(double start, double end) {
   start = std::max(start, floor_);
   if (end <= start) return;
-  // Merge with every piece that touches [start, end].
-  auto it = pieces_.upper_bound(start);
-  if (it != pieces_.begin() && std::prev(it)->second >= start) --it;
-  while (it != pieces_.end() && it->first <= end) {
-    start = std::min(start, it->first);
-    end = std::max(end, it->second);
-    it = pieces_.erase(it);
+  // Merge with every piece that touches [start, end]: from the last piece starting at or before
+  // `start` (if it reaches it) through the last starting at or before `end`.
+  auto first = std::upper_bound(pieces_.begin(), pieces_.end(), start, [](double v, const auto& p) { return v < p.first; });
+  if (first != pieces_.begin() && std::prev(first)->second >= start) --first;
+  auto last = first;
+  while (last != pieces_.end() && last->first <= end) {
+    start = std::min(start, last->first);
+    end = std::max(end, last->second);
+    ++last;
   }
-  pieces_.emplace(start, end);
-  constexpr std::size_t kWindow = 256;
-  while (pieces_.size() > kWindow) {
-    const auto first = pieces_.begin();
-    finalized_ += first->second - first->first;
-    floor_ = first->second;
-    pieces_.erase(first);
+  if (first != last) {
+    *first = {start, end};
+    pieces_.erase(first + 1, last);
+  } else {
+    pieces_.insert(first, {start, end});
+  }
+  if (pieces_.size() > kUnionWindow) {
+    const auto& oldest = pieces_.front();
+    finalized_ += oldest.second - oldest.first;
+    floor_ = oldest.second;
+    pieces_.erase(pieces_.begin());
   }
 }
 

@@ -118,13 +118,16 @@ struct RunnerStats {
 /// the window of 256 disjoint pieces is far more than they ever reach back).
 class IntervalUnion {
  public:
+  IntervalUnion();
   void add(double start, double end);
   double length() const;
 
  private:
-  std::map<double, double> pieces_;  // start -> end, disjoint
-  double finalized_ = 0;             // length of the pieces forgotten
-  double floor_ = -1e300;            // end of the last piece forgotten
+  // (start, end), disjoint, by start: a vector with room for the window, so that adding (once a
+  // batch, on every runner) never allocates.
+  std::vector<std::pair<double, double>> pieces_;
+  double finalized_ = 0;   // length of the pieces forgotten
+  double floor_ = -1e300;  // end of the last piece forgotten
 };
 
 /// Accumulates BatchTiming into RunnerStats; thread-safe.

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <random>
 #include <thread>
 
 namespace redwood {
@@ -334,6 +335,29 @@ TEST(IntervalUnion, MergesIntervalsInAnyOrder) {
   EXPECT_DOUBLE_EQ(many.length(), 300);
   many.add(0, 100);  // reaches back behind the forgotten pieces: nothing new there
   EXPECT_DOUBLE_EQ(many.length(), 300);
+}
+
+// Against the union worked out from all the intervals at once (sorted, then merged).
+TEST(IntervalUnion, AgreesWithSortingAndMergingOnRandomIntervals) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> at(0, 1000), length(0, 20);
+  for (int round = 0; round < 20; ++round) {
+    IntervalUnion u;
+    std::vector<std::pair<double, double>> all;
+    for (int i = 0; i < 150; ++i) {
+      const double s = at(rng), e = s + length(rng);
+      u.add(s, e);
+      all.emplace_back(s, e);
+    }
+    std::sort(all.begin(), all.end());
+    double total = 0, cs = all[0].first, ce = all[0].second;
+    for (const auto& [s, e] : all) {
+      if (s > ce) total += ce - cs, cs = s, ce = e;
+      else ce = std::max(ce, e);
+    }
+    total += ce - cs;
+    EXPECT_NEAR(u.length(), total, 1e-9) << "round " << round;
+  }
 }
 
 TEST(GatherRows, ConcatenatesAndZeroesTheRest) {
