@@ -51,15 +51,16 @@ Counts allocations(std::int64_t frames, const std::filesystem::path& dir) {
   return c;
 }
 
-// Measured on the 2-core VM: about 3,100 per frame in all, 2,500 to 2,700 of them inside oneDNN
-// 2.6's primitive execution (it builds its own argument map on every run: Redwood passes its
-// arguments through the C entry point, bound once), about 130 in FFmpeg's decoder, about 110 in
-// OpenCV's temporaries (perspective warps, resizes). Redwood's own code: about 300, most of it
-// the recognizer's plans for row counts not seen before (the rows of its batches vary with the
-// text on screen, and a new row count plans anew) and each batch's bookkeeping. The bounds sit
-// a third above what was measured: they catch a regression, not noise.
+// Measured on the 2-core VM: 2,700 to 3,600 per frame in all, 2,200 to 3,000 of them inside
+// oneDNN 2.6's primitive execution (it builds its own argument map on every run: Redwood passes
+// its arguments through the C entry point, bound once), about 130 in FFmpeg's decoder, about 110
+// in OpenCV's temporaries (perspective warps, resizes). Redwood's own code: 300 to 390, most of it
+// the recognizer's plans for row counts not seen before and each batch's bookkeeping. Both vary
+// from run to run: the recognizer's batches form by timing, and their row counts decide how many
+// plans are made. The bounds sit well above the highest measured: they catch a regression (a
+// per-primitive or per-row allocation comes back), not noise.
 constexpr double kAllocationsPerFrameBound = 5000;
-constexpr double kProgramAllocationsPerFrameBound = 400;
+constexpr double kProgramAllocationsPerFrameBound = 600;
 
 TEST(PipelineAllocations, SteadyStateOfTheShippedOcrPipelineOnTheCpu) {
 #ifdef REDWOOD_SANITIZED
