@@ -155,15 +155,13 @@ int SlotRing::in_flight() const {
 
 // ---- batches ----
 
-std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts) {
-  std::vector<std::int64_t> rows;
-  part_rows(parts, rows);
-  return rows;
-}
+namespace {
+std::int64_t rows_of(const Tensor& part) { return part.rank() == 0 ? 1 : part.dim(0); }
+}  // namespace
 
 void part_rows(const std::vector<Tensor>& parts, std::vector<std::int64_t>& rows) {
   rows.clear();
-  for (const Tensor& t : parts) rows.push_back(t.rank() == 0 ? 1 : t.dim(0));
+  for (const Tensor& t : parts) rows.push_back(rows_of(t));
 }
 
 void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes) {
@@ -178,10 +176,6 @@ void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_by
   }
   if (at < out_bytes) std::memset(dst + at, 0, out_bytes - at);
 }
-
-namespace {
-std::int64_t rows_of(const Tensor& part) { return part.rank() == 0 ? 1 : part.dim(0); }
-}  // namespace
 
 void check_batch(const Graph& graph, const InferBatch& batch) {
   // Checked for every batch: nothing here allocates unless it throws.

@@ -216,9 +216,8 @@ std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph,
 /// Concatenates parts on dim 0 into `out`'s first rows (contiguous, same dtype and trailing
 /// dims), zeroing the rows after them; the staging of every runner.
 void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes);
-/// Rows of every part, and their total.
-std::vector<std::int64_t> part_rows(const std::vector<Tensor>& parts);
-/// The same into `rows` (cleared first), for a caller that reuses the vector.
+/// The rows of every part (a 0-d part is one row) into `rows`, cleared first: callers keep the
+/// vector from batch to batch.
 void part_rows(const std::vector<Tensor>& parts, std::vector<std::int64_t>& rows);
 /// The shape graph input `i` runs at: its parts' with `run_rows` rows, or for a picture (input 0
 /// of a batch with `picture`) the model's float shape of its pixels.

@@ -8,7 +8,6 @@
 namespace redwood::memory {
 
 namespace {
-bool power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
 std::uint64_t all_slots(std::uint32_t slots) { return (std::uint64_t{1} << slots) - 1; }
 
 /// Capacity for `n` elements, growing geometrically.
@@ -27,11 +26,11 @@ SizeClassResource::Chunk* SizeClassResource::chunk_at_or_below(SizeClass& c, con
 SizeClassResource::SizeClassResource(std::string name, MemoryResource& parent, SizeClassConfig config)
     : MemoryResource(std::move(name)), parent_(parent), config_(config) {
   const auto& c = config_;
-  RW_EXPECTS(power_of_two(c.max_chunk_bytes), InvalidArgument, "{} '{}': max_chunk_bytes {} is not a power of two",
+  RW_EXPECTS(std::has_single_bit(c.max_chunk_bytes), InvalidArgument, "{} '{}': max_chunk_bytes {} is not a power of two",
              kind(), this->name(), c.max_chunk_bytes);
   RW_EXPECTS(c.max_slots_per_chunk >= 3 && c.max_slots_per_chunk <= 63, InvalidArgument,
              "{} '{}': max_slots_per_chunk {} is outside 3..63", kind(), this->name(), c.max_slots_per_chunk);
-  RW_EXPECTS(power_of_two(c.alignment) && c.alignment >= 64, InvalidArgument,
+  RW_EXPECTS(std::has_single_bit(c.alignment) && c.alignment >= 64, InvalidArgument,
              "{} '{}': alignment {} is not a power of two >= 64", kind(), this->name(), c.alignment);
   // Every odd cut of every chunk size, slots rounded down to the alignment; a cut whose rounding
   // would leave more than 1/64 of its chunk unused (small chunks) is left out.

@@ -3,13 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 
 namespace redwood::memory {
-
-namespace {
-bool power_of_two(std::size_t n) { return n != 0 && (n & (n - 1)) == 0; }
-}  // namespace
 
 TieredResource::TieredResource(std::string name, MemoryResource& upstream, std::vector<TierConfig> tiers, BuddyConfig base)
     : MemoryResource(std::move(name)) {
@@ -23,7 +20,7 @@ TieredResource::TieredResource(std::string name, MemoryResource& upstream, std::
         break;
       }
     }
-    RW_EXPECTS(power_of_two(t.chunk_bytes) && t.max_request_bytes > 0 && t.max_request_bytes <= t.chunk_bytes &&
+    RW_EXPECTS(std::has_single_bit(t.chunk_bytes) && t.max_request_bytes > 0 && t.max_request_bytes <= t.chunk_bytes &&
                    t.chunk_bytes <= above && (i == 0 || t.max_request_bytes > tiers[i - 1].max_request_bytes),
                InvalidArgument, "{} '{}': tier {} ({} requests in {} chunks) is out of order or not a power of two", kind(),
                this->name(), i, format_bytes(t.max_request_bytes), format_bytes(t.chunk_bytes));

@@ -13,6 +13,12 @@ double PlacementProblem::transfer_ms(int a, int b, double bytes) const {
   return l.latency_ms + bytes / (l.gbps * 1e6);
 }
 
+std::vector<double> PlacementProblem::result_bytes() const {
+  std::vector<double> bytes(nodes.size(), 0.0);
+  for (const Edge& e : edges) bytes[static_cast<std::size_t>(e.from)] = std::max(bytes[static_cast<std::size_t>(e.from)], e.bytes);
+  return bytes;
+}
+
 void PlacementProblem::validate() const {
   const std::size_t d = devices.size();
   RW_EXPECTS(d >= 1, InvalidArgument, "a placement needs at least one device (the host)");
@@ -184,13 +190,6 @@ double makespan_in(const PlacementProblem& p, const std::vector<int>& order, con
   return s.end(device);
 }
 
-// A node's result, as it crosses to another device: its largest out-edge.
-std::vector<double> value_bytes(const PlacementProblem& p) {
-  std::vector<double> bytes(p.nodes.size(), 0.0);
-  for (const auto& e : p.edges) bytes[static_cast<std::size_t>(e.from)] = std::max(bytes[static_cast<std::size_t>(e.from)], e.bytes);
-  return bytes;
-}
-
 double bottleneck_in(const PlacementProblem& p, const std::vector<double>& values, const std::vector<int>& device) {
   const std::size_t d = p.devices.size();
   std::vector<double> load(d + d * d, 0.0);  // devices, then links a -> b at d + a * d + b
@@ -255,7 +254,7 @@ double makespan(const PlacementProblem& p, const std::vector<int>& device) {
 double bottleneck(const PlacementProblem& p, const std::vector<int>& device) {
   p.validate();
   check_placement(p, device);
-  return bottleneck_in(p, value_bytes(p), device);
+  return bottleneck_in(p, p.result_bytes(), device);
 }
 
 Placement place_heft(const PlacementProblem& p) {
@@ -276,7 +275,7 @@ Placement place_heft(const PlacementProblem& p) {
     s.place(v, best, out.device);
   }
   out.makespan_ms = s.end(out.device);
-  out.bottleneck_ms = bottleneck_in(p, value_bytes(p), out.device);
+  out.bottleneck_ms = bottleneck_in(p, p.result_bytes(), out.device);
   return out;
 }
 
@@ -323,7 +322,7 @@ Placement place_latency(const PlacementProblem& p) {
     }
   }
   best.makespan_ms = current;
-  best.bottleneck_ms = bottleneck_in(p, value_bytes(p), device);
+  best.bottleneck_ms = bottleneck_in(p, p.result_bytes(), device);
   return best;
 }
 
@@ -331,13 +330,13 @@ Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placemen
   const std::vector<int> order = rank_order(p);
   Placement best = search_all(p, max_placements, [&](const std::vector<int>& device) { return makespan_in(p, order, device); });
   best.makespan_ms = makespan_in(p, order, best.device);
-  best.bottleneck_ms = bottleneck_in(p, value_bytes(p), best.device);
+  best.bottleneck_ms = bottleneck_in(p, p.result_bytes(), best.device);
   return best;
 }
 
 Placement place_throughput_exhaustive(const PlacementProblem& p, std::uint64_t max_placements) {
   const std::vector<int> order = rank_order(p);
-  const std::vector<double> values = value_bytes(p);
+  const std::vector<double> values = p.result_bytes();
   Placement best = search_all(p, max_placements, [&](const std::vector<int>& device) { return bottleneck_in(p, values, device); });
   best.makespan_ms = makespan_in(p, order, best.device);
   best.bottleneck_ms = bottleneck_in(p, values, best.device);

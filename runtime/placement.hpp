@@ -60,6 +60,8 @@ struct PlacementProblem {
 
   /// Milliseconds to move `bytes` from device a to device b (0 on the same device).
   double transfer_ms(int a, int b, double bytes) const;
+  /// Per node, its result as it crosses to another device: its largest out-edge's bytes.
+  std::vector<double> result_bytes() const;
   /// Throws InvalidArgument naming what is wrong: a node no device can run (by name), a cost
   /// table of the wrong length, an edge out of order, a missing or zero-bandwidth link.
   void validate() const;

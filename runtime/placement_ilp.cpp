@@ -67,8 +67,7 @@ Placement place_throughput_ilp(const PlacementProblem& p, double time_limit_s) {
   auto col = [&](int v, int k) { return x[static_cast<std::size_t>(v)][static_cast<std::size_t>(k)]; };
 
   // Crossings: w[u][a][b] for a result that may leave a for b, forced by every edge u -> v.
-  std::vector<double> value(static_cast<std::size_t>(n), 0.0);
-  for (const auto& e : p.edges) value[static_cast<std::size_t>(e.from)] = std::max(value[static_cast<std::size_t>(e.from)], e.bytes);
+  const std::vector<double> value = p.result_bytes();
   std::map<std::tuple<int, int, int>, int> w;
   for (const auto& e : p.edges) {
     for (int a = 0; a < d; ++a) {

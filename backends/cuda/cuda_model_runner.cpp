@@ -247,7 +247,7 @@ class CudaModelRunner final : public ModelRunner {
     std::vector<std::vector<Tensor>> outputs;  // [output][part]: rows of one tensor per output
     struct Group {
       std::size_t output;
-      std::int64_t first_row;
+      std::size_t offset;  // of its first row in the model's output, bytes
       Tensor tensor;
     };
     std::vector<Group> output_groups;  // those tensors, while the batch is being set up
@@ -388,7 +388,7 @@ class CudaModelRunner final : public ModelRunner {
     for (std::size_t o = 0; o < s.graph_outputs.size(); ++o) {
       const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[o])];
       const std::size_t row_bytes = run_rows > 0 ? v.bytes() / static_cast<std::size_t>(run_rows) : 0;
-      std::int64_t at = 0;  // the group's first row in the output
+      std::size_t at = 0;  // the group's first byte in the output
       for (std::size_t first = 0; first < rows.size();) {
         std::size_t end = first + 1;
         std::int64_t group_rows = rows[first];
@@ -403,7 +403,7 @@ class CudaModelRunner final : public ModelRunner {
         std::int64_t r = 0;
         for (std::size_t k = first; k < end; r += rows[k++]) slot.outputs[o].push_back(whole.rows(r, rows[k]));
         groups.push_back({o, at, std::move(whole)});
-        at += group_rows;
+        at += groups.back().tensor.nbytes();
         first = end;
       }
     }
@@ -413,12 +413,11 @@ class CudaModelRunner final : public ModelRunner {
       const auto& v = s.values[static_cast<std::size_t>(s.graph_outputs[g.output])];
       const std::size_t bytes = g.tensor.nbytes();
       if (bytes == 0) continue;
-      const std::size_t offset = run_rows > 0 ? v.bytes() / static_cast<std::size_t>(run_rows) * static_cast<std::size_t>(g.first_row) : 0;
       if (v.kind == Schedule::Kind::kHost) {
-        std::memcpy(g.tensor.raw_data(), static_cast<const std::byte*>(v.host.raw_data()) + offset, bytes);  // computed at plan time
+        std::memcpy(g.tensor.raw_data(), static_cast<const std::byte*>(v.host.raw_data()) + g.offset, bytes);  // computed at plan time
         continue;
       }
-      const auto* src = static_cast<const std::byte*>(plan.output(g.output)) + offset;
+      const auto* src = static_cast<const std::byte*>(plan.output(g.output)) + g.offset;
       if (is_pinned(g.tensor.raw_data())) {
         outs.push_back({g.tensor.raw_data(), src, bytes});
       } else {
