@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
+#include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/kernel_info.hpp"
 
@@ -372,6 +373,8 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     const std::string why = architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
     RW_EXPECTS(why.empty(), Unsupported, "GraphRunner: {}", why);
   }
+  // Keyed by the graph as imported, before the passes below rewrite the copy.
+  if (options_.plan_cache && options_.tune_budget_ms > 0) plan_cache_ = make_runner_plan_cache(*graph, options_, device_);
   if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
     // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
@@ -464,13 +467,17 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
   stream_.synchronize();
   // Tuning: kernels time their variants on this plan's buffers (nothing in the workspace is live
   // yet) and keep the fastest, so the graph below captures the picks.
+  // The plan cache seeds the tuners' caches before the first plan, and keeps what they picked.
   TuneBudget budget{options_.tune_budget_ms};
   if (budget.ms_left > 0) {
+    if (plan_cache_) plan_cache_->before_tuning();
+    runtime::PickRecorder picks;
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
       s.steps[i].kernel->tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream, plan->step_workspaces_[i]},
                               budget);
     }
     RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (plan_cache_) plan_cache_->after_tuning(picks);
   }
   if (options_.cuda_graph && !s.steps.empty()) {
     cudaGraph_t captured = nullptr;

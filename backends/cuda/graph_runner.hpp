@@ -29,6 +29,7 @@
 #include "memory/arena.hpp"
 #include "memory/liveness_planner.hpp"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,6 +37,8 @@
 #include <vector>
 
 namespace redwood::cuda {
+
+class RunnerPlanCache;
 
 struct RunnerOptions {
   Precision precision = Precision::kFp32;
@@ -69,6 +72,13 @@ struct RunnerOptions {
   /// stream of ever-new shapes cannot take the GPU's memory. Enough for every batch size of a
   /// pipeline's model (batch_sizes), which are the shapes it sees.
   std::size_t max_plans = 32;
+  /// With a tuning budget: keep the tuners' picks on disk between runs, one entry per model (by
+  /// content), GPU, driver, Redwood version and these options (backends/cuda/plan_cache.hpp;
+  /// docs/planner.md, "Plan cache"), so that a restart times nothing it timed before.
+  bool plan_cache = true;
+  /// Where the entries live; empty: runtime::plan_cache_dir() ($REDWOOD_CACHE_DIR/plans, else
+  /// $XDG_CACHE_HOME/redwood/plans, else ~/.cache/redwood/plans).
+  std::filesystem::path plan_cache_dir;
 };
 
 /// The NHWC storage type of activations between convolutions under these options: kF16 or
@@ -184,6 +194,8 @@ class GraphRunner {
   int device() const { return device_; }
   /// Device bytes of the weights arena (reserved when the first plan is made).
   std::size_t weight_bytes() const { return weights_arena_ ? weights_arena_->capacity() : 0; }
+  /// This runner's plan cache entry; null when RunnerOptions::plan_cache is off or nothing is tuned.
+  const RunnerPlanCache* plan_cache() const { return plan_cache_.get(); }
 
  private:
   const void* upload_initializer(const std::string& name, const Tensor& value);
@@ -197,6 +209,7 @@ class GraphRunner {
   std::unique_ptr<memory::ArenaResource> weights_arena_;  // before weights_: it outlives them
   std::map<std::string, DeviceBuffer> weights_;
   LruMap<std::vector<Shape>, std::unique_ptr<Plan>> plans_;
+  std::unique_ptr<RunnerPlanCache> plan_cache_;
 };
 
 }  // namespace redwood::cuda

@@ -31,22 +31,78 @@ using kernels::ConvShape;
 // ---- the tuner's process-wide cache: one pick per (shape, precision, device) ----
 using TuneKey = std::array<int, 18>;
 
-TuneKey tune_key(const ConvShape& p, kernels::MmaType type) {
-  int device = 0;
-  cudaGetDevice(&device);
+TuneKey tune_key(const ConvShape& p, kernels::MmaType type, int device) {
   return {p.n,        p.c,        p.h,     p.w,     p.k,     p.r,      p.s,    p.oh,
           p.ow,       p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
           static_cast<int>(type), device};
 }
 
+TuneKey tune_key(const ConvShape& p, kernels::MmaType type) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return tune_key(p, type, device);
+}
+
+// ---- its picks in the plan cache (PickCodec, variant_tuner.hpp): the shape's fields by name,
+// the engine type, the tile by name ----
+constexpr const char* kShapeFields[16] = {"n",        "c",        "h",     "w",     "k",     "r",     "s",     "oh",
+                                          "ow",       "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "groups"};
+const std::vector<std::string> kTypeNames = {"fp32", "tf32", "fp16", "bf16"};  // MmaType's order
+
+std::vector<std::string> tile_names(kernels::MmaType type) {
+  std::vector<std::string> names;
+  for (const kernels::ConvTile& t : kernels::conv_tiles(type)) names.emplace_back(t.name);
+  return names;
+}
+
+nlohmann::json write_pick(const TuneKey& key, const ConvConfig& config) {
+  nlohmann::json shape;
+  for (int i = 0; i < 16; ++i) shape[kShapeFields[i]] = key[static_cast<std::size_t>(i)];
+  const auto type = static_cast<kernels::MmaType>(key[16]);
+  shape["type"] = kTypeNames[static_cast<std::size_t>(type)];
+  return {{"key", shape},
+          {"config",
+           {{"tile", kernels::conv_tiles(type)[static_cast<std::size_t>(config.tile)].name},
+            {"splits", config.splits},
+            {"reduce_in_kernel", config.reduce_in_kernel}}}};
+}
+
+// A pick is usable when its config is one of the candidates plan() offers the shape on this GPU.
+std::pair<TuneKey, ConvConfig> read_pick(const nlohmann::json& pick, int device) {
+  constexpr int kMax = 1 << 30;
+  const nlohmann::json& key = pick.at("key");
+  ConvShape p{};
+  int* fields[16] = {&p.n,        &p.c,        &p.h,     &p.w,     &p.k,     &p.r,     &p.s,     &p.oh,
+                     &p.ow,       &p.stride_h, &p.stride_w, &p.pad_h, &p.pad_w, &p.dil_h, &p.dil_w, &p.groups};
+  for (int i = 0; i < 16; ++i) {
+    const bool pad = i == 11 || i == 12;
+    *fields[i] = pick_int(key, kShapeFields[i], pad ? 0 : 1, kMax);
+  }
+  const auto type = static_cast<kernels::MmaType>(pick_name(key, "type", kTypeNames));
+  const nlohmann::json& c = pick.at("config");
+  ConvConfig config;
+  config.tile = pick_name(c, "tile", tile_names(type));
+  config.splits = pick_int(c, "splits", 1, 1 << 10);
+  const auto reduce = c.find("reduce_in_kernel");
+  RW_EXPECTS(reduce != c.end() && reduce->is_boolean(), InvalidArgument, "\"reduce_in_kernel\" is missing or not true/false");
+  config.reduce_in_kernel = reduce->get<bool>();
+  const auto candidates = kernels::conv_candidates(p, type, multiprocessor_count());
+  RW_EXPECTS(std::find(candidates.begin(), candidates.end(), config) != candidates.end(), InvalidArgument,
+             "tile {} split-K {} is not among the {} candidates this GPU offers the shape", c.at("tile").dump(),
+             config.splits, candidates.size());
+  return {tune_key(p, type, device), config};
+}
+
 struct TuneCache {
-  PickCache<TuneKey, ConvConfig> picks;
+  PickCache<TuneKey, ConvConfig> picks{"conv", {write_pick, read_pick}};
   std::atomic<std::int64_t> measured{0}, reused{0}, skipped{0};
 };
 TuneCache& tune_cache() {
   static TuneCache cache;
   return cache;
 }
+// Made at static initialization, so that the plan cache can seed it before any plan.
+[[maybe_unused]] const bool tune_cache_made = (tune_cache(), true);
 
 kernels::MmaType mma_type(Precision p) {
   switch (p) {

@@ -33,19 +33,87 @@ using kernels::NhwcConvConfig;
 
 // ---- the tuner's process-wide cache: one pick per (shape, storage type, device) ----
 using TuneKey = std::array<int, 19>;
-using TuneCache = PickCache<TuneKey, NhwcConvConfig>;
-TuneCache& tune_cache() {
-  static TuneCache cache;
-  return cache;
-}
 // `split_tf32`: fp32 storage's 3xTF32 products (precision fp32), other kernels than tf32's.
-TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s, bool split_tf32) {
-  int device = 0;
-  cudaGetDevice(&device);
+TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s, bool split_tf32, int device) {
   return {p.n, p.c, p.h, p.w, p.k, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
           p.oh * 65536 + p.ow, static_cast<int>(s) * 2 + (split_tf32 ? 1 : 0), device,
           p.c2,                p.h2 * 65536 + p.w2, p.stride2};
 }
+TuneKey tune_key(const ConvShape& p, kernels::NhwcStorage s, bool split_tf32) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return tune_key(p, s, split_tf32, device);
+}
+
+// What the tuner may pick from for a shape on this GPU: the Hopper wgmma tiles too where they can
+// run (16-bit storage or fp32 at tf32, not 3xTF32; a compute capability 9.0 GPU), and the narrow
+// kernel's where the shape fits (few channels; 16-bit storage).
+std::vector<NhwcConvConfig> tuner_candidates(const ConvShape& p, kernels::NhwcStorage storage, bool split_tf32) {
+  const bool wgmma = !split_tf32 && kernels::nhwc_wgmma_usable();
+  const bool narrow = storage != kernels::NhwcStorage::kF32 && kernels::conv_nhwc_narrow_enabled();
+  return kernels::nhwc_conv_candidates(p, multiprocessor_count(), wgmma, narrow, storage);
+}
+
+// ---- its picks in the plan cache (PickCodec, variant_tuner.hpp): the shape's fields by name
+// (the key's packed ones apart), the storage type, the tile by name ----
+constexpr const char* kShapeFields[13] = {"n",        "c",        "h",     "w",     "k",     "r",    "s",
+                                          "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w"};
+
+nlohmann::json write_pick(const TuneKey& key, const NhwcConvConfig& config) {
+  nlohmann::json shape;
+  for (int i = 0; i < 13; ++i) shape[kShapeFields[i]] = key[static_cast<std::size_t>(i)];
+  shape["oh"] = key[13] / 65536;
+  shape["ow"] = key[13] % 65536;
+  shape["storage"] = nhwc_storage_names()[static_cast<std::size_t>(key[14] / 2)];
+  shape["split_tf32"] = key[14] % 2 == 1;
+  shape["c2"] = key[16];
+  shape["h2"] = key[17] / 65536;
+  shape["w2"] = key[17] % 65536;
+  shape["stride2"] = key[18];
+  return {{"key", shape},
+          {"config",
+           {{"tile", kernels::nhwc_conv_tiles()[static_cast<std::size_t>(config.tile)].name},
+            {"splits", config.splits}}}};
+}
+
+// A pick is usable when its config is one of the candidates plan() offers the shape on this GPU.
+std::pair<TuneKey, NhwcConvConfig> read_pick(const nlohmann::json& pick, int device) {
+  constexpr int kMax = 1 << 30, kMaxExtent = 65535;  // the key packs (oh, ow) and (h2, w2) in 16 bits each
+  const nlohmann::json& key = pick.at("key");
+  ConvShape p{};
+  p.groups = 1;
+  int* fields[13] = {&p.n,        &p.c,        &p.h,     &p.w,     &p.k,     &p.r,    &p.s,
+                     &p.stride_h, &p.stride_w, &p.pad_h, &p.pad_w, &p.dil_h, &p.dil_w};
+  for (int i = 0; i < 13; ++i) *fields[i] = pick_int(key, kShapeFields[i], i == 9 || i == 10 ? 0 : 1, kMax);
+  p.oh = pick_int(key, "oh", 1, kMaxExtent);
+  p.ow = pick_int(key, "ow", 1, kMaxExtent);
+  p.c2 = pick_int(key, "c2", 0, kMax);
+  p.h2 = pick_int(key, "h2", 0, kMaxExtent);
+  p.w2 = pick_int(key, "w2", 0, kMaxExtent);
+  p.stride2 = pick_int(key, "stride2", 1, kMax);
+  const auto storage = static_cast<kernels::NhwcStorage>(pick_name(key, "storage", nhwc_storage_names()));
+  const auto split = key.find("split_tf32");
+  RW_EXPECTS(split != key.end() && split->is_boolean(), InvalidArgument, "\"split_tf32\" is missing or not true/false");
+  const nlohmann::json& c = pick.at("config");
+  std::vector<std::string> tiles;
+  for (const kernels::NhwcTile& t : kernels::nhwc_conv_tiles()) tiles.emplace_back(t.name);
+  NhwcConvConfig config;
+  config.tile = pick_name(c, "tile", tiles);
+  config.splits = pick_int(c, "splits", 1, 1 << 10);
+  const auto candidates = tuner_candidates(p, storage, split->get<bool>());
+  RW_EXPECTS(std::find(candidates.begin(), candidates.end(), config) != candidates.end(), InvalidArgument,
+             "tile {} split {} is not among the {} candidates this GPU offers the shape", c.at("tile").dump(),
+             config.splits, candidates.size());
+  return {tune_key(p, storage, split->get<bool>(), device), config};
+}
+
+using TuneCache = PickCache<TuneKey, NhwcConvConfig>;
+TuneCache& tune_cache() {
+  static TuneCache cache("conv_nhwc", {write_pick, read_pick});
+  return cache;
+}
+// Made at static initialization, so that the plan cache can seed it before any plan.
+[[maybe_unused]] const bool tune_cache_made = (tune_cache(), true);
 
 const char* dtype_label(DType d) { return dtype_name(d).data(); }
 
@@ -153,14 +221,8 @@ class ConvNhwcKernel final : public CudaKernel {
       shape_.w2 = static_cast<int>(info.input(4).shape[2]);
       shape_.stride2 = static_cast<int>(stride2);
     }
-    const int sms = multiprocessor_count();
-    config_ = kernels::nhwc_conv_default(shape_, sms, storage_);
-    // The Hopper wgmma tiles too where they can run (16-bit storage or fp32 at tf32, not 3xTF32;
-    // a compute capability 9.0 GPU).
-    const bool wgmma = !split_tf32_ && kernels::nhwc_wgmma_usable();
-    // And the narrow kernel's where the shape fits (few channels; 16-bit storage).
-    const bool narrow = storage_ != kernels::NhwcStorage::kF32 && kernels::conv_nhwc_narrow_enabled();
-    candidates_ = kernels::nhwc_conv_candidates(shape_, sms, wgmma, narrow, storage_);
+    config_ = kernels::nhwc_conv_default(shape_, multiprocessor_count(), storage_);
+    candidates_ = tuner_candidates(shape_, storage_, split_tf32_);
     how_ = "default";
     // Split-K counters from the process-wide pool (zero between launches), enough for any split
     // candidate, so a split launch needs no memset (which would cut the programmatic launch chain).

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <string_view>
@@ -269,6 +270,70 @@ class ScaleChannelsNhwcKernel final : public CudaKernel {
   Shape x_;
 };
 
+// ---- rw.DepthwiseConvNhwc's tuner: its candidates, its process-wide cache of picks (one per
+// shape, storage type and device), and those picks in the plan cache (PickCodec,
+// variant_tuner.hpp: the shape's fields by name, the storage type, the variant's three numbers) ----
+
+// REDWOOD_CUDA_DEPTHWISE_TUNE=0: the default variant only (for comparisons).
+bool depthwise_tuning_enabled() {
+  const char* v = std::getenv("REDWOOD_CUDA_DEPTHWISE_TUNE");
+  return v == nullptr || std::string_view(v) != "0";
+}
+
+// What the tuner may pick from for a shape; also what a plan cache pick is checked against.
+std::vector<kernels::NhwcDepthwiseVariant> depthwise_candidates(NhwcStorage s, const kernels::NhwcDepthwiseParams& p) {
+  return depthwise_tuning_enabled() ? kernels::depthwise_nhwc_candidates(s, p)
+                                    : std::vector<kernels::NhwcDepthwiseVariant>{kernels::NhwcDepthwiseVariant{}};
+}
+
+using DepthwiseKey = std::array<int, 16>;
+DepthwiseKey depthwise_key(const kernels::NhwcDepthwiseParams& p, NhwcStorage s, int device) {
+  return {p.n, p.h, p.w, p.c, p.oh, p.ow, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
+          static_cast<int>(s), device};
+}
+DepthwiseKey depthwise_key(const kernels::NhwcDepthwiseParams& p, NhwcStorage s) {
+  int device = 0;
+  cudaGetDevice(&device);
+  return depthwise_key(p, s, device);
+}
+
+constexpr const char* kDepthwiseFields[14] = {"n", "h",        "w",        "c",     "oh",    "ow",    "r",
+                                              "s", "stride_h", "stride_w", "pad_h", "pad_w", "dil_h", "dil_w"};
+
+nlohmann::json write_depthwise_pick(const DepthwiseKey& key, const kernels::NhwcDepthwiseVariant& v) {
+  nlohmann::json shape;
+  for (int i = 0; i < 14; ++i) shape[kDepthwiseFields[i]] = key[static_cast<std::size_t>(i)];
+  shape["storage"] = nhwc_storage_names()[static_cast<std::size_t>(key[14])];
+  return {{"key", shape}, {"config", {{"vec", v.vec}, {"ox", v.ox}, {"oy", v.oy}}}};
+}
+
+// A pick is usable when its variant is one of the candidates plan() offers the shape.
+std::pair<DepthwiseKey, kernels::NhwcDepthwiseVariant> read_depthwise_pick(const nlohmann::json& pick, int device) {
+  const nlohmann::json& key = pick.at("key");
+  kernels::NhwcDepthwiseParams p{};
+  int* fields[14] = {&p.n, &p.h,        &p.w,        &p.c,     &p.oh,    &p.ow,    &p.r,
+                     &p.s, &p.stride_h, &p.stride_w, &p.pad_h, &p.pad_w, &p.dil_h, &p.dil_w};
+  for (int i = 0; i < 14; ++i) *fields[i] = pick_int(key, kDepthwiseFields[i], i == 10 || i == 11 ? 0 : 1, 1 << 30);
+  const auto storage = static_cast<NhwcStorage>(pick_name(key, "storage", nhwc_storage_names()));
+  const nlohmann::json& c = pick.at("config");
+  const kernels::NhwcDepthwiseVariant v{pick_int(c, "vec", 1, 64), pick_int(c, "ox", 1, 64), pick_int(c, "oy", 1, 64)};
+  const auto candidates = depthwise_candidates(storage, p);
+  const bool offered = std::any_of(candidates.begin(), candidates.end(), [&](const kernels::NhwcDepthwiseVariant& o) {
+    return o.vec == v.vec && o.ox == v.ox && o.oy == v.oy;
+  });
+  RW_EXPECTS(offered, InvalidArgument, "variant {}x{}x{} is not among the {} candidates of the shape", v.vec, v.ox,
+             v.oy, candidates.size());
+  return {depthwise_key(p, storage, device), v};
+}
+
+PickCache<DepthwiseKey, kernels::NhwcDepthwiseVariant>& depthwise_cache() {
+  static PickCache<DepthwiseKey, kernels::NhwcDepthwiseVariant> cache("depthwise_nhwc",
+                                                                      {write_depthwise_pick, read_depthwise_pick});
+  return cache;
+}
+// Made at static initialization, so that the plan cache can seed it before any plan.
+[[maybe_unused]] const bool depthwise_cache_made = (depthwise_cache(), true);
+
 class DepthwiseConvNhwcKernel final : public CudaKernel {
  public:
   DepthwiseConvNhwcKernel(const Node& node, const KernelInfo&) : node_(node), epilogue_(fused_activation(node)) {}
@@ -311,8 +376,7 @@ class DepthwiseConvNhwcKernel final : public CudaKernel {
                                       to_int(win.strides[1]), to_int(win.pads[0]),    to_int(win.pads[1]),
                                       to_int(win.dilations[0]), to_int(win.dilations[1]), round_tf32(node_)};
     config_ = kernels::NhwcDepthwiseVariant{};
-    candidates_ = depthwise_tuning_enabled() ? kernels::depthwise_nhwc_candidates(storage_, p_)
-                                             : std::vector<kernels::NhwcDepthwiseVariant>{config_};
+    candidates_ = depthwise_candidates(storage_, p_);
     how_ = candidates_.size() > 1 ? "default: not tuned" : "the only variant";
     return {{dtype_of(storage_), y}};
   }
@@ -344,23 +408,6 @@ class DepthwiseConvNhwcKernel final : public CudaKernel {
   }
 
  private:
-  // REDWOOD_CUDA_DEPTHWISE_TUNE=0: the default variant only (for comparisons).
-  static bool depthwise_tuning_enabled() {
-    const char* v = std::getenv("REDWOOD_CUDA_DEPTHWISE_TUNE");
-    return v == nullptr || std::string_view(v) != "0";
-  }
-  using Key = std::array<int, 16>;
-  static PickCache<Key, kernels::NhwcDepthwiseVariant>& depthwise_cache() {
-    static PickCache<Key, kernels::NhwcDepthwiseVariant> cache;
-    return cache;
-  }
-  static Key depthwise_key(const kernels::NhwcDepthwiseParams& p, NhwcStorage s) {
-    int device = 0;
-    cudaGetDevice(&device);
-    return {p.n, p.h, p.w, p.c, p.oh, p.ow, p.r, p.s, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w,
-            static_cast<int>(s), device};
-  }
-
   const Node& node_;
   kernels::Epilogue epilogue_;
   NhwcStorage storage_ = NhwcStorage::kF16;

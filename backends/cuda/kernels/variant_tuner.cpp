@@ -1,9 +1,54 @@
 #include "backends/cuda/kernels/variant_tuner.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/kernels/nhwc_storage.hpp"
 #include "backends/cuda/stream.hpp"
+#include "core/error.hpp"
+
+#include <fmt/ranges.h>
 
 namespace redwood::cuda {
+namespace {
+
+std::map<std::string, StoredPicks*>& registry() {
+  static std::map<std::string, StoredPicks*> caches;
+  return caches;
+}
+
+}  // namespace
+
+// Filled by static initializers, before main, and only read after: no lock.
+const std::map<std::string, StoredPicks*>& stored_picks() { return registry(); }
+
+void register_stored_picks(const std::string& name, StoredPicks* picks) {
+  RW_EXPECTS(registry().emplace(name, picks).second, Error, "two tuner caches are named \"{}\"", name);
+}
+
+const std::vector<std::string>& nhwc_storage_names() {
+  static_assert(static_cast<int>(kernels::NhwcStorage::kF16) == 0 && static_cast<int>(kernels::NhwcStorage::kBF16) == 1 &&
+                static_cast<int>(kernels::NhwcStorage::kF32) == 2);
+  static const std::vector<std::string> names = {"fp16", "bf16", "fp32"};
+  return names;
+}
+
+int pick_int(const nlohmann::json& object, const char* name, int lo, int hi) {
+  auto it = object.find(name);
+  RW_EXPECTS(it != object.end() && it->is_number_integer(), InvalidArgument, "\"{}\" is missing or not an integer",
+             name);
+  const auto v = it->get<std::int64_t>();
+  RW_EXPECTS(v >= lo && v <= hi, InvalidArgument, "\"{}\" is {}, outside [{}, {}]", name, v, lo, hi);
+  return static_cast<int>(v);
+}
+
+int pick_name(const nlohmann::json& object, const char* name, const std::vector<std::string>& names) {
+  auto it = object.find(name);
+  RW_EXPECTS(it != object.end() && it->is_string(), InvalidArgument, "\"{}\" is missing or not a string", name);
+  const std::string value = it->get<std::string>();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == value) return static_cast<int>(i);
+  }
+  throw InvalidArgument(fmt::format("\"{}\" is \"{}\", none of {}", name, value, fmt::join(names, ", ")));
+}
 
 VariantTimes time_variants(cudaStream_t stream, std::size_t count, const std::function<void()>& launch_default,
                            const std::function<void(std::size_t)>& launch_variant, int repeats) {

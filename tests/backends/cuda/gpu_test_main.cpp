@@ -1,8 +1,13 @@
 // main() of redwood_gpu_tests: GoogleTest's, plus `--redwood-gpu-probe`, which ctest's discovery
 // asks once per run (cmake/RedwoodGpuTests.cmake): exit 0 when a CUDA device is usable, else 1
-// with the reason the tests would skip with.
+// with the reason the tests would skip with. The runners' plan cache goes to a fresh folder, so
+// that a test that expects its kernels to be timed is not answered by a file an earlier run left
+// (and the tests leave nothing in the user's cache).
 
 #include "gpu_test_support.hpp"
+#include "support/onnx_builder.hpp"
+
+#include <cstdlib>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +22,7 @@ int main(int argc, char** argv) {
       return why.empty() ? 0 : 1;
     }
   }
+  setenv("REDWOOD_CACHE_DIR", redwood::testing::temp_dir("gpu-tests-cache").c_str(), 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -1,0 +1,116 @@
+#include "backends/cuda/plan_cache.hpp"
+
+#include "backends/cuda/device_probe.hpp"
+#include "backends/cuda/kernels/variant_tuner.hpp"
+#include "core/error.hpp"
+#include "core/graph/graph_hash.hpp"
+#include "core/log.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <regex>
+
+namespace redwood::cuda {
+namespace {
+
+// The kernel module's version ("570.86.15"), which CUDA's API does not give: the CUDA version a
+// driver supports stays the same across its bug-fix releases, whose code generation may not.
+std::string kernel_module_version() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(in, line);
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9][0-9.]*))"))) return m[1];
+  return "unknown";
+}
+
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
+std::string on_off(bool v) { return v ? "on" : "off"; }
+
+}  // namespace
+
+std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options) {
+  return {{"precision", std::string(precision_name(options.precision))},
+          {"optimize", on_off(options.optimize)},
+          {"nhwc", on_off(options.nhwc)},
+          {"space_to_depth_stem", on_off(space_to_depth_stem(options))},
+          {"fuse_conv_shortcuts", on_off(fuse_conv_shortcuts(options))},
+          // A budget spent mid-plan leaves defaults that the entry keeps, so another budget is
+          // another entry.
+          {"tune_budget_ms", fmt::format("{}", options.tune_budget_ms)}};
+}
+
+runtime::PlanCacheKey plan_cache_key(const std::string& model_hash, const RunnerOptions& options, int device) {
+  const ProbeResult probe = probe_devices();
+  RW_EXPECTS(device >= 0 && static_cast<std::size_t>(device) < probe.devices.size(), InvalidArgument,
+             "plan cache: this process sees no GPU {} ({})", device,
+             probe.error.empty() ? fmt::format("{} GPUs", probe.devices.size()) : probe.error);
+  const DeviceInfo& d = probe.devices[static_cast<std::size_t>(device)];
+  runtime::PlanCacheKey key;
+  key.model_hash = model_hash;
+  key.device = fmt::format("{}, sm_{}{}, {} SMs", d.name, d.compute_major, d.compute_minor, d.multiprocessors);
+  key.driver = fmt::format("{}, CUDA {}", kernel_module_version(), cuda_version(probe.driver_version));
+  key.runtime = fmt::format("CUDA runtime {}", cuda_version(probe.runtime_version));
+  key.redwood = runtime::redwood_version();
+  key.options = plan_cache_options(options);
+  return key;
+}
+
+void check_tuned_pick(const std::string& tuner, const nlohmann::json& pick, int device) {
+  const auto& tuners = stored_picks();
+  auto it = tuners.find(tuner);
+  RW_EXPECTS(it != tuners.end(), InvalidArgument, "this build has no tuner \"{}\"", tuner);
+  it->second->check(pick, device);
+}
+
+std::size_t seed_tuned_picks(const runtime::PickSet& picks, int device) {
+  std::size_t n = 0;
+  for (const auto& [tuner, by_key] : picks.tuners()) {
+    StoredPicks* cache = stored_picks().at(tuner);
+    for (const auto& [key, pick] : by_key) {
+      cache->seed(pick, device);
+      ++n;
+    }
+  }
+  return n;
+}
+
+void forget_tuned_picks() {
+  for (const auto& [name, cache] : stored_picks()) cache->clear();
+}
+
+namespace {
+
+std::string model_name(const Graph& graph) {
+  return graph.source.empty() ? graph.name : std::filesystem::path(graph.source).filename().string();
+}
+
+}  // namespace
+
+std::unique_ptr<RunnerPlanCache> make_runner_plan_cache(const Graph& graph, const RunnerOptions& options, int device) {
+  try {
+    return std::make_unique<RunnerPlanCache>(graph, options, device);
+  } catch (const Error& e) {
+    log().warn("plan cache: not used for {}: {}", model_name(graph), e.what());
+    return nullptr;
+  }
+}
+
+RunnerPlanCache::RunnerPlanCache(const Graph& graph, const RunnerOptions& options, int device)
+    : device_(device),
+      cache_(options.plan_cache_dir.empty() ? runtime::plan_cache_dir() : options.plan_cache_dir,
+             plan_cache_key(hash_hex(graph_hash(graph)), options, device), model_name(graph),
+             [device](const std::string& tuner, const nlohmann::json& pick) { check_tuned_pick(tuner, pick, device); }) {}
+
+void RunnerPlanCache::before_tuning() {
+  std::call_once(seeded_once_, [&] {
+    seeded_ = seed_tuned_picks(cache_.load(), device_);
+    if (seeded_ > 0) log().debug("plan cache: {}: {} tuned picks seeded", cache_.file().string(), seeded_);
+  });
+}
+
+void RunnerPlanCache::after_tuning(const runtime::PickRecorder& recorder) { cache_.add(recorder.picks()); }
+
+}  // namespace redwood::cuda
