@@ -1,14 +1,18 @@
 // redwood infer MODEL: load an ONNX model, feed it inputs (pictures, video frames, .npy tensors
-// or random values), run it, and print each output's shape and a summary with the latency.
+// or random values), run it on the CPU or a GPU, and print each output's shape and a summary with
+// the latency, and the time to first inference (load, plan, tune, run: what a restart costs
+// before the first result, which the plan cache shortens on a GPU).
 //
 //   redwood infer assets/models/ch_PP-OCRv4_det_infer.onnx --input x=assets/video/vtest.avi
 //       --mean 0.485,0.456,0.406 --std 0.229,0.224,0.225 --repeat 10 --save out/
+//   redwood infer resnet50.onnx --random input=1x3x224x224 --device cuda --precision fp16
 
 #include "apps/redwood/commands.hpp"
 #include "apps/redwood/tensor_summary.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
+#include "core/model_runner.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "pipelines/pipeline.hpp"
@@ -49,6 +53,8 @@ struct InferArgs {
   bool profile = false;
   int frames = 0;
   std::string size;  // WxH for pictures fed to dynamic extents  // > 0: run on this many successive frames of the (one) video input
+  std::string device = "cpu";
+  std::string precision = "fp32";
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* option) {
@@ -128,6 +134,18 @@ void check_save_dir(const std::string& dir) {
              std::strerror(errno));
 }
 
+// The "cuda" model runner (GPU 0, one slot), or an error saying why this process has none.
+std::unique_ptr<ModelRunner> make_gpu_runner(std::shared_ptr<const Graph> graph, const std::string& precision) {
+  const auto& registry = device_runner_registry();
+  const auto it = registry.find("cuda");
+  const std::string why = it == registry.end() ? "this Redwood was built without CUDA" : it->second.unavailable();
+  RW_EXPECTS(why.empty(), Unsupported, "--device cuda: {}", why);
+  RunnerConfig config;
+  config.slots = 1;  // one batch at a time, as the CPU runs it
+  config.precision = precision;
+  return it->second.make(std::move(graph), config);
+}
+
 int run_infer(const InferArgs& args) {
   std::optional<oneapi::tbb::global_control> threads;
   if (args.threads > 0) {
@@ -141,14 +159,27 @@ int run_infer(const InferArgs& args) {
   RW_EXPECTS(args.layout == "auto" || args.layout == "nchw" || args.layout == "nhwc", InvalidArgument,
              "--layout must be auto, nchw or nhwc (got '{}')", args.layout);
 
+  RW_EXPECTS(args.device == "cpu" || args.device == "cuda", InvalidArgument, "--device must be cpu or cuda (got '{}')",
+             args.device);
+  RW_EXPECTS(args.device == "cuda" || args.precision == "fp32", InvalidArgument,
+             "--precision {} needs --device cuda (the CPU computes in fp32)", args.precision);
+  RW_EXPECTS(args.device == "cpu" || !args.profile, InvalidArgument,
+             "--profile times the CPU executor's ops; on the GPU, redwood_gpu_bench --profile does");
+
   if (!args.save_dir.empty()) check_save_dir(args.save_dir);
 
   const auto load_start = std::chrono::steady_clock::now();
   std::shared_ptr<Graph> graph = load_onnx(args.model);
-  Executor executor(graph);
+  std::unique_ptr<Executor> executor;
+  std::unique_ptr<ModelRunner> gpu;  // the "cuda" runner, as the infer stage gets it for `device: cuda`
+  if (args.device == "cpu") {
+    executor = std::make_unique<Executor>(graph);
+  } else {
+    gpu = make_gpu_runner(graph, args.precision);
+  }
   const std::chrono::duration<double, std::milli> load_ms = std::chrono::steady_clock::now() - load_start;
-  fmt::print("model: {} (opset {}, {} nodes), loaded in {:.1f} ms\n", args.model, graph->opset,
-             graph->nodes.size(), load_ms.count());
+  fmt::print("model: {} (opset {}, {} nodes), loaded in {:.1f} ms{}\n", args.model, graph->opset,
+             graph->nodes.size(), load_ms.count(), gpu ? fmt::format(" on {}", gpu->description()) : "");
 
   ImageTensorOptions image_options;
   image_options.rgb = !args.bgr;
@@ -193,12 +224,25 @@ int run_infer(const InferArgs& args) {
   }
   for (const auto& [name, t] : feeds) fmt::print("input: {} {}\n", name, t.description());
 
-  executor.set_profiling(args.profile);
+  if (executor) executor->set_profiling(args.profile);
   std::vector<Tensor> outputs;
   std::vector<double> times;
+  // The first run of any kind ends the time to first inference: on a GPU it plans (and tunes,
+  // unless the plan cache has the picks) for the inputs' shapes.
+  bool first = true;
+  auto run_model = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = executor ? executor->run(feeds) : gpu->run(feeds);
+    if (!first) return;
+    first = false;
+    const auto end = std::chrono::steady_clock::now();
+    fmt::print("time to first inference: {:.1f} ms (load {:.1f} ms, first run {:.1f} ms)\n",
+               std::chrono::duration<double, std::milli>(end - load_start).count(), load_ms.count(),
+               std::chrono::duration<double, std::milli>(end - start).count());
+  };
   auto timed_run = [&] {
     const auto start = std::chrono::steady_clock::now();
-    outputs = executor.run(feeds);
+    run_model();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   };
   if (args.frames > 0) {
@@ -222,7 +266,7 @@ int run_infer(const InferArgs& args) {
     RW_EXPECTS(done > 0, IoError, "{}: the video has no readable frame", file);
     if (done < args.frames) fmt::print("{}: the video ended after {} frame(s)\n", file, done);
   } else {
-    for (int i = 0; i < (args.repeat > 1 ? args.warmup : 0); ++i) outputs = executor.run(feeds);
+    for (int i = 0; i < (args.repeat > 1 ? args.warmup : 0); ++i) run_model();
     for (int i = 0; i < args.repeat; ++i) timed_run();
   }
 
@@ -234,7 +278,7 @@ int run_infer(const InferArgs& args) {
              args.threads > 0 ? std::to_string(args.threads) : std::string("default"));
   if (args.profile) {
     std::map<std::string, double> per_op;
-    for (const auto& t : executor.last_timings()) per_op[t.op_type] += t.milliseconds;
+    for (const auto& t : executor->last_timings()) per_op[t.op_type] += t.milliseconds;
     std::vector<std::pair<std::string, double>> sorted(per_op.begin(), per_op.end());
     std::sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
     for (const auto& [op, ms] : sorted) fmt::print("  {:<20} {:9.2f} ms\n", op, ms);
@@ -279,6 +323,8 @@ Command make_infer_command() {
     sub->add_flag("--profile", args->profile, "print time per op type of the last run");
     sub->add_option("--frames", args->frames,
                     "run on this many successive frames of the video --input, printing each")->default_val(0);
+    sub->add_option("--device", args->device, "cpu, or cuda (GPU 0, Redwood's CUDA kernels)")->default_val("cpu");
+    sub->add_option("--precision", args->precision, "on the GPU: fp32, tf32, fp16 or bf16")->default_val("fp32");
     return sub;
   };
   c.run = [args] { return run_infer(*args); };

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The plan cache on the GPU host: time to first inference of `redwood infer --device cuda` in a
+# new process, cold (an empty plan cache: every convolution's candidates timed) against warm (the
+# cache the cold run left: the picks read back, nothing timed), for PP-OCRv4 det and rec
+# (assets/models) and ResNet-50 (torchvision's, weights=None, exported as scripts/bench_gpu.py
+# does; skipped where PyTorch is missing). Each start is repeated RUNS times, each cold one with a
+# fresh cache folder; the medians go into $OUT/YYYY-MM-DD-<gpu>-plan-cache.md with the machine,
+# driver and commit; the launcher's logs (REDWOOD_LOG=debug: the plan cache's lines) stay in $OUT.
+#
+# Needs the bundle of scripts/streaming_bundle.sh (the launcher `redwood` and assets/models):
+#
+#   scripts/streaming_bundle.sh                          # here
+#   device run, carry [".device/p1"]:  bash .device/p1/run --stage       (each part but the last)
+#   device run, carry [".device/pN"]:  bash scripts/plan_cache_device_run.sh
+#
+# PRECISION (fp16) and RUNS (3) change the runs; the issue's target is warm >= 10x faster.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+: "${OUT:?set OUT to a folder for the logs}"
+run=""
+for r in .device/run $(ls -d .device/p* 2>/dev/null | sort -V | tail -1)/run; do
+  [[ -f $r ]] && run=$r
+done
+[[ -n $run ]] || { echo "no .device/run or .device/pN/run: build the bundle first (scripts/streaming_bundle.sh)" >&2; exit 2; }
+bash "$run" true || exit 3  # unpacks once (all parts must be staged)
+meta=$(dirname "$run")
+export RW_BUNDLE_DATA=/tmp/rw-bundle/data
+models=$RW_BUNDLE_DATA/assets/models
+precision=${PRECISION:-fp16}
+runs=${RUNS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# name, model file, input name, input shape
+cases=("PP-OCRv4 det|$models/ch_PP-OCRv4_det_infer.onnx|x|1x3x640x640"
+       "PP-OCRv4 rec|$models/ch_PP-OCRv4_rec_infer.onnx|x|1x3x48x320")
+if python3 -c 'import torch, torchvision' 2>/dev/null; then
+  if python3 -c "import sys; sys.path.insert(0, 'scripts'); import bench_gpu; bench_gpu.export('resnet50', '$work')" \
+      >"$OUT/resnet50_export.log" 2>&1; then
+    cases+=("ResNet-50|$work/resnet50.onnx|input|1x3x224x224")
+  fi
+fi
+[[ -f $work/resnet50.onnx ]] || echo "ResNet-50: not measured (no PyTorch/torchvision here, or the export failed: $OUT/resnet50_export.log)" >&2
+
+# One start of the launcher: prints its time to first inference in ms, or nothing when it failed.
+start() {  # model input shape cache_dir log
+  REDWOOD_CACHE_DIR=$4 REDWOOD_LOG=debug timeout 300 bash "$run" redwood infer "$1" --random "$2=$3" \
+    --device cuda --precision "$precision" >"$5" 2>&1
+  sed -n 's/^time to first inference: \([0-9.]*\) ms.*/\1/p' "$5" | head -1
+}
+median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'; }
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+table="$OUT/plan_cache_table.md"
+{
+  echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | warm: load + first run ms | picks read back (warm) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
+} >"$table"
+for spec in "${cases[@]}"; do
+  IFS='|' read -r name file input shape <<<"$spec"
+  tag=$(tr -cd 'a-zA-Z0-9' <<<"$name")
+  cold=() warm=() seeded="" split=""
+  for i in $(seq 1 "$runs"); do
+    cache="$work/cache-$tag-$i"
+    mkdir -p "$cache"
+    cold+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$tag-cold-$i.log")")
+    warm+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$tag-warm-$i.log")")
+    # The last warm start that says them: the picks it read back, and where its time went.
+    n=$(grep -oE "[0-9]+ tuned picks seeded" "$OUT/$tag-warm-$i.log" | head -1 | cut -d' ' -f1)
+    [[ -n $n ]] && seeded=$n
+    n=$(sed -n 's/^time to first inference: .*(load \([0-9.]*\) ms, first run \([0-9.]*\) ms).*/\1 + \2/p' \
+      "$OUT/$tag-warm-$i.log" | head -1)
+    [[ -n $n ]] && split=$n
+  done
+  c=$(printf '%s\n' "${cold[@]}" | grep . | median)
+  w=$(printf '%s\n' "${warm[@]}" | grep . | median)
+  if [[ -n $c && -n $w ]]; then
+    echo "| $name | $shape | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | ${split:-} | ${seeded:-none} |" >>"$table"
+  else
+    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | | see $tag-*.log |" >>"$table"
+  fi
+  echo "$name: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
+done
+cat "$table"
+
+# What the cache holds after the last warm run (when the launcher has `plan --cache-info`).
+last_cache=$(ls -d "$work"/cache-* 2>/dev/null | tail -1)
+info=""
+if [[ -n $last_cache ]] && bash "$run" redwood plan --help 2>&1 | grep -q -- --cache-info; then
+  info=$(REDWOOD_CACHE_DIR=$last_cache bash "$run" redwood plan --cache-info 2>&1 | head -40)
+fi
+
+day=$(date -u +%F)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+tag=$(tr '[:upper:]' '[:lower:]' <<<"${gpu_name#NVIDIA }" | cut -d' ' -f1 | tr -cd 'a-z0-9-')
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+os_name=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)
+commit=${REDWOOD_COMMIT:-$(cat "$meta/commit" 2>/dev/null)}
+results="$OUT/$day-${tag:-gpu}-plan-cache.md"
+{
+  echo "# $day · ${gpu_name:-unknown GPU} · the plan cache: time to first inference, cold and warm"
+  echo
+  echo "| | |"
+  echo "| --- | --- |"
+  echo "| date | $day |"
+  echo "| machine | ${gpu_name:-unknown GPU}, $(nproc) host cores, ${os_name:-OS not recorded} |"
+  echo "| driver | ${driver:-not recorded} |"
+  echo "| CUDA toolkit (Redwood's build) | $(cat "$meta/toolkit" 2>/dev/null || echo not recorded) |"
+  echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
+  echo "| command | \`bash scripts/plan_cache_device_run.sh\` (PRECISION=$precision, RUNS=$runs) |"
+  echo
+  echo "Each start is a new process: \`redwood infer MODEL --random INPUT=SHAPE --device cuda --precision $precision\`,"
+  echo "timed from before the model is read to the first result (its \"time to first inference\" line:"
+  echo "import, graph hash, optimization, plan, tuning, capture, one run). Cold: an empty"
+  echo "\`REDWOOD_CACHE_DIR\`, so the tuners time every convolution's candidates (within 3 s a plan);"
+  echo "warm: the same folder in a new process, the picks read back from the plan cache. \"load\" is"
+  echo "import, hash, optimization and the runner with its CUDA context; \"first run\" plans, captures and"
+  echo "runs (the last warm start's split)."
+  echo
+  cat "$table"
+  if [[ -n $info ]]; then
+    echo
+    echo "The cache after the last warm start (\`redwood plan --cache-info\`):"
+    echo
+    echo '```'
+    echo "$info"
+    echo '```'
+  fi
+} >"$results"
+echo "results: $results"
