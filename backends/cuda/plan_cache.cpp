@@ -45,7 +45,7 @@ std::map<std::string, std::string> plan_cache_options(const RunnerOptions& optio
 runtime::PlanCacheKey plan_cache_key(const std::string& model_hash, const RunnerOptions& options, int device) {
   const ProbeResult probe = probe_devices();
   RW_EXPECTS(device >= 0 && static_cast<std::size_t>(device) < probe.devices.size(), InvalidArgument,
-             "plan cache: this process sees no GPU {} ({})", device,
+             "this process sees no GPU {} ({})", device,
              probe.error.empty() ? fmt::format("{} GPUs", probe.devices.size()) : probe.error);
   const DeviceInfo& d = probe.devices[static_cast<std::size_t>(device)];
   runtime::PlanCacheKey key;
