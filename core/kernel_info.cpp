@@ -26,4 +26,15 @@ KernelInfo constant_kernel_info(const Graph& graph, const std::vector<Tensor>& i
   return info;
 }
 
+KernelInfo planned_kernel_info(const Graph& graph, const std::vector<TensorDesc>& inputs) {
+  KernelInfo info;
+  info.graph = &graph;
+  info.opset = graph.opset;
+  for (const TensorDesc& d : inputs) {
+    info.input_dtypes.push_back(d.dtype);
+    info.constant_inputs.push_back(d.host);
+  }
+  return info;
+}
+
 }  // namespace redwood

@@ -258,49 +258,6 @@ double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady
   return std::chrono::duration<double, std::milli>(t - epoch).count();
 }
 
-/// Splits `whole` (rows on dim 0) into parts of `rows` rows, the first rows first, each a new
-/// tensor from `allocate`. A batch of one part that runs exactly its rows keeps the tensor.
-std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
-                               const TensorAllocator& allocate, const std::string& what) {
-  std::int64_t total = 0;
-  for (auto r : rows) total += r;
-  RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
-             "{} is {}, expected {} rows (one per item: every output of a batched model must be)", what,
-             whole.description(), run_rows);
-  if (rows.size() == 1 && run_rows == total && !allocate) return {whole};
-  const Tensor c = whole.contiguous();
-  const std::size_t row_bytes = run_rows > 0 ? c.nbytes() / static_cast<std::size_t>(run_rows) : 0;
-  std::vector<Tensor> parts;
-  parts.reserve(rows.size());
-  const auto* src = static_cast<const std::byte*>(c.raw_data());
-  for (auto r : rows) {
-    Shape shape = c.shape();
-    shape[0] = r;
-    Tensor part = allocate ? allocate(c.dtype(), shape) : Tensor::empty(c.dtype(), shape);
-    if (!part.defined()) part = Tensor::empty(c.dtype(), shape);
-    if (part.nbytes() > 0) std::memcpy(part.raw_data(), src, part.nbytes());
-    src += row_bytes * static_cast<std::size_t>(r);
-    parts.push_back(std::move(part));
-  }
-  return parts;
-}
-
-/// Normalizes picture parts (8-bit [rows, H, W, C]) into the float input `in`, one after the
-/// other, zeroing the padding rows after them as gather_rows does; returns the pixels' bytes.
-std::size_t normalize_parts(const std::vector<Tensor>& parts, const PictureInput& picture, Tensor& in) {
-  auto* dst = in.data<float>();
-  std::size_t bytes = 0;
-  for (const Tensor& part : parts) {
-    const Tensor c = part.contiguous();
-    normalize_picture(c.data<std::uint8_t>(), c.dim(0), c.dim(1), c.dim(2), picture, dst);
-    dst += c.numel();
-    bytes += c.nbytes();
-  }
-  const auto* end = in.data<float>() + in.numel();
-  if (dst < end) std::memset(dst, 0, static_cast<std::size_t>(end - dst) * sizeof(float));
-  return bytes;
-}
-
 class CpuRunner final : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
@@ -385,27 +342,9 @@ class CpuRunner final : public ModelRunner {
     std::int64_t total = 0;
     for (auto r : rows) total += r;
     const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
+    std::vector<Tensor> staged = stage_inputs(batch, total, run_rows, &timing.bytes_in);
     std::map<std::string, Tensor> feeds;
-    for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
-      const auto& parts = batch.inputs[i];
-      const bool picture = i == 0 && batch.picture.has_value();
-      Tensor in;
-      if (parts.size() == 1 && run_rows == total && !picture) {
-        in = parts[0];
-      } else {
-        const Shape shape = batch_input_shape(batch, i, run_rows);
-        const DType dtype = picture ? DType::kF32 : parts[0].dtype();
-        in = batch.allocate ? batch.allocate(dtype, shape) : Tensor();
-        if (!in.defined()) in = Tensor::empty(dtype, shape);
-        if (picture) {
-          timing.bytes_in += normalize_parts(parts, *batch.picture, in);
-        } else {
-          gather_rows(parts, in.raw_data(), in.nbytes());
-        }
-      }
-      if (!picture) timing.bytes_in += in.nbytes();
-      feeds.emplace(graph.inputs[i].name, std::move(in));
-    }
+    for (std::size_t i = 0; i < staged.size(); ++i) feeds.emplace(graph.inputs[i].name, std::move(staged[i]));
     const auto t1 = std::chrono::steady_clock::now();
     std::vector<Tensor> outs = executor_.run(feeds);
     feeds.clear();
@@ -439,8 +378,90 @@ class CpuRunner final : public ModelRunner {
 
 }  // namespace
 
+std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                               const TensorAllocator& allocate, const std::string& what) {
+  std::int64_t total = 0;
+  for (auto r : rows) total += r;
+  RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
+             "{} is {}, expected {} rows (one per item: every output of a batched model must be)", what,
+             whole.description(), run_rows);
+  if (rows.size() == 1 && run_rows == total && !allocate) return {whole};
+  const Tensor c = whole.contiguous();
+  const std::size_t row_bytes = run_rows > 0 ? c.nbytes() / static_cast<std::size_t>(run_rows) : 0;
+  std::vector<Tensor> parts;
+  parts.reserve(rows.size());
+  const auto* src = static_cast<const std::byte*>(c.raw_data());
+  for (auto r : rows) {
+    Shape shape = c.shape();
+    shape[0] = r;
+    Tensor part = allocate ? allocate(c.dtype(), shape) : Tensor::empty(c.dtype(), shape);
+    if (!part.defined()) part = Tensor::empty(c.dtype(), shape);
+    if (part.nbytes() > 0) std::memcpy(part.raw_data(), src, part.nbytes());
+    src += row_bytes * static_cast<std::size_t>(r);
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
+namespace {
+
+/// Normalizes picture parts (8-bit [rows, H, W, C]) into the float input `in`, one after the
+/// other, zeroing the padding rows after them as gather_rows does; returns the pixels' bytes.
+std::size_t normalize_parts(const std::vector<Tensor>& parts, const PictureInput& picture, Tensor& in) {
+  auto* dst = in.data<float>();
+  std::size_t bytes = 0;
+  for (const Tensor& part : parts) {
+    const Tensor c = part.contiguous();
+    normalize_picture(c.data<std::uint8_t>(), c.dim(0), c.dim(1), c.dim(2), picture, dst);
+    dst += c.numel();
+    bytes += c.nbytes();
+  }
+  const auto* end = in.data<float>() + in.numel();
+  if (dst < end) std::memset(dst, 0, static_cast<std::size_t>(end - dst) * sizeof(float));
+  return bytes;
+}
+
+}  // namespace
+
+std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows,
+                                 std::size_t* bytes_in) {
+  std::vector<Tensor> staged;
+  staged.reserve(batch.inputs.size());
+  for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
+    const auto& parts = batch.inputs[i];
+    const bool picture = i == 0 && batch.picture.has_value();
+    Tensor in;
+    if (parts.size() == 1 && run_rows == total_rows && !picture) {
+      in = parts[0];
+    } else {
+      const Shape shape = batch_input_shape(batch, i, run_rows);
+      const DType dtype = picture ? DType::kF32 : parts[0].dtype();
+      in = batch.allocate ? batch.allocate(dtype, shape) : Tensor();
+      if (!in.defined()) in = Tensor::empty(dtype, shape);
+      if (picture) {
+        *bytes_in += normalize_parts(parts, *batch.picture, in);
+      } else {
+        gather_rows(parts, in.raw_data(), in.nbytes());
+      }
+    }
+    if (!picture) *bytes_in += in.nbytes();
+    staged.push_back(std::move(in));
+  }
+  return staged;
+}
+
+
 std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config) {
   return std::make_unique<CpuRunner>(std::move(graph), config);
+}
+
+std::unique_ptr<ModelRunner> make_runner(const std::string& device, std::shared_ptr<const Graph> graph,
+                                         const RunnerConfig& config) {
+  if (device == "cpu") return make_cpu_runner(std::move(graph), config);
+  const auto it = device_runner_registry().find(device);
+  RW_EXPECTS(it != device_runner_registry().end(), Unsupported, "{}: this Redwood has no '{}' device",
+             graph ? graph->name : std::string("model"), device);
+  return it->second.make(std::move(graph), config);
 }
 
 std::map<std::string, DeviceRunnerFactory>& device_runner_registry() {

@@ -23,6 +23,7 @@
 // no "cuda" entry and says so.
 
 #include "core/graph/graph.hpp"
+#include "core/kernel_info.hpp"
 #include "core/picture_input.hpp"
 #include "core/tensor.hpp"
 
@@ -184,6 +185,9 @@ class ModelRunner {
   /// "cpu", "cuda:0 (NVIDIA H200), fp16, 3 slots": for logs.
   virtual std::string description() const = 0;
   virtual RunnerStats stats() const = 0;
+  /// A runner made of others (a model split across devices, runtime/split_runner.hpp): each
+  /// one's stats, in order; empty for the others.
+  virtual std::vector<RunnerStats> segment_stats() const { return {}; }
 
   /// Synchronous: every graph input by name (one part each), the graph outputs in the graph's
   /// order; throws what the batch failed with.
@@ -222,6 +226,18 @@ void part_rows(const std::vector<Tensor>& parts, std::vector<std::int64_t>& rows
 /// The shape graph input `i` runs at: its parts' with `run_rows` rows, or for a picture (input 0
 /// of a batch with `picture`) the model's float shape of its pixels.
 Shape batch_input_shape(const InferBatch& batch, std::size_t i, std::int64_t run_rows);
+/// The batch's graph inputs as whole tensors of `run_rows` rows, in graph input order: a single
+/// part that is the whole batch as it is, else the parts gathered (a picture's normalized) into a
+/// tensor from batch.allocate (or the heap), the rows after `total_rows` zeros. Adds the bytes
+/// staged to *bytes_in.
+std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows,
+                                 std::size_t* bytes_in);
+/// Splits `whole` (rows on dim 0, `run_rows` of them) into parts of `rows` rows, the first rows
+/// first, each a new tensor from `allocate`; the rows past their sum (padding) are dropped. A
+/// batch of one part that runs exactly its rows keeps the tensor. Throws InvalidArgument naming
+/// `what` when `whole` does not have `run_rows` rows.
+std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                               const TensorAllocator& allocate, const std::string& what);
 /// Checks a batch against the graph's inputs and outputs (counts, dtypes, matching part rows,
 /// run_rows, and a picture's pixels against input 0's extents); throws InvalidArgument naming the
 /// model and what differs.
@@ -246,7 +262,25 @@ struct DeviceRunnerFactory {
   std::function<int()> device_count;
   /// Device `index`'s memory: in use (by every process) and in all; zeros when unknown.
   std::function<DeviceMemoryInfo(int index)> memory_info;
+  /// Whether the device runs `node`, whose inputs have these dtypes and shapes (and values, where
+  /// known on the host), at `precision`: "" when it does, else why not. The partitioner's question
+  /// (runtime/partition.hpp); answered on the host, so also where no device is usable.
+  std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs,
+                            const std::string& precision)>
+      supports;
+  /// Each node's time on the device for these input shapes (milliseconds, the median of `runs`
+  /// timed passes, each node launched on its own), by the name of the node in the graph the
+  /// device runs (its own passes may fuse nodes: a fused group counts under the name it keeps).
+  /// The cost model's measurements (`redwood plan --profile`).
+  std::function<std::map<std::string, double>(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                                              const RunnerConfig& config, int runs)>
+      time_nodes;
 };
+
+/// A runner for `graph` on `device`: "cpu" (make_cpu_runner), or a device the registry has.
+/// Throws Unsupported naming the device when this Redwood has none of that name.
+std::unique_ptr<ModelRunner> make_runner(const std::string& device, std::shared_ptr<const Graph> graph,
+                                         const RunnerConfig& config);
 
 /// Device name ("cuda") -> factory; filled by static registration in the backends.
 std::map<std::string, DeviceRunnerFactory>& device_runner_registry();

@@ -18,6 +18,7 @@
 // Kernel::run() (the generic executor's entry) is implemented on top: host inputs are copied to
 // the device, planned, launched, and the outputs copied back. The per-kernel tests use it.
 
+#include "core/kernel_info.hpp"
 #include "core/op_registry.hpp"
 
 #include <cuda_runtime_api.h>
@@ -41,14 +42,6 @@ std::string_view precision_name(Precision p);
 /// "fp32", "tf32", "fp16", "bf16"; throws InvalidArgument naming the accepted values otherwise.
 Precision parse_precision(std::string_view name);
 
-/// An input or output as planned: dtype, shape, and the value itself when it is known on the
-/// host at plan time (nullptr otherwise).
-struct TensorDesc {
-  DType dtype = DType::kUndefined;
-  Shape shape;
-  const Tensor* host = nullptr;
-  bool defined() const { return dtype != DType::kUndefined; }
-};
 
 struct PlanInfo {
   const Node& node;

@@ -27,6 +27,7 @@
 #include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/graph_runner.hpp"
+#include "backends/cuda/kernel_select.hpp"
 #include "backends/cuda/kernels/launchers.hpp"
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
@@ -560,8 +561,29 @@ DeviceMemoryInfo cuda_memory_info(int device) {
   return {static_cast<std::int64_t>(total - free), static_cast<std::int64_t>(total)};
 }
 
+std::string supports(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs,
+                     const std::string& precision) {
+  return cuda_supports(graph, node, inputs, parse_precision(precision));
+}
+
+std::map<std::string, double> time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                                        const RunnerConfig& config, int runs) {
+  const ProbeResult probe = probe_devices();
+  const std::string why = unavailable_reason(probe, config.device);
+  RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
+  RW_CUDA_CHECK(cudaSetDevice(config.device));
+  RunnerOptions options;
+  options.precision = parse_precision(config.precision);
+  GraphRunner runner(std::move(graph), options);
+  Plan& plan = runner.plan_for(input_shapes);
+  const std::vector<double> ms = plan.time_steps(runner.stream(), runs);
+  std::map<std::string, double> by_node;
+  for (std::size_t i = 0; i < ms.size(); ++i) by_node[runner.graph().nodes[plan.schedule().steps[i].node].name] += ms[i];
+  return by_node;
+}
+
 [[maybe_unused]] const bool registered = register_device_runner(
-    "cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count, cuda_memory_info});
+    "cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count, cuda_memory_info, supports, time_nodes});
 
 }  // namespace
 }  // namespace redwood::cuda

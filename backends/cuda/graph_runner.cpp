@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
+#include "backends/cuda/kernel_select.hpp"
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/kernel_info.hpp"
@@ -166,41 +167,16 @@ Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shap
     }
     // A device step: the first CUDA kernel (highest priority) whose factory accepts the node.
     std::vector<TensorDesc> descs(in.size());
-    KernelInfo info;
-    info.graph = &graph;
-    info.opset = graph.opset;
     for (std::size_t i = 0; i < in.size(); ++i) {
-      if (in[i] < 0) {
-        info.input_dtypes.push_back(DType::kUndefined);
-        info.constant_inputs.push_back(nullptr);
-        continue;
-      }
+      if (in[i] < 0) continue;
       const Schedule::Value& v = s.values[static_cast<std::size_t>(in[i])];
       descs[i] = {v.dtype, v.shape, v.kind == Schedule::Kind::kHost ? &v.host : nullptr};
-      info.input_dtypes.push_back(v.dtype);
-      info.constant_inputs.push_back(v.kind == Schedule::Kind::kHost ? &v.host : nullptr);
     }
-    std::unique_ptr<Kernel> kernel;
-    std::string provider, reasons;
-    const auto candidates = OpRegistry::instance().candidates(node.op_type, Device::kCuda);
-    for (const KernelEntry* e : candidates) {
-      try {
-        kernel = e->factory(node, info);
-        provider = e->provider;
-        break;
-      } catch (const Unsupported& u) {
-        reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", e->provider, u.what());
-      }
-    }
-    RW_EXPECTS(!candidates.empty(), Unsupported, "{}: no CUDA kernel for {}", node.where(), node.op_type);
-    RW_EXPECTS(kernel != nullptr, Unsupported, "{}: no CUDA kernel accepts it ({})", node.where(), reasons);
-    auto* cuda_kernel = dynamic_cast<CudaKernel*>(kernel.get());
-    RW_EXPECTS(cuda_kernel != nullptr, Unsupported, "{}: the {} kernel is not a CUDA kernel", node.where(), provider);
-    kernel.release();
+    SelectedKernel selected = select_cuda_kernel(graph, node, descs);
     Schedule::Step step;
     step.node = n;
-    step.provider = provider;
-    step.kernel.reset(cuda_kernel);
+    step.provider = std::move(selected.provider);
+    step.kernel = std::move(selected.kernel);
     step.kernel->set_precision(precision);
     const PlanInfo plan_info{node, descs, precision, graph.opset};
     const std::vector<TensorDesc> outs = step.kernel->plan(plan_info);
