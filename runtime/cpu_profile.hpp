@@ -1,0 +1,20 @@
+#pragma once
+// The CPU's figures for its DeviceProfile (runtime/device_profile.hpp): what identifies the CPU,
+// and the measurement itself (runtime/cpu_profile.cpp says how each figure is taken).
+
+#include "runtime/device_profile.hpp"
+
+#include <string>
+
+namespace redwood::runtime {
+
+/// What the CPU's figures depend on: model name, the threads Redwood uses, the ISA, oneDNN's
+/// version. Cheap: reads /proc/cpuinfo.
+std::string cpu_profile_key();
+
+/// Measures the CPU: peak matmul rates, memory bandwidth, per-op dispatch cost. About a second on
+/// a 2-core VM; `quick` makes it about ten times shorter and less precise. Fills everything but
+/// device, key, measured_at and measure_seconds, which device_profile() sets.
+DeviceProfile measure_cpu_profile(bool quick);
+
+}  // namespace redwood::runtime

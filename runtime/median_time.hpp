@@ -1,0 +1,32 @@
+#pragma once
+// The median wall time of a few calls, for the device profilers (runtime/cpu_profile.cpp,
+// backends/cuda/device_profiler.cu): the median, not the best, because a profile feeds cost
+// estimates of ordinary runs, and not the mean, which one preempted call on a busy machine skews.
+// C++17, for .cu files.
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+namespace redwood::runtime {
+
+/// The median of `values` (not empty).
+inline double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+/// Median wall time of `reps` calls of f, in milliseconds.
+template <typename F>
+double median_ms(int reps, F&& f) {
+  std::vector<double> times;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(std::move(times));
+}
+
+}  // namespace redwood::runtime
