@@ -223,6 +223,10 @@ Shape batch_input_shape(const InferBatch& batch, std::size_t i, std::int64_t run
   return i == 0 && batch.picture ? picture_model_shape(shape, *batch.picture) : shape;
 }
 
+ModelRunner::ModelRunner(const Graph& graph) {
+  for (const auto& vi : graph.inputs) input_names_.push_back(vi.name);
+}
+
 std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
   InferBatch batch;
   for (const auto& name : input_names_) {
@@ -248,11 +252,6 @@ std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs
 
 namespace {
 
-std::vector<std::string> input_names(const Graph& graph) {
-  std::vector<std::string> names;
-  for (const auto& vi : graph.inputs) names.push_back(vi.name);
-  return names;
-}
 
 double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(t - epoch).count();
@@ -261,7 +260,7 @@ double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady
 class CpuRunner final : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
-      : ModelRunner(input_names(*graph)),
+      : ModelRunner(*graph),
         slots_(config.slots),
         executor_(std::move(graph)),
         recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots) {

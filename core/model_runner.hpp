@@ -194,8 +194,8 @@ class ModelRunner {
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
 
  protected:
-  /// The graph's input names, in order (run() orders the parts by them).
-  explicit ModelRunner(std::vector<std::string> input_names) : input_names_(std::move(input_names)) {}
+  /// The graph's inputs, whose names (in order) run() orders the parts by.
+  explicit ModelRunner(const Graph& graph);
 
  private:
   std::vector<std::string> input_names_;
@@ -243,6 +243,15 @@ std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64
 /// model and what differs.
 void check_batch(const Graph& graph, const InferBatch& batch);
 
+/// A graph's time on a device, node by node (milliseconds, medians of the runs): by the name of
+/// the node in the graph the device runs (its own passes may fuse nodes: a fused group counts
+/// under the name it keeps), each node run on its own; and the whole graph run as it runs in a
+/// runner (on a GPU, one CUDA graph replay), which node times launched one by one overstate.
+struct NodeTimes {
+  std::map<std::string, double> by_node;
+  double whole_ms = 0;
+};
+
 /// How a backend other than the CPU makes runners.
 struct DeviceMemoryInfo {
   std::int64_t used_bytes = 0, total_bytes = 0;
@@ -268,12 +277,10 @@ struct DeviceRunnerFactory {
   std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs,
                             const std::string& precision)>
       supports;
-  /// Each node's time on the device for these input shapes (milliseconds, the median of `runs`
-  /// timed passes, each node launched on its own), by the name of the node in the graph the
-  /// device runs (its own passes may fuse nodes: a fused group counts under the name it keeps).
-  /// The cost model's measurements (`redwood plan --profile`).
-  std::function<std::map<std::string, double>(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                                              const RunnerConfig& config, int runs)>
+  /// Each node's time on the device for these input shapes, and the whole graph's as it runs
+  /// (NodeTimes). The cost model's measurements (`redwood plan --profile`).
+  std::function<NodeTimes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                          const RunnerConfig& config, int runs)>
       time_nodes;
 };
 

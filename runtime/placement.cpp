@@ -279,14 +279,17 @@ Placement place_heft(const PlacementProblem& p) {
   return out;
 }
 
-Placement place_latency(const PlacementProblem& p) {
-  const std::vector<int> order = rank_order(p);
-  Placement best = place_heft(p);
-  std::vector<int>& device = best.device;
-  double current = best.makespan_ms;
+namespace {
+
+// Local search from `start`: a node moved to another device, or two adjacent nodes moved together,
+// while that shortens the batch. Every pass that improves starts over; each improvement shortens
+// the batch, so it ends.
+std::vector<int> improve_locally(const PlacementProblem& p, const std::vector<int>& order, std::vector<int> device,
+                                 double& current) {
   const int devices = static_cast<int>(p.devices.size());
   auto runs = [&](std::size_t v, int d) { return p.nodes[v].cost_ms[static_cast<std::size_t>(d)] != kUnsupported; };
-  // Tries `device` with the moves made; keeps them when the batch gets shorter.
+  current = makespan_in(p, order, device);
+  // Tries `moved`; keeps it when the batch gets shorter.
   auto keep_if_shorter = [&](std::vector<int>& moved) {
     const double m = makespan_in(p, order, moved);
     if (m < current - 1e-12) {
@@ -296,7 +299,6 @@ Placement place_latency(const PlacementProblem& p) {
     }
     return false;
   };
-  // Every pass that improves starts over; each improvement shortens the batch, so it ends.
   for (bool improved = true; improved;) {
     improved = false;
     std::vector<int> moved = device;
@@ -321,8 +323,41 @@ Placement place_latency(const PlacementProblem& p) {
       }
     }
   }
-  best.makespan_ms = current;
-  best.bottleneck_ms = bottleneck_in(p, p.result_bytes(), device);
+  return device;
+}
+
+}  // namespace
+
+Placement place_latency(const PlacementProblem& p) {
+  const std::vector<int> order = rank_order(p);
+  // Starts: HEFT's placement; each node on its cheapest device; each device alone where it runs
+  // every node. One- and two-node moves cannot leave a placement whose every neighbour is worse
+  // (HEFT putting a model's first layers on the host, where the input already is, and a GPU
+  // that is faster for all of them but for the input's transfer), so several starts are tried
+  // and the shortest result is kept.
+  std::vector<std::vector<int>> starts{place_heft(p).device};
+  std::vector<int> cheapest;
+  for (const auto& node : p.nodes) {
+    cheapest.push_back(static_cast<int>(std::min_element(node.cost_ms.begin(), node.cost_ms.end()) - node.cost_ms.begin()));
+  }
+  starts.push_back(cheapest);
+  for (std::size_t d = 0; d < p.devices.size(); ++d) {
+    if (std::all_of(p.nodes.begin(), p.nodes.end(), [&](const auto& n) { return n.cost_ms[d] != kUnsupported; })) {
+      starts.emplace_back(p.nodes.size(), static_cast<int>(d));
+    }
+  }
+  Placement best;
+  double best_ms = kUnsupported;
+  for (const auto& start : starts) {
+    double ms = 0;
+    std::vector<int> device = improve_locally(p, order, start, ms);
+    if (ms < best_ms - 1e-12) {
+      best_ms = ms;
+      best.device = std::move(device);
+    }
+  }
+  best.makespan_ms = best_ms;
+  best.bottleneck_ms = bottleneck_in(p, p.result_bytes(), best.device);
   return best;
 }
 

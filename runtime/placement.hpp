@@ -90,8 +90,10 @@ double bottleneck(const PlacementProblem& p, const std::vector<int>& device);
 /// HEFT: in rank order, each node on the device where it would finish first.
 Placement place_heft(const PlacementProblem& p);
 
-/// HEFT's placement improved by local search: a node moved to another device, or two adjacent
-/// nodes moved together, while that shortens the batch; the placer for one batch at any size.
+/// Local search (a node moved to another device, or two adjacent nodes moved together, while that
+/// shortens the batch) from several starts: HEFT's placement, each node on its cheapest device,
+/// and each device alone where it runs every node; the shortest kept. The placer for one batch
+/// at any size.
 Placement place_latency(const PlacementProblem& p);
 
 /// Every placement, the fastest kept (ties: the first found). Throws InvalidArgument when there are

@@ -35,6 +35,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -43,12 +44,6 @@
 
 namespace redwood::cuda {
 namespace {
-
-std::vector<std::string> input_names(const Graph& graph) {
-  std::vector<std::string> names;
-  for (const auto& vi : graph.inputs) names.push_back(vi.name);
-  return names;
-}
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
 
@@ -148,7 +143,7 @@ std::pair<double, double> pinned_peak_gbps(int device, cudaStream_t stream) {
 class CudaModelRunner final : public ModelRunner {
  public:
   CudaModelRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config, std::string device_name)
-      : ModelRunner(input_names(*graph)),
+      : ModelRunner(*graph),
         device_(config.device),
         ring_(config.slots),
         runner_(set_device(config.device, std::move(graph)), RunnerOptions{.precision = parse_precision(config.precision)}),
@@ -566,8 +561,8 @@ std::string supports(const Graph& graph, const Node& node, const std::vector<Ten
   return cuda_supports(graph, node, inputs, parse_precision(precision));
 }
 
-std::map<std::string, double> time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                                        const RunnerConfig& config, int runs) {
+NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                     const RunnerConfig& config, int runs) {
   const ProbeResult probe = probe_devices();
   const std::string why = unavailable_reason(probe, config.device);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
@@ -577,9 +572,25 @@ std::map<std::string, double> time_nodes(std::shared_ptr<const Graph> graph, con
   GraphRunner runner(std::move(graph), options);
   Plan& plan = runner.plan_for(input_shapes);
   const std::vector<double> ms = plan.time_steps(runner.stream(), runs);
-  std::map<std::string, double> by_node;
-  for (std::size_t i = 0; i < ms.size(); ++i) by_node[runner.graph().nodes[plan.schedule().steps[i].node].name] += ms[i];
-  return by_node;
+  NodeTimes times;
+  for (std::size_t i = 0; i < ms.size(); ++i) times.by_node[runner.graph().nodes[plan.schedule().steps[i].node].name] += ms[i];
+  // The whole plan as a runner replays it, between two events (after one replay to warm up).
+  cudaStream_t stream = runner.stream();
+  Event start(true), stop(true);
+  plan.enqueue(stream);
+  std::vector<float> whole;
+  for (int r = 0; r < runs; ++r) {
+    start.record(stream);
+    plan.enqueue(stream);
+    stop.record(stream);
+    stop.synchronize();
+    float elapsed = 0;
+    RW_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start.get(), stop.get()));
+    whole.push_back(elapsed);
+  }
+  std::sort(whole.begin(), whole.end());
+  times.whole_ms = whole.empty() ? 0.0 : whole[whole.size() / 2];
+  return times;
 }
 
 [[maybe_unused]] const bool registered = register_device_runner(

@@ -78,7 +78,7 @@ struct RunnerOptions {
   bool plan_cache = true;
   /// Where the entries live; empty: runtime::plan_cache_dir() ($REDWOOD_CACHE_DIR/plans, else
   /// $XDG_CACHE_HOME/redwood/plans, else ~/.cache/redwood/plans).
-  std::filesystem::path plan_cache_dir;
+  std::filesystem::path plan_cache_dir{};
 };
 
 /// The NHWC storage type of activations between convolutions under these options: kF16 or

@@ -1,0 +1,97 @@
+#pragma once
+// The cost model: what a node costs on a device, and a value to move between devices, for the
+// partitioner (runtime/partition.hpp). Two sources, the better first:
+//
+//   measured   a history of node times keyed by device, op, input and output shapes and dtypes,
+//              and precision (CostHistory; filled by `redwood plan --profile`, kept on disk)
+//   estimated  a roofline from the device's profile (runtime/device_profile.hpp):
+//              launch + max(flops / peak rate, bytes / memory bandwidth), scaled by the device's
+//              calibration: the median ratio of measured to roofline time over the nodes the
+//              history has for that device (1 without any), since no kernel reaches the peak
+//
+// Transfers cost latency + bytes / bandwidth, at the profile's pageable rates: a split model's
+// values cross between devices through ordinary host tensors.
+
+#include "core/graph/graph.hpp"
+#include "core/kernel_info.hpp"
+#include "runtime/device_profile.hpp"
+#include "runtime/placement.hpp"
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redwood::runtime {
+
+/// What one node does at given shapes: floating-point operations (a multiply-add is two) and the
+/// bytes it reads and writes (weights included).
+struct NodeWork {
+  double flops = 0;
+  double bytes = 0;
+};
+NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
+
+/// Measured node times, by key (CostHistory::key). Thread-safe. A sample updates the entry's
+/// running median estimate (the median of the samples kept, at most 16).
+class CostHistory {
+ public:
+  /// "cuda:0 NVIDIA H200|fp16|Conv|f32[1,3,640,640],f32[16,3,3,3]->f32[1,16,320,320]"
+  static std::string key(const DeviceProfile& device, const std::string& precision, const Node& node,
+                         const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
+  std::optional<double> find(const std::string& key) const;
+  void record(const std::string& key, double ms);
+  std::size_t size() const;
+  /// Every key with its median, sorted by key.
+  std::map<std::string, double> entries() const;
+
+  /// Reads a history file; a missing file is an empty history, a corrupt one is logged and
+  /// ignored (never trusted). Writes atomically (a temporary file, then rename).
+  void load(const std::string& path);
+  void save(const std::string& path) const;
+  /// `<cache dir>/history/costs.json` (the cache dir of runtime/device_profile.hpp).
+  static std::string default_path();
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::vector<double>> samples_;
+};
+
+/// A node's cost on one device, and where it came from.
+struct CostEstimate {
+  double ms = 0;
+  bool measured = false;  // from the history; else the calibrated roofline
+};
+
+class CostModel {
+ public:
+  /// `profiles[i]` describes device i of the placement (profiles[0] the host CPU); `precision` is
+  /// what the accelerators compute in ("fp32", "tf32", "fp16", "bf16"; the CPU computes fp32).
+  CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history = nullptr);
+
+  const std::vector<DeviceProfile>& profiles() const { return profiles_; }
+  const std::string& precision() const { return precision_; }
+
+  /// The roofline alone, uncalibrated.
+  double roofline_ms(int device, const NodeWork& work) const;
+  CostEstimate node_ms(int device, const Node& node, const std::vector<TensorDesc>& inputs,
+                       const std::vector<TensorDesc>& outputs) const;
+  /// Scales each device's roofline by the median measured/roofline ratio over `samples`
+  /// (device, roofline ms, measured ms); devices without samples keep 1.
+  void calibrate(const std::vector<std::tuple<int, double, double>>& samples);
+  double calibration(int device) const { return scale_[static_cast<std::size_t>(device)]; }
+  /// The link from device a to device b (pageable host<->device rates; between two accelerators,
+  /// through the host: the slower of the two hops, latencies added).
+  PlacementProblem::Link link(int a, int b) const;
+  /// The precision device i computes in ("fp32" on the CPU).
+  std::string device_precision(int device) const;
+
+ private:
+  std::vector<DeviceProfile> profiles_;
+  std::string precision_;
+  const CostHistory* history_;
+  std::vector<double> scale_;
+};
+
+}  // namespace redwood::runtime

@@ -1,0 +1,158 @@
+#pragma once
+// The partitioner: which device runs each node of a model, and the model cut into single-device
+// subgraphs with explicit transfers between them.
+//
+//   Graph ─device-neutral passes─► analysis ─supports, costs─► PlacementProblem ─placer─► Placement
+//                                  one run on zeros on the CPU:     (runtime/placement.hpp)      │
+//                                  every value's dtype and shape,                       cut_model│
+//                                  the shape arithmetic found                                    ▼
+//                                                                         segments: subgraphs, each on one device
+//
+// Shape arithmetic (Shape, and what is computed from shapes and constants alone) is not placed:
+// every device evaluates it on the host when it plans (the CUDA schedule, the CPU executor's
+// per-shape folding), so each segment gets its own copy of the chains it reads.
+//
+// Segments form a chain: the nodes in a topological order that stays on one device as long as it
+// can, cut where the device changes. A segment's inputs are graph inputs or values of earlier
+// segments; its outputs are what later segments read and the model's outputs. Its graph (for a
+// ModelRunner) takes and returns every value with one extra leading dimension of 1 ("boxed"):
+// a runner splits a batch by rows on dim 0, and an intermediate value's dim 0 need not be the
+// batch (runtime/split_runner.hpp).
+
+#include "core/graph/graph.hpp"
+#include "core/kernel_info.hpp"
+#include "core/passes/pass_manager.hpp"
+#include "runtime/cost_model.hpp"
+#include "runtime/placement.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redwood::runtime {
+
+/// The model at one set of input shapes.
+struct ModelAnalysis {
+  std::shared_ptr<const Graph> graph;        // after the device-neutral passes
+  std::vector<PassRecord> passes;            // what they did (fusions: fuse_epilogue's lines)
+  std::vector<Shape> input_shapes;           // graph input order
+  std::map<std::string, Tensor> host_values; // initializers and the shape arithmetic's results
+  std::map<std::string, TensorDesc> values;  // every value: dtype, shape, and host value where known
+  std::vector<bool> host_node;               // per node: shape arithmetic, not placed
+  std::vector<std::size_t> placeable;        // the other nodes, in graph order
+  std::vector<double> cpu_ms;                // per placeable node: its time in the analysis run (CPU)
+
+  /// Node n's inputs and outputs as the analysis saw them.
+  std::vector<TensorDesc> input_descs(std::size_t n) const;
+  std::vector<TensorDesc> output_descs(std::size_t n) const;
+};
+
+/// Runs the device-neutral passes on a copy of `graph` (unless `optimize` is off) and the result
+/// on zeros of `input_shapes` with the CPU executor: once node by node for every value's shape,
+/// then as the CPU runner would, timing each node (cpu_node_times).
+ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                            bool optimize = true);
+
+/// Each placed node's time on the CPU (milliseconds, in analysis.placeable's order), timed as the
+/// CPU runner runs the model on `feeds`.
+std::vector<double> cpu_node_times(const ModelAnalysis& analysis, const std::map<std::string, Tensor>& feeds);
+
+/// "" when `device` runs the node at these inputs, else why not.
+using SupportFn = std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs)>;
+
+struct PartitionOptions {
+  /// The devices to place on; the first is the host ("cpu"). Others are device runner names
+  /// ("cuda"), whose supports() the registry answers unless `supports` has them.
+  std::vector<std::string> devices = {"cpu", "cuda"};
+  std::string precision = "fp32";
+  enum class Objective { kLatency, kThroughput };
+  /// kLatency: the shortest batch (HEFT and local search); kThroughput: the least busy bottleneck
+  /// between batches (the ILP, HEFT where it finds nothing in time).
+  Objective objective = Objective::kLatency;
+  /// Node name -> device name: the node runs there whatever it costs (an error if it cannot).
+  std::map<std::string, std::string> pinned;
+  /// A device name, or empty: every node this device can run goes there whatever the costs say
+  /// (`device: cuda` in a pipeline: the GPU runs what it can, the host the rest).
+  std::string prefer;
+  /// Per device; empty: runtime::device_profile() of each ("cuda" is "cuda:0").
+  std::vector<DeviceProfile> profiles;
+  /// Measured node times (may be null): used before the roofline, and to calibrate it.
+  const CostHistory* history = nullptr;
+  /// Per device name, overriding the registry's answer (tests; devices the registry lacks).
+  std::map<std::string, SupportFn> supports;
+  /// The analysis run's CPU times count as measured CPU costs (and calibrate its roofline).
+  bool use_analysis_times = true;
+  double ilp_time_limit_s = 5;
+  /// The exact reference (exhaustive search for the objective) runs when there are at most this
+  /// many placements to try.
+  std::uint64_t exhaustive_limit = 1ull << 20;
+};
+
+struct Segment {
+  int device = 0;                       // index into the partition's devices
+  std::vector<std::size_t> nodes;       // the analysis graph's nodes it runs (shape arithmetic included)
+  std::vector<std::string> inputs;      // value names: graph inputs and earlier segments' outputs
+  std::vector<std::string> outputs;     // what later segments read and the model's outputs it makes
+  std::shared_ptr<const Graph> graph;   // the boxed subgraph a runner runs
+};
+
+/// The box's names: segment graphs take `x` as boxed_name(x), [1, ...x's shape].
+std::string boxed_name(const std::string& value);
+
+/// Cuts the analysis graph by `device` (per placeable node, in analysis.placeable's order).
+std::vector<Segment> cut_model(const ModelAnalysis& analysis, const std::vector<int>& device);
+
+struct Partition {
+  ModelAnalysis analysis;
+  std::vector<std::string> devices;
+  PlacementProblem problem;                       // its nodes are analysis.placeable
+  PlacementProblem open;                          // the same but for `prefer`: where the baselines are placed
+  std::vector<std::vector<CostEstimate>> costs;   // [node][device]; kUnsupported where it cannot run
+  std::vector<std::vector<std::string>> why_not;  // [node][device]: "" or why the device cannot run it
+  Placement placement;                            // the chosen one
+  Placement placer;                               // the placer's own (before comparing cuts as run)
+  Placement heft;                                 // the baseline list scheduler's
+  std::optional<Placement> naive;                 // the first unsupported node and all after it on the host
+                                                  // (objectives on `open`)
+  std::optional<Placement> optimum;               // the exact reference, when it was computed
+  std::vector<Segment> segments;
+  PartitionOptions::Objective objective = PartitionOptions::Objective::kLatency;
+
+  /// The objective's value of a placement (makespan or bottleneck, milliseconds).
+  double objective_ms(const Placement& p) const;
+  /// One batch's time under `device` as the split runner runs it (split_latency_ms of its cut).
+  double run_latency_ms(const std::vector<int>& device) const;
+  /// Whether every placeable node is on one device (then no split is needed).
+  bool single_device() const;
+  /// With single_device(): that device's name ("cpu" for a model with no node to place).
+  const std::string& whole_device() const;
+  /// The partition as Graphviz: nodes coloured by device, transfers as bold edges.
+  std::string dot() const;
+};
+
+/// What one batch takes through `segments` as the split runner runs them: a segment starts once
+/// every segment it reads from is done and its inputs have crossed, and every value crosses
+/// through host memory (an accelerator's result comes back to the host and goes out again, even
+/// to a later segment on the same device); the model's outputs end on the host. Per segment, its
+/// compute (its placed nodes' costs on its device, from `problem`) and its inputs' crossing time
+/// go to `compute` and `transfer_in` when given. The list schedule (makespan()) keeps values on
+/// the device between nodes there; this is the figure a cut is measured against.
+double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
+                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr);
+
+/// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
+/// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,
+/// the exact optimum, the naive split and each device alone.
+Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                          const PartitionOptions& options);
+/// The same from an analysis already made.
+Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options);
+
+/// The naive split peers use: every node on the accelerator (device 1) up to the first it cannot
+/// run, that one and every later node on the host. std::nullopt when device 1 runs every node.
+std::optional<Placement> place_naive(const PlacementProblem& problem);
+
+}  // namespace redwood::runtime

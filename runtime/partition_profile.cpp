@@ -1,0 +1,129 @@
+#include "runtime/partition_profile.hpp"
+
+#include "core/error.hpp"
+#include "core/model_runner.hpp"
+#include "runtime/split_runner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace redwood::runtime {
+namespace {
+
+DeviceProfile profile_of(const Partition& p, int device, int device_index) {
+  const std::string& name = p.devices[static_cast<std::size_t>(device)];
+  return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, device_index));
+}
+
+}  // namespace
+
+std::size_t record_node_times(const Partition& p, CostHistory& history, const std::string& precision, int device_index,
+                              int runs) {
+  const ModelAnalysis& a = p.analysis;
+  const Graph& g = *a.graph;
+  std::size_t recorded = 0;
+  const DeviceProfile cpu = profile_of(p, 0, device_index);
+  for (std::size_t i = 0; i < a.placeable.size(); ++i) {
+    const std::size_t n = a.placeable[i];
+    if (a.cpu_ms[i] <= 0) continue;
+    history.record(CostHistory::key(cpu, "fp32", g.nodes[n], a.input_descs(n), a.output_descs(n)), a.cpu_ms[i]);
+    ++recorded;
+  }
+  std::map<std::string, std::size_t> by_name;
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) by_name[g.nodes[n].name] = n;
+  for (const Segment& s : p.segments) {
+    if (s.device == 0) continue;
+    const std::string& device = p.devices[static_cast<std::size_t>(s.device)];
+    const auto& registry = device_runner_registry();
+    const auto it = registry.find(device);
+    RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
+               s.graph->name, device);
+    std::vector<Shape> shapes;
+    for (const auto& in : s.inputs) {
+      Shape boxed{1};
+      const Shape& shape = a.values.at(in).shape;
+      boxed.insert(boxed.end(), shape.begin(), shape.end());
+      shapes.push_back(boxed);
+    }
+    RunnerConfig config;
+    config.device = device_index;
+    config.precision = precision;
+    const DeviceProfile profile = profile_of(p, s.device, device_index);
+    // Steps the device's own passes added (layout conversions, the boxing) match no node of the
+    // analysis: their time is shared among the matched nodes in proportion, so that a segment's
+    // nodes still add up to what the device spends on it.
+    std::vector<std::pair<std::size_t, double>> matched;
+    double matched_ms = 0, other_ms = 0;
+    const NodeTimes times = it->second.time_nodes(s.graph, shapes, config, runs);
+    for (const auto& [name, ms] : times.by_node) {
+      const auto node = by_name.find(name);
+      if (node == by_name.end() || a.host_node[node->second]) {
+        other_ms += ms;
+        continue;
+      }
+      matched.emplace_back(node->second, ms);
+      matched_ms += ms;
+    }
+    // And the nodes add up to the whole segment's run, not to their times launched one by one.
+    const double total = times.whole_ms > 0 ? times.whole_ms : matched_ms + other_ms;
+    const double scale = matched_ms > 0 ? total / matched_ms : 1.0;
+    for (const auto& [n, ms] : matched) {
+      history.record(CostHistory::key(profile, precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
+      ++recorded;
+    }
+  }
+  return recorded;
+}
+
+std::vector<SegmentTimes> predict_segments(const Partition& p) {
+  std::vector<double> compute, transfer_in;
+  split_latency_ms(p.analysis, p.open, p.segments, &compute, &transfer_in);
+  std::vector<SegmentTimes> out(p.segments.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    out[k].predicted_ms = compute[k];
+    out[k].transfer_in_predicted_ms = transfer_in[k];
+  }
+  return out;
+}
+
+PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config, int runs, int warmup) {
+  RW_EXPECTS(runs > 0 && warmup >= 0, InvalidArgument, "measure_partition: {} runs, {} warm-up", runs, warmup);
+  // A placement on one device runs as that device's own runner, as a pipeline runs it.
+  auto runner = p.single_device()
+                    ? make_runner(p.whole_device(), p.analysis.graph, config)
+                    : make_split_runner(p, config);
+  auto stats = [&] {
+    std::vector<RunnerStats> s = runner->segment_stats();
+    return s.empty() ? std::vector<RunnerStats>{runner->stats()} : s;
+  };
+  const Graph& g = *p.analysis.graph;
+  std::map<std::string, Tensor> feeds;
+  for (std::size_t i = 0; i < g.inputs.size(); ++i) {
+    const DType dtype = g.inputs[i].dtype == DType::kUndefined ? DType::kF32 : g.inputs[i].dtype;
+    feeds[g.inputs[i].name] = Tensor::zeros(dtype, p.analysis.input_shapes[i]);
+  }
+  runner->prepare(p.analysis.input_shapes);
+  for (int i = 0; i < warmup; ++i) runner->run(feeds);
+  const std::vector<RunnerStats> before = stats();
+  std::vector<double> batch_ms;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    runner->run(feeds);
+    batch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  const std::vector<RunnerStats> after = stats();
+  PartitionTimes times;
+  times.segments = predict_segments(p);
+  for (std::size_t k = 0; k < times.segments.size() && k < after.size(); ++k) {
+    const double batches = static_cast<double>(after[k].batches - before[k].batches);
+    times.segments[k].measured_ms = (after[k].compute_ms - before[k].compute_ms) / batches;
+    times.segments[k].copy_ms = (after[k].copy_in_ms + after[k].copy_out_ms - before[k].copy_in_ms - before[k].copy_out_ms) / batches;
+  }
+  std::sort(batch_ms.begin(), batch_ms.end());
+  times.measured_batch_ms = batch_ms[batch_ms.size() / 2];
+  times.predicted_batch_ms = p.run_latency_ms(p.placement.device);
+  return times;
+}
+
+}  // namespace redwood::runtime

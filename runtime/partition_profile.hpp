@@ -1,0 +1,43 @@
+#pragma once
+// Measuring a partition: the cost model's history filled from the devices' own node timings, and
+// each segment's predicted time set against what its runner measures (`redwood plan --profile`,
+// the cost model's error in docs/planner.md).
+
+#include "core/model_runner.hpp"
+#include "runtime/cost_model.hpp"
+#include "runtime/partition.hpp"
+
+#include <vector>
+
+namespace redwood::runtime {
+
+/// Records measured node times into `history`: the analysis run's CPU times for every placed node,
+/// and for each other device, its time_nodes() of every segment placed on it (nodes matched by
+/// name; a node the device's own passes renamed or fused away is left to the roofline; the matched
+/// nodes' times are scaled to add up to the segment's whole run, which includes the steps those
+/// passes added and not the gaps of launching nodes one by one). Returns
+/// how many times were recorded. Throws what the devices throw (a missing GPU).
+std::size_t record_node_times(const Partition& partition, CostHistory& history, const std::string& precision,
+                              int device_index = 0, int runs = 10);
+
+struct SegmentTimes {
+  double predicted_ms = 0;  // the sum of its nodes' costs on its device
+  double measured_ms = 0;   // its runner's compute time per batch
+  double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
+  double copy_ms = 0;       // its runner's copy time per batch (0 on the CPU)
+};
+
+struct PartitionTimes {
+  std::vector<SegmentTimes> segments;
+  double predicted_batch_ms = 0;  // Partition::run_latency_ms of the placement
+  double measured_batch_ms = 0;   // the median of `runs` batches, one at a time, through the split runner
+};
+
+/// Runs the partition through a split runner on zeros of the analysis's input shapes: `warmup`
+/// batches, then `runs` timed ones, one at a time.
+PartitionTimes measure_partition(const Partition& partition, const RunnerConfig& config, int runs = 20, int warmup = 3);
+
+/// Predicted per segment alone (no run).
+std::vector<SegmentTimes> predict_segments(const Partition& partition);
+
+}  // namespace redwood::runtime

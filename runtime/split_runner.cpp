@@ -1,0 +1,360 @@
+#include "runtime/split_runner.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "memory/resource.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <new>
+#include <set>
+
+namespace redwood::runtime {
+namespace {
+
+Tensor box(const Tensor& t) {
+  Shape shape{1};
+  shape.insert(shape.end(), t.shape().begin(), t.shape().end());
+  return t.contiguous().reshaped(shape);
+}
+
+Tensor unbox(const Tensor& t) {
+  RW_EXPECTS(t.rank() >= 1 && t.dim(0) == 1, InvalidArgument, "a segment returned {}, expected one boxed value",
+             t.description());
+  return t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
+}
+
+void released_by_shared_ptr(void*) {}
+
+// Host tensors for the values that cross between segments, recycled by size: a batch's values
+// come back for the next batch as a pipeline's frame pool does, so they are neither page-faulted
+// in afresh each batch nor, over an accelerator's page-locked memory, registered each time. Its
+// upstream is the first accelerator's pinned memory (copies to and from it run at full speed),
+// else the heap. Thread-safe; outlives its tensors (each holds it).
+class ValuePool : public std::enable_shared_from_this<ValuePool> {
+ public:
+  explicit ValuePool(memory::MemoryResource* upstream) : upstream_(upstream) {}
+  ~ValuePool() {
+    for (const auto& [bytes, p] : free_) give_back(p, bytes);
+  }
+
+  Tensor make(DType dtype, const Shape& shape) {
+    for (auto d : shape) {
+      if (d < 0) return Tensor::empty(dtype, shape);  // which reports the bad shape
+    }
+    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+    const std::size_t block = std::max<std::size_t>(bytes, 64);
+    void* p = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = free_.find(block); it != free_.end()) {
+        p = it->second;
+        free_.erase(it);
+      }
+    }
+    if (p == nullptr) p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
+    std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCpu, &released_by_shared_ptr),
+                                     [pool = shared_from_this(), block](Storage* s) {
+                                       void* data = s->data();
+                                       delete s;
+                                       std::lock_guard lock(pool->mutex_);
+                                       pool->free_.emplace(block, data);
+                                     });
+    return Tensor::from_storage(std::move(storage), dtype, shape);
+  }
+
+ private:
+  static constexpr std::size_t kAlignment = 256;
+  void give_back(void* p, std::size_t bytes) {
+    if (upstream_ != nullptr) upstream_->deallocate(p, bytes, kAlignment, nullptr);
+    else ::operator delete(p, std::align_val_t{kAlignment});
+  }
+  memory::MemoryResource* upstream_;
+  std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;
+};
+
+class SplitRunner final : public ModelRunner {
+ public:
+  SplitRunner(const Partition& partition, const RunnerConfig& config)
+      : ModelRunner(*partition.analysis.graph),
+        graph_(partition.analysis.graph),
+        segments_(partition.segments),
+        recorder_(describe(partition, config), config.slots, config.device, true) {
+    RW_EXPECTS(!segments_.empty(), InvalidArgument, "{}: nothing to run (no segment)", graph_->name);
+    memory::MemoryResource* pinned = nullptr;
+    for (const Segment& s : segments_) {
+      const auto it = device_runner_registry().find(partition.devices[static_cast<std::size_t>(s.device)]);
+      if (pinned == nullptr && it != device_runner_registry().end() && it->second.pinned_memory) pinned = &it->second.pinned_memory();
+    }
+    values_ = std::make_shared<ValuePool>(pinned);
+    for (const Segment& s : segments_) {
+      runners_.push_back(make_runner(partition.devices[static_cast<std::size_t>(s.device)], s.graph, config));
+    }
+    // Which segments each one waits for: those that make its inputs.
+    std::map<std::string, std::size_t> maker;
+    for (std::size_t k = 0; k < segments_.size(); ++k) {
+      for (const auto& out : segments_[k].outputs) maker[out] = k;
+    }
+    waits_for_.resize(segments_.size());
+    next_.resize(segments_.size());
+    for (std::size_t k = 0; k < segments_.size(); ++k) {
+      std::set<std::size_t> from;
+      for (const auto& in : segments_[k].inputs) {
+        if (auto it = maker.find(in); it != maker.end()) from.insert(it->second);
+      }
+      waits_for_[k] = static_cast<int>(from.size());
+      for (std::size_t f : from) next_[f].push_back(k);
+    }
+  }
+
+  ~SplitRunner() override {
+    drain();
+    runners_.clear();  // each waits for its own batches, first to last
+  }
+
+  void submit(InferBatch batch, InferDone done) override {
+    check_batch(*graph_, batch);
+    auto job = std::make_shared<Job>();
+    job->start = std::chrono::steady_clock::now();
+    part_rows(batch.inputs[0], job->rows);
+    std::int64_t total = 0;
+    for (auto r : job->rows) total += r;
+    job->run_rows = batch.run_rows > 0 ? batch.run_rows : total;
+    // Without the caller's pool, the inputs are staged into (and the outputs split from) this
+    // runner's, so they too cross at full speed.
+    if (!batch.allocate) batch.allocate = [pool = values_](DType dtype, const Shape& shape) { return pool->make(dtype, shape); };
+    job->total = total;
+    job->allocate = std::move(batch.allocate);
+    job->done = std::move(done);
+    std::vector<Tensor> staged = stage_inputs(batch, total, job->run_rows, &job->bytes_in);
+    for (std::size_t i = 0; i < staged.size(); ++i) job->values[graph_->inputs[i].name] = std::move(staged[i]);
+    job->waiting = waits_for_;
+    {
+      std::lock_guard lock(mutex_);
+      ++in_flight_;
+      job->sequence = submitted_++;
+    }
+    // The segments that read only the model's inputs start now; each completion starts those it
+    // was the last to wait for.
+    std::vector<std::size_t> roots;
+    for (std::size_t k = 0; k < segments_.size(); ++k) {
+      if (waits_for_[k] == 0) roots.push_back(k);
+    }
+    job->outstanding = static_cast<int>(roots.size());
+    if (launch(job, roots)) end(job);
+  }
+
+  // Runs one batch of zeros at these shapes: every segment's runner then has its plan for the
+  // shapes its inputs take (which only running tells), tuned and captured now rather than with
+  // the first real batch.
+  void prepare(const std::vector<Shape>& input_shapes) override {
+    RW_EXPECTS(input_shapes.size() == graph_->inputs.size(), InvalidArgument, "{}: {} shapes for {} inputs",
+               graph_->name, input_shapes.size(), graph_->inputs.size());
+    std::map<std::string, Tensor> zeros;
+    for (std::size_t i = 0; i < input_shapes.size(); ++i) {
+      const DType dtype = graph_->inputs[i].dtype == DType::kUndefined ? DType::kF32 : graph_->inputs[i].dtype;
+      zeros[graph_->inputs[i].name] = Tensor::zeros(dtype, input_shapes[i]);
+    }
+    run(zeros);
+  }
+
+  void drain() override {
+    std::unique_lock lock(mutex_);
+    idle_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+
+  int in_flight() const override {
+    std::lock_guard lock(mutex_);
+    return in_flight_;
+  }
+
+  std::string description() const override { return recorder_.stats().description; }
+
+  RunnerStats stats() const override { return recorder_.stats(); }
+
+  std::vector<RunnerStats> segment_stats() const override {
+    std::vector<RunnerStats> out;
+    for (const auto& r : runners_) out.push_back(r->stats());
+    return out;
+  }
+
+ private:
+  struct Job {
+    std::mutex mutex;                      // values, waiting, outstanding, error: segments complete on their own threads
+    std::map<std::string, Tensor> values;  // whole-batch values by name
+    std::vector<int> waiting;              // per segment: segments it still waits for
+    int outstanding = 0;                   // segments submitted and not complete
+    std::size_t completed = 0;
+    std::exception_ptr error;
+    std::uint64_t sequence = 0;
+    std::vector<std::int64_t> rows;
+    std::int64_t total = 0, run_rows = 0;
+    std::size_t bytes_in = 0;
+    TensorAllocator allocate;
+    InferDone done;
+    std::chrono::steady_clock::time_point start;
+  };
+
+  static std::string describe(const Partition& p, const RunnerConfig& config) {
+    std::string parts;
+    for (std::size_t k = 0; k < p.segments.size(); ++k) {
+      const std::string& d = p.devices[static_cast<std::size_t>(p.segments[k].device)];
+      parts += fmt::format("{}{}", k == 0 ? "" : " -> ", d == "cpu" ? d : fmt::format("{}:{}", d, config.device));
+    }
+    return fmt::format("split in {} segments: {}", p.segments.size(), parts);
+  }
+
+  // Submits segments `ks` of the batch to their runners (counted in `outstanding` already). A
+  // segment's refusal (check_batch passed the batch, so a segment should not refuse it) fails the
+  // batch, and the segments not submitted are no longer waited for. Returns whether the batch
+  // has nothing outstanding any more: then the caller ends it.
+  bool launch(const std::shared_ptr<Job>& job, const std::vector<std::size_t>& ks) {
+    for (std::size_t i = 0; i < ks.size(); ++i) {
+      const std::size_t k = ks[i];
+      try {
+        InferBatch b;
+        {
+          std::lock_guard lock(job->mutex);
+          for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
+        }
+        b.allocate = [pool = values_](DType dtype, const Shape& shape) { return pool->make(dtype, shape); };
+        runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
+      } catch (...) {
+        std::lock_guard lock(job->mutex);
+        if (!job->error) job->error = std::current_exception();
+        job->outstanding -= static_cast<int>(ks.size() - i);
+        return job->outstanding == 0;
+      }
+    }
+    return false;
+  }
+
+  void end(const std::shared_ptr<Job>& job) {
+    if (job->error) {
+      fail(job, job->error);
+    } else {
+      finish(job);
+    }
+  }
+
+  void completed(const std::shared_ptr<Job>& job, std::size_t k, InferResult& r) {
+    std::vector<std::size_t> ready;
+    bool last = false;
+    {
+      std::lock_guard lock(job->mutex);
+      --job->outstanding;
+      ++job->completed;
+      if (r.error && !job->error) job->error = r.error;
+      if (!job->error) {
+        try {
+          const Segment& seg = segments_[k];
+          for (std::size_t o = 0; o < seg.outputs.size(); ++o) job->values[seg.outputs[o]] = unbox(r.outputs[o][0]);
+        } catch (...) {
+          job->error = std::current_exception();
+        }
+      }
+      if (!job->error) {
+        for (std::size_t n : next_[k]) {
+          if (--job->waiting[n] == 0) ready.push_back(n);
+        }
+        job->outstanding += static_cast<int>(ready.size());
+      }
+      last = job->outstanding == 0;
+    }
+    if (!ready.empty()) last = launch(job, ready);
+    if (last) end(job);
+  }
+
+  void finish(const std::shared_ptr<Job>& job) {
+    InferResult result;
+    BatchTiming timing;
+    try {
+      for (const auto& vi : graph_->outputs) {
+        result.outputs.push_back(split_rows(job->values.at(vi.name), job->rows, job->run_rows, job->allocate,
+                                            fmt::format("output '{}'", vi.name)));
+        timing.bytes_out += job->values.at(vi.name).nbytes();
+      }
+    } catch (...) {
+      fail(job, std::current_exception());
+      return;
+    }
+    const double start = std::chrono::duration<double, std::milli>(job->start - epoch_).count();
+    const double end = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - epoch_).count();
+    timing.copy_in_start = timing.compute_start = start;
+    timing.compute_end = timing.copy_out_end = end;
+    timing.bytes_in = job->bytes_in;
+    timing.rows = job->total;
+    timing.run_rows = job->run_rows;
+    recorder_.record(timing, false);
+    job->values.clear();
+    deliver(job, result);
+  }
+
+  void fail(const std::shared_ptr<Job>& job, std::exception_ptr error) {
+    InferResult result;
+    result.error = std::move(error);
+    job->values.clear();
+    recorder_.record(BatchTiming{}, true);
+    deliver(job, result);
+  }
+
+  // Hands results over in submit order: segments on different devices may finish a later batch
+  // first. Whichever thread finds the next batch ready delivers every ready one in turn.
+  void deliver(const std::shared_ptr<Job>& job, InferResult& result) {
+    std::unique_lock lock(mutex_);
+    ready_.emplace(job->sequence, Ready{job, std::move(result)});
+    if (delivering_) return;
+    delivering_ = true;
+    while (!ready_.empty() && ready_.begin()->first == delivered_) {
+      Ready r = std::move(ready_.begin()->second);
+      ready_.erase(ready_.begin());
+      ++delivered_;
+      lock.unlock();
+      try {
+        r.job->done(r.result);
+      } catch (const std::exception& e) {
+        log().error("{}: a batch's completion threw: {}", graph_->name, e.what());
+      }
+      r.job->done = nullptr;
+      r.job->values.clear();
+      lock.lock();
+      --in_flight_;
+      idle_.notify_all();
+    }
+    delivering_ = false;
+  }
+
+  std::shared_ptr<const Graph> graph_;
+  std::vector<Segment> segments_;
+  std::shared_ptr<ValuePool> values_;
+  std::vector<int> waits_for_;                   // per segment: how many segments make its inputs
+  std::vector<std::vector<std::size_t>> next_;   // per segment: the segments that read its outputs
+  RunnerStatsRecorder recorder_;
+  const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;
+  int in_flight_ = 0;
+  struct Ready {
+    std::shared_ptr<Job> job;
+    InferResult result;
+  };
+  std::uint64_t submitted_ = 0, delivered_ = 0;
+  std::map<std::uint64_t, Ready> ready_;  // finished batches waiting for an earlier one
+  bool delivering_ = false;
+  std::vector<std::unique_ptr<ModelRunner>> runners_;  // last: they go first, while the rest exists
+};
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> make_split_runner(const Partition& partition, const RunnerConfig& config) {
+  return std::make_unique<SplitRunner>(partition, config);
+}
+
+}  // namespace redwood::runtime

@@ -1,0 +1,301 @@
+// The partitioner on a model (runtime/partition.hpp) and the split runner that runs its segments
+// (runtime/split_runner.hpp). The accelerator here is a stand-in registered as a device runner: the
+// CPU runner under another name, with a supports() that refuses Softmax and a profile that makes
+// it fast, so placement, cutting and split execution run on a machine without a GPU.
+
+#include "core/error.hpp"
+#include "core/model_runner.hpp"
+#include "core/onnx/onnx_import.hpp"
+#include "runtime/partition.hpp"
+#include "runtime/split_runner.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <future>
+
+namespace redwood::runtime {
+namespace {
+
+constexpr const char* kAccel = "test-accelerator";
+
+// The stand-in accelerator: the CPU runner, refusing Softmax.
+const bool registered = register_device_runner(
+    kAccel, {[] { return std::string(); },
+             [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
+             nullptr, [] { return 1; }, nullptr,
+             [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
+               return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+             },
+             nullptr});
+
+DeviceProfile profile(const std::string& device, double gflops, double gbps) {
+  DeviceProfile p;
+  p.device = device;
+  p.name = device;
+  p.peak_gflops["fp32"] = gflops;
+  p.memory_gbps = gbps;
+  p.launch_ms = 0.001;
+  p.h2d_pageable_gbps = p.d2h_pageable_gbps = 20;
+  p.copy_latency_ms = 0.001;
+  return p;
+}
+
+PartitionOptions options(double accel_gflops = 10000) {
+  PartitionOptions o;
+  o.devices = {"cpu", kAccel};
+  o.profiles = {profile("cpu", 10, 10), profile(kAccel, accel_gflops, 1000)};
+  o.use_analysis_times = false;  // the roofline alone: placements that do not depend on this machine
+  return o;
+}
+
+// x [N,4,8,8] -> Conv -> Softmax(channels) -> Conv -> y = reshape to [N, 512] (by shape arithmetic
+// on the conv's output), and z = conv1 + conv2.
+std::shared_ptr<const Graph> model() {
+  const auto dir = testing::temp_dir("partition");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 8, 8}, {"N"});
+  b.initializer("w1", testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 1));
+  b.initializer("b1", testing::random_tensor(DType::kF32, {8}, -0.5, 0.5, 2));
+  b.initializer("w2", testing::random_tensor(DType::kF32, {8, 8, 3, 3}, -0.5, 0.5, 3));
+  b.initializer("b2", testing::random_tensor(DType::kF32, {8}, -0.5, 0.5, 4));
+  b.initializer("zero", Tensor::from_vector<std::int64_t>({}, {0}));
+  b.initializer("axes", Tensor::from_vector<std::int64_t>({1}, {0}));
+  b.initializer("minus_one", Tensor::from_vector<std::int64_t>({1}, {-1}));
+  auto& c1 = b.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  testing::OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto& sm = b.node("Softmax", {"c1"}, {"p"}, "softmax");
+  testing::OnnxBuilder::set_attr(sm, "axis", std::int64_t{1});
+  auto& c2 = b.node("Conv", {"p", "w2", "b2"}, {"c2"}, "conv2");
+  testing::OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.node("Shape", {"c2"}, {"shape"}, "shape");
+  b.node("Gather", {"shape", "zero"}, {"n"}, "gather");
+  b.node("Unsqueeze", {"n", "axes"}, {"n1"}, "unsqueeze");
+  auto& cat = b.node("Concat", {"n1", "minus_one"}, {"target"}, "concat");
+  testing::OnnxBuilder::set_attr(cat, "axis", std::int64_t{0});
+  b.node("Reshape", {"c2", "target"}, {"y"}, "reshape");
+  b.node("Add", {"c1", "c2"}, {"z"}, "add");
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 512}, {"N"});
+  b.output("z", onnx::TensorProto::FLOAT, {-1, 8, 8, 8}, {"N"});
+  b.save(dir / "split.onnx");
+  return load_onnx(dir / "split.onnx");
+}
+
+std::string device_of(const Partition& p, const std::string& op) {
+  const Graph& g = *p.analysis.graph;
+  for (std::size_t i = 0; i < p.analysis.placeable.size(); ++i) {
+    if (g.nodes[p.analysis.placeable[i]].op_type == op) return p.devices[static_cast<std::size_t>(p.placement.device[i])];
+  }
+  return "";
+}
+
+InferResult run_batch(ModelRunner& runner, InferBatch batch) {
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  runner.submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+void expect_near(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.shape(), b.shape());
+  const auto x = a.to_float_vector(), y = b.to_float_vector();
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(x[i], y[i], 1e-5) << "at " << i;
+}
+
+TEST(Partition, PutsWhatTheAcceleratorLacksOnTheHostAndCutsAroundIt) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  EXPECT_EQ(device_of(p, "Softmax"), "cpu");
+  EXPECT_EQ(device_of(p, "Conv"), kAccel);
+  // Accelerator, host, accelerator at least (the reshape, whose result returns to the host anyway,
+  // may run there beside the Add).
+  ASSERT_GE(p.segments.size(), 3u);
+  EXPECT_EQ(p.segments[0].device, 1);
+  // Shape arithmetic is not placed: Shape, Gather, Unsqueeze and Concat run where Reshape does.
+  EXPECT_EQ(p.analysis.placeable.size(), 5u);  // conv1, softmax, conv2, reshape, add
+  EXPECT_FALSE(p.why_not[1][1].empty());
+  EXPECT_EQ(p.costs[1][1].ms, kUnsupported);
+  // The host's segment with the softmax reads conv1's output and gives back the softmax; the
+  // first segment also sends c1 on to the Add (z = c1 + c2).
+  const Segment& host = p.segments[1];
+  EXPECT_EQ(p.devices[static_cast<std::size_t>(host.device)], "cpu");
+  EXPECT_EQ(host.inputs, std::vector<std::string>{"c1"});
+  EXPECT_EQ(host.outputs, std::vector<std::string>{"p"});
+  EXPECT_EQ(p.segments[0].outputs, std::vector<std::string>{"c1"});
+  ASSERT_TRUE(p.optimum.has_value());  // five nodes: every placement was tried
+  EXPECT_LE(p.placer.makespan_ms, p.optimum->makespan_ms * 1.05);
+  EXPECT_LE(p.placer.makespan_ms, p.heft.makespan_ms + 1e-9);
+  // The cut chosen runs at least as fast, as the split runner runs it, as every candidate's.
+  EXPECT_LE(p.run_latency_ms(p.placement.device), p.run_latency_ms(p.heft.device) + 1e-9);
+  EXPECT_LE(p.run_latency_ms(p.placement.device), p.run_latency_ms(p.naive->device) + 1e-9);
+}
+
+TEST(Partition, NaiveSplitRunsEverythingFromTheFirstUnsupportedNodeOnTheHost) {
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
+  ASSERT_TRUE(p.naive.has_value());
+  EXPECT_EQ(p.naive->device[0], 1);
+  for (std::size_t i = 1; i < p.naive->device.size(); ++i) EXPECT_EQ(p.naive->device[i], 0) << i;
+  EXPECT_LT(p.placement.makespan_ms, p.naive->makespan_ms);
+}
+
+TEST(Partition, ASlowAcceleratorGetsNothing) {
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options(0.001));
+  EXPECT_TRUE(p.single_device());
+  for (int d : p.placement.device) EXPECT_EQ(d, 0);
+}
+
+TEST(Partition, PinnedNodesStayWhereTheyArePinned) {
+  PartitionOptions o = options();
+  o.pinned["conv1"] = "cpu";
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, o);
+  EXPECT_EQ(p.placement.device[0], 0);
+  o.pinned["conv1"] = "tpu";
+  EXPECT_THROW(partition_model(model(), {{1, 4, 8, 8}}, o), InvalidArgument);
+  o.pinned.clear();
+  o.pinned["softmax"] = kAccel;  // which cannot run it
+  EXPECT_THROW(partition_model(model(), {{1, 4, 8, 8}}, o), Unsupported);
+  o.pinned.clear();
+  o.pinned["no such node"] = "cpu";
+  EXPECT_THROW(partition_model(model(), {{1, 4, 8, 8}}, o), InvalidArgument);
+}
+
+TEST(Partition, ThroughputObjectiveIsTheIlpsProvenOptimum) {
+  PartitionOptions o = options();
+  o.objective = PartitionOptions::Objective::kThroughput;
+  const Partition p = partition_model(model(), {{4, 4, 8, 8}}, o);
+  EXPECT_TRUE(p.placement.proven_optimal);
+  ASSERT_TRUE(p.optimum.has_value());
+  EXPECT_NEAR(p.placement.bottleneck_ms, bottleneck(p.problem, p.optimum->device), 1e-9);
+  EXPECT_EQ(device_of(p, "Softmax"), "cpu");
+}
+
+TEST(Partition, DotNamesTheDevicesAndMarksTransfers) {
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
+  const std::string dot = p.dot();
+  EXPECT_NE(dot.find("digraph"), std::string::npos);
+  EXPECT_NE(dot.find(kAccel), std::string::npos);
+  EXPECT_NE(dot.find("color=red"), std::string::npos);
+}
+
+TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
+  const auto graph = model();
+  const Partition p = partition_model(graph, {{3, 4, 8, 8}}, options());
+  ASSERT_GE(p.segments.size(), 3u);
+  RunnerConfig config;
+  config.slots = 2;
+  auto split = make_split_runner(p, config);
+  auto whole = make_cpu_runner(graph, config);
+  EXPECT_NE(split->description().find(fmt::format("{} segments", p.segments.size())), std::string::npos)
+      << split->description();
+  split->prepare({{3, 4, 8, 8}});  // one batch of zeros through every segment
+  EXPECT_EQ(split->stats().batches, 1);
+  for (int round = 0; round < 3; ++round) {
+    // Two frames of 1 and 2 rows, run as 4 (a padding row).
+    InferBatch a, b;
+    const Tensor f1 = testing::random_tensor(DType::kF32, {1, 4, 8, 8}, -1, 1, 10 + round);
+    const Tensor f2 = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 20 + round);
+    a.inputs = {{f1, f2}};
+    a.run_rows = 4;
+    b.inputs = a.inputs;
+    const InferResult got = run_batch(*split, std::move(a));
+    const InferResult want = run_batch(*whole, std::move(b));
+    ASSERT_FALSE(got.error);
+    ASSERT_FALSE(want.error);
+    ASSERT_EQ(got.outputs.size(), 2u);
+    for (std::size_t o = 0; o < 2; ++o) {
+      ASSERT_EQ(got.outputs[o].size(), 2u);
+      for (std::size_t k = 0; k < 2; ++k) expect_near(got.outputs[o][k], want.outputs[o][k]);
+    }
+  }
+  split->drain();
+  EXPECT_EQ(split->in_flight(), 0);
+  EXPECT_EQ(split->stats().batches, 4);
+  const auto segments = split->segment_stats();
+  ASSERT_EQ(segments.size(), p.segments.size());
+  for (const auto& s : segments) EXPECT_EQ(s.batches, 4);
+}
+
+TEST(SplitRunner, ManyBatchesInFlightCompleteInSubmitOrder) {
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
+  RunnerConfig config;
+  config.slots = 2;
+  auto split = make_split_runner(p, config);
+  std::mutex mutex;
+  std::vector<int> order;
+  for (int i = 0; i < 12; ++i) {
+    InferBatch batch;
+    batch.inputs = {{testing::random_tensor(DType::kF32, {1, 4, 8, 8}, -1, 1, 100 + i)}};
+    split->submit(std::move(batch), [&, i](InferResult& r) {
+      EXPECT_FALSE(r.error);
+      std::lock_guard lock(mutex);
+      order.push_back(i);
+    });
+  }
+  split->drain();
+  ASSERT_EQ(order.size(), 12u);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+}
+
+TEST(SplitRunner, ABadBatchIsRefusedAtSubmit) {
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
+  auto split = make_split_runner(p, {});
+  InferBatch batch;
+  batch.inputs = {{Tensor::zeros(DType::kI64, {1, 4, 8, 8})}};
+  EXPECT_THROW(split->submit(std::move(batch), [](InferResult&) {}), InvalidArgument);
+  EXPECT_EQ(split->in_flight(), 0);
+}
+
+TEST(CostModel, CountsAConvolutionsMultiplyAdds) {
+  Node conv;
+  conv.op_type = "Conv";
+  const std::vector<TensorDesc> in = {{DType::kF32, {1, 4, 8, 8}}, {DType::kF32, {8, 4, 3, 3}}, {DType::kF32, {8}}};
+  const std::vector<TensorDesc> out = {{DType::kF32, {1, 8, 8, 8}}};
+  const NodeWork w = node_work(conv, in, out);
+  EXPECT_DOUBLE_EQ(w.flops, 2.0 * 8 * 8 * 8 * 4 * 3 * 3);
+  EXPECT_DOUBLE_EQ(w.bytes, 4.0 * (256 + 288 + 8 + 512));
+}
+
+TEST(CostModel, MeasuredTimesComeFirstAndCalibrateTheRoofline) {
+  CostHistory history;
+  CostModel costs({profile("cpu", 10, 10)}, "fp32", &history);
+  Node relu;
+  relu.op_type = "Relu";
+  relu.name = "relu";
+  const std::vector<TensorDesc> io = {{DType::kF32, {1000}}};
+  const double roofline = costs.roofline_ms(0, node_work(relu, io, io));
+  EXPECT_FALSE(costs.node_ms(0, relu, io, io).measured);
+  const std::string key = CostHistory::key(costs.profiles()[0], "fp32", relu, io, io);
+  history.record(key, 1.0);
+  history.record(key, 3.0);
+  history.record(key, 2.0);
+  const CostEstimate e = costs.node_ms(0, relu, io, io);
+  EXPECT_TRUE(e.measured);
+  EXPECT_DOUBLE_EQ(e.ms, 2.0);  // the median
+  costs.calibrate({{0, roofline, 4 * roofline}});
+  EXPECT_DOUBLE_EQ(costs.calibration(0), 4.0);
+}
+
+TEST(CostModel, HistoryRoundTripsAndACorruptFileIsIgnored) {
+  const auto dir = testing::temp_dir("history");
+  CostHistory h;
+  h.record("a", 1.5);
+  h.record("b", 2.5);
+  h.save((dir / "costs.json").string());
+  CostHistory back;
+  back.load((dir / "costs.json").string());
+  EXPECT_EQ(back.entries(), h.entries());
+  std::ofstream((dir / "bad.json").string()) << "{\"format\": 1, \"entries\": {\"a\": [";
+  CostHistory bad;
+  bad.load((dir / "bad.json").string());
+  EXPECT_EQ(bad.size(), 0u);
+  std::ofstream((dir / "negative.json").string()) << "{\"format\": 1, \"entries\": {\"a\": [-1]}}";
+  bad.load((dir / "negative.json").string());
+  EXPECT_EQ(bad.size(), 0u);
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(f.path().string().find(".tmp"), std::string::npos) << f.path();
+  }
+}
+
+}  // namespace
+}  // namespace redwood::runtime
