@@ -16,15 +16,7 @@
 # PRECISION (fp16) and RUNS (3) change the runs; the issue's target is warm >= 10x faster.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-: "${OUT:?set OUT to a folder for the logs}"
-run=""
-for r in .device/run $(ls -d .device/p* 2>/dev/null | sort -V | tail -1)/run; do
-  [[ -f $r ]] && run=$r
-done
-[[ -n $run ]] || { echo "no .device/run or .device/pN/run: build the bundle first (scripts/streaming_bundle.sh)" >&2; exit 2; }
-bash "$run" true || exit 3  # unpacks once (all parts must be staged)
-meta=$(dirname "$run")
-export RW_BUNDLE_DATA=/tmp/rw-bundle/data
+source scripts/device_env.sh
 models=$RW_BUNDLE_DATA/assets/models
 precision=${PRECISION:-fp16}
 runs=${RUNS:-3}

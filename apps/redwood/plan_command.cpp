@@ -1,14 +1,19 @@
 // redwood plan MODEL: what the graph optimizer did to a model, pass by pass, and which provider
 // (oneDNN or the reference kernels) each node of the optimized graph got. With --memory, the
-// executor's memory plan for one input shape: the one workspace against the lower bound.
+// executor's memory plan for one input shape: the one workspace against the lower bound. With
+// --devices (or --profile, --dot, --pin), the partitioner's placement across devices instead
+// (apps/redwood/plan_partition.cpp).
 //
 //   redwood plan assets/models/ch_PP-OCRv4_det_infer.onnx [--verbose] [--reference]
 //   redwood plan assets/models/ch_PP-OCRv4_det_infer.onnx --memory --shape 1x3x640x640
+//   redwood plan assets/models/ch_PP-OCRv4_det_infer.onnx --devices cpu,cuda --batch 8 --precision fp16 --profile
+//   redwood plan --cache-info [MODEL]
 
 #include "apps/redwood/commands.hpp"
+#include "apps/redwood/plan_cache_info.hpp"
+#include "apps/redwood/plan_partition.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
-#include "core/error.hpp"
 #include "core/onnx/onnx_import.hpp"
 
 #include <fmt/format.h>
@@ -25,13 +30,18 @@ struct PlanArgs {
   bool reference = false;
   bool memory = false;
   std::string shape;  // NxCxHxW for a model whose input has dynamic extents
+  std::int64_t batch = 1;
+  std::string devices = "cpu";
+  PartitionArgs partition;
+  CLI::App* command = nullptr;  // to ask which options were given
+  bool cache_info = false;
 };
 
 std::string mib(std::size_t bytes) { return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20)); }
 
-/// Runs the model twice on zeros (the first run records, the second uses the plan) and prints
-/// the plan's figures.
-void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& original) {
+/// The shapes the model runs at: each input's declared extents, a symbolic first one (the batch)
+/// from --batch, and every extent from --shape when given (which then applies to every input).
+std::vector<Shape> input_shapes(const PlanArgs& args, const Graph& graph) {
   Shape given;
   if (!args.shape.empty()) {
     std::size_t pos = 0;
@@ -44,20 +54,35 @@ void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& or
       pos = x + 1;
     }
   }
-  std::map<std::string, Tensor> inputs;
-  for (const auto& vi : original.inputs) {
+  RW_EXPECTS(args.batch > 0, InvalidArgument, "--batch {}: expected a positive number of rows", args.batch);
+  std::vector<Shape> shapes;
+  for (const auto& vi : graph.inputs) {
+    if (!given.empty()) {
+      shapes.push_back(given);
+      continue;
+    }
     Shape shape;
-    bool known = vi.has_shape;
-    for (const auto& d : vi.dims) {
-      known = known && d.known();
-      shape.push_back(d.known() ? d.value : 0);
+    for (std::size_t d = 0; d < vi.dims.size(); ++d) {
+      const bool batch = d == 0 && !vi.dims[d].known();
+      RW_EXPECTS(vi.has_shape && (vi.dims[d].known() || batch), InvalidArgument,
+                 "{}: input '{}' is {}: give its shape with --shape", args.model, vi.name, vi.description());
+      shape.push_back(batch ? args.batch : vi.dims[d].value);
     }
-    if (!known || !given.empty()) {
-      RW_EXPECTS(!given.empty(), InvalidArgument, "{}: input '{}' is {}: give its shape with --shape",
-                 args.model, vi.name, vi.description());
-      shape = given;
-    }
-    inputs[vi.name] = Tensor::zeros(vi.dtype == DType::kUndefined ? DType::kF32 : vi.dtype, shape);
+    RW_EXPECTS(vi.has_shape, InvalidArgument, "{}: input '{}' has no declared shape: give it with --shape", args.model,
+               vi.name);
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
+
+/// Runs the model twice on zeros (the first run records, the second uses the plan) and prints
+/// the plan's figures.
+void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& original) {
+  const std::vector<Shape> shapes = input_shapes(args, original);
+  std::map<std::string, Tensor> inputs;
+  for (std::size_t i = 0; i < original.inputs.size(); ++i) {
+    const ValueInfo& vi = original.inputs[i];
+    inputs[vi.name] = Tensor::zeros(vi.dtype == DType::kUndefined ? DType::kF32 : vi.dtype, shapes[i]);
   }
   executor.run(inputs);
   executor.run(inputs);
@@ -74,8 +99,29 @@ void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& or
              st.planned_tensors, st.heap_tensors);
 }
 
-int run_plan(const PlanArgs& args) {
+int run_plan(PlanArgs& args) {
+  if (args.cache_info) return print_plan_cache_info(args.model);
+  RW_EXPECTS(!args.model.empty(), InvalidArgument, "plan: which model? (redwood plan MODEL; --cache-info alone lists the plan cache)");
   std::shared_ptr<Graph> graph = load_onnx(args.model);
+  // More than the CPU, a profile or a drawing: the partitioner's view.
+  PartitionArgs& part = args.partition;
+  bool placing = false;
+  for (const char* option : {"--devices", "--precision", "--objective", "--pin", "--cpu-only", "--dot", "--profile", "--runs"}) {
+    placing = placing || args.command->count(option) > 0;
+  }
+  if (placing) {
+    part.model = args.model;
+    part.verbose = args.verbose;
+    part.devices.clear();
+    std::size_t pos = 0;
+    while (pos <= args.devices.size()) {
+      const std::size_t comma = std::min(args.devices.find(',', pos), args.devices.size());
+      part.devices.push_back(args.devices.substr(pos, comma - pos));
+      pos = comma + 1;
+    }
+    part.input_shapes = input_shapes(args, *graph);
+    return run_partition_plan(graph, part);
+  }
   ExecutorOptions options;
   options.reference_only = args.reference;
   Executor executor(graph, options);
@@ -155,11 +201,29 @@ Command make_plan_command() {
   Command c;
   c.attach_fn = [args](CLI::App& app) {
     CLI::App* sub = app.add_subcommand("plan", "Show what the optimizer does to a model and which kernels run it");
-    sub->add_option("model", args->model, "ONNX model")->required()->check(CLI::ExistingFile);
+    args->command = sub;
+    sub->add_option("model", args->model, "ONNX model")->check(CLI::ExistingFile);
+    sub->add_flag("--cache-info", args->cache_info,
+                  "List the plan cache (tuned GPU plans kept on disk); with MODEL, its entries and whether they are valid here");
     sub->add_flag("--verbose,-v", args->verbose, "List every rewrite and node");
     sub->add_flag("--reference", args->reference, "Place nodes on the reference kernels only");
     sub->add_flag("--memory", args->memory, "Run the model on zeros and print its memory plan (workspace against the lower bound)");
-    sub->add_option("--shape", args->shape, "Input shape for --memory, e.g. 1x3x640x640 (needed for dynamic inputs)");
+    sub->add_option("--shape", args->shape, "Input shape, e.g. 1x3x640x640 (needed for inputs with dynamic extents beyond the batch)");
+    sub->add_option("--batch", args->batch, "Rows of a dynamic first dimension (default 1)");
+    sub->add_option("--devices", args->devices,
+                    "Place the model's nodes across these devices, cpu first, e.g. cpu,cuda: prints the placement, "
+                    "its baselines and segments");
+    sub->add_option("--precision", args->partition.precision, "What the accelerators compute in: fp32, tf32, fp16, bf16");
+    sub->add_option("--objective", args->partition.objective,
+                    "latency (one batch's time) or throughput (the busiest device per batch)");
+    sub->add_option("--pin", args->partition.pins, "NODE=DEVICE: run that node there whatever it costs (repeatable)");
+    sub->add_option("--cpu-only", args->partition.cpu_only,
+                    "OP: place as if the accelerators had no kernel for this op type (repeatable)");
+    sub->add_option("--dot", args->partition.dot, "Write the placement as a Graphviz graph to this file");
+    sub->add_flag("--profile", args->partition.profile,
+                  "Measure every node on its device first (kept in the cost history), then each segment: predicted "
+                  "against measured");
+    sub->add_option("--runs", args->partition.runs, "Batches timed by --profile (default 20)");
     return sub;
   };
   c.run = [args] { return run_plan(*args); };

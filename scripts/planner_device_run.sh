@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The planner's figures on the GPU host, in one call (the bundle of scripts/streaming_bundle.sh
+# staged by the calls before): the device profiles (`redwood probe`); then `redwood plan --profile`
+# on PP-OCRv4 det and rec across the CPU and the GPU: every node timed on its device (the cost
+# history), the placement against HEFT, the naive split and each device alone, and each segment's
+# predicted time against its measured one; once as the models are, once with an op the GPU is
+# taken to lack (--cpu-only Resize: the detector's FPN upsampling), once for throughput (the ILP).
+# Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
+# docs/results/ to keep it.
+#
+#   device run, carry [".device/pN"]:  bash scripts/planner_device_run.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/device_env.sh
+export REDWOOD_CACHE_DIR=${REDWOOD_CACHE_DIR:-/tmp/rw-planner-cache}
+det=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_det_infer.onnx
+rec=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_rec_infer.onnx
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($NF)}')
+result="$OUT/$(date -u +%F)-${gpu:-gpu}-planner.md"
+section() {
+  local title=$1
+  shift
+  echo "== $title ($(date -u +%T))" >&2
+  {
+    echo
+    echo "## $title"
+    echo
+    echo '```'
+    echo "\$ redwood $*"
+    timeout 280 bash "$run" redwood "$@" 2>&1 | grep -v '^\[.*\] \[debug\]'
+    echo "(exit ${PIPESTATUS[0]})"
+    echo '```'
+  } >>"$result"
+}
+{
+  echo "# The planner on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  echo
+  echo "$(date -u +%FT%TZ); commit $(cat "$meta/commit" 2>/dev/null || echo unknown);" \
+    "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $(nproc) CPU cores;" \
+    "CUDA toolkit $(cat "$meta/toolkit" 2>/dev/null || echo unknown). Written by scripts/planner_device_run.sh."
+} >"$result"
+section "Device profiles" probe
+section "det, batch 8, fp16: placement and the cost model's error" \
+  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --profile --runs 20
+section "det with Resize taken as CPU-only: the split against the naive split and the CPU alone" \
+  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+section "rec, batch 8, fp16" \
+  plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
+section "det, batch 8, fp16, objective throughput (GLPK)" \
+  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
+cat "$result"

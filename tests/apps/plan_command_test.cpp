@@ -1,0 +1,88 @@
+// `redwood plan` as a user runs it: the partitioner's view of a small generated model on the CPU
+// (here the only device), with --profile's measurements, and the mistakes it names.
+
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace redwood {
+namespace {
+
+using testing::OnnxBuilder;
+
+class PlanCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::temp_dir("plan");
+    OnnxBuilder b(13);
+    b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 8, 8}, {"N"});
+    b.initializer("w", testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 1));
+    auto& conv = b.node("Conv", {"x", "w"}, {"c"}, "conv");
+    OnnxBuilder::set_attr(conv, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+    b.node("Softmax", {"c"}, {"y"}, "softmax");
+    b.output("y", onnx::TensorProto::FLOAT, {-1, 8, 8, 8}, {"N"});
+    model_ = (dir_ / "conv_softmax.onnx").string();
+    b.save(model_);
+  }
+  // The launcher with its cache (profiles, cost history) in this test's folder.
+  testing::LauncherResult plan(const std::string& args) {
+    return testing::run_command(
+        fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan '{}' {}", (dir_ / "cache").string(), REDWOOD_BINARY, model_, args));
+  }
+  std::filesystem::path dir_;
+  std::string model_;
+};
+
+TEST_F(PlanCommand, ProfilePredictsAndMeasuresEachSegment) {
+  const auto r = plan("--devices cpu --batch 2 --profile --runs 3 --dot " + (dir_ / "plan.dot").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("input: x float[2, 4, 8, 8]"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 placed"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("profile: 2 node times measured"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gap of the placer to the exact optimum (list schedule): 0.00 %"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("measured"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("one batch: predicted"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "cache" / "history" / "costs.json"));
+  std::ifstream dot(dir_ / "plan.dot");
+  const std::string text((std::istreambuf_iterator<char>(dot)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("digraph"), std::string::npos);
+}
+
+TEST_F(PlanCommand, MistakesAreNamed) {
+  auto r = plan("--devices cpu,tpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no 'tpu' device"), std::string::npos) << r.output;
+  r = plan("--devices cuda,cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("the first device must be cpu"), std::string::npos) << r.output;
+  r = plan("--pin nosuchnode=cpu");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("no node 'nosuchnode' to pin"), std::string::npos) << r.output;
+  r = plan("--pin conv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("expected NODE=DEVICE"), std::string::npos) << r.output;
+  r = plan("--devices cpu --objective fastest");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("expected latency or throughput"), std::string::npos) << r.output;
+  r = plan("--profile --batch 0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--batch 0"), std::string::npos) << r.output;
+}
+
+TEST_F(PlanCommand, CacheInfoListsThePlanCacheWithoutAModel) {
+  const std::string cache = (dir_ / "cache").string();
+  auto r = testing::run_command(fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info", cache, REDWOOD_BINARY));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find(cache), std::string::npos) << r.output;
+  r = testing::run_command(fmt::format("'{}' plan", REDWOOD_BINARY));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("which model?"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace redwood
