@@ -147,6 +147,16 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
       } catch (const Error& e) {
         p.fail("path", e.what());
       }
+      if (p.has("nodes")) {
+        if (entry.device == "cpu") p.fail("nodes", "pins nodes to devices; this model runs on the CPU alone (device: cuda or auto)");
+        entry.pinned = p.get<std::map<std::string, std::string>>("nodes", {});
+        for (const auto& [node, device] : entry.pinned) {
+          if (device != "cpu" && device != "cuda") p.fail("nodes", fmt::format("node '{}': device '{}': expected cpu or cuda", node, device));
+          const bool known = std::any_of(entry.graph->nodes.begin(), entry.graph->nodes.end(),
+                                         [&](const Node& n) { return n.name == node; });
+          if (!known) p.fail("nodes", fmt::format("the model has no node '{}' (`redwood plan {} -v` lists them)", node, entry.path.string()));
+        }
+      }
       p.finish();
       models_[name] = std::move(entry);
     }

@@ -62,6 +62,9 @@ struct ModelEntry {
   int slots = 3;
   int instances = 1;
   std::vector<int> devices{0};
+  /// `nodes: {NAME: cpu|cuda}`: nodes pinned to a device whatever the partitioner's costs say
+  /// (device cuda or auto; docs/planner.md).
+  std::map<std::string, std::string> pinned;
 };
 using ModelTable = std::map<std::string, ModelEntry>;
 

@@ -27,10 +27,13 @@
 
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
+#include "runtime/partition_profile.hpp"
+#include "runtime/placed_runner.hpp"
 #include "stages/frame_memory.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <atomic>
 #include <set>
@@ -44,7 +47,8 @@ namespace {
 
 // The model's runners on its configured device: `instances` per device listed. `device: cuda`
 // where CUDA is not built or not usable fails at load, naming the model, the config location and
-// CUDA's reason; `device: auto` then runs on the CPU and logs why.
+// CUDA's reason; `device: auto` then runs on the CPU and logs why. Where CUDA is usable, `auto`
+// and a `cuda` model with ops the GPU lacks get placed runners (the partitioner's choice).
 std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, const std::string& model_name,
                                                        std::string& device) {
   std::vector<std::unique_ptr<ModelRunner>> runners;
@@ -67,6 +71,31 @@ std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, 
         throw ConfigError(fmt::format("{}: model '{}': devices: GPU {} does not exist (this machine has {})",
                                       model.device_where, model_name, d, count));
       }
+    }
+    // The partitioner places the model when its shapes are known (runtime/placed_runner.hpp):
+    // with `auto`, by cost across the CPU and the GPU; with `cuda`, when the GPU lacks kernels
+    // for some of its ops, the GPU running what it can and the CPU the rest.
+    const std::vector<std::string> missing = runtime::ops_without_kernel(*model.graph, Device::kCuda);
+    if (model.device == "auto" || !missing.empty() || !model.pinned.empty()) {
+      runtime::PartitionOptions options;
+      options.devices = {"cpu", "cuda"};
+      options.pinned = model.pinned;
+      if (model.device == "cuda") options.prefer = "cuda";
+      for (int d : model.devices) {
+        config.device = d;
+        for (int i = 0; i < model.instances; ++i) {
+          runners.push_back(runtime::make_placed_runner(model.graph, options, config, model_name));
+        }
+      }
+      if (missing.empty()) {
+        log().info("model '{}': placed across the CPU and the GPU {} when its input shapes are known", model_name,
+                   model.device == "auto" ? "by cost" : "(the GPU running all but the pinned nodes)");
+      } else {
+        log().info("model '{}': the GPU has no kernel for {}: it runs split, the GPU running what it can",
+                   model_name, fmt::join(missing, ", "));
+      }
+      device = "cuda";
+      return runners;
     }
     try {
       for (int d : model.devices) {
@@ -205,11 +234,31 @@ class InferStage final : public Stage {
     for (auto& r : runners_) r->drain();
   }
 
+  // A split model reports each segment's runner (each is busy on its own device), with the time
+  // the partitioner predicted for it at the shapes it placed the model at.
   std::vector<RunnerStats> runner_stats() const override {
     std::vector<RunnerStats> out;
     for (const auto& r : runners_) {
-      out.push_back(r->stats());
-      out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
+      std::vector<RunnerStats> segments = r->segment_stats();
+      if (segments.empty()) {
+        out.push_back(r->stats());
+        out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
+        continue;
+      }
+      const runtime::Partition* p = runtime::placed_partition(*r);
+      const std::vector<runtime::SegmentTimes> predicted = p != nullptr ? runtime::predict_segments(*p) : std::vector<runtime::SegmentTimes>{};
+      segments[0].batch_rows = r->stats().batch_rows;  // the model's batches, not the boxed ones
+      for (std::size_t k = 0; k < segments.size(); ++k) {
+        RunnerStats& st = segments[k];
+        std::string times;
+        if (k < predicted.size() && st.batches > 0) {
+          times = fmt::format("; {:.3f} ms a batch, predicted {:.3f} at {}", st.compute_ms / static_cast<double>(st.batches),
+                              predicted[k].predicted_ms, shape_str(p->analysis.input_shapes[0]));
+        }
+        st.description = fmt::format("model '{}' segment {} of {} on {}{}", model_name_, k + 1, segments.size(),
+                                     st.description, times);
+        out.push_back(std::move(st));
+      }
     }
     return out;
   }

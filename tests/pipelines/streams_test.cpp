@@ -190,6 +190,12 @@ TEST_F(StreamingModel, SlotsInstancesAndDevicesAreCheckedAtLoad) {
   EXPECT_NE(load_error(yaml("", ", batch_sizes: [4, 2]")).find("batch_sizes: expected increasing row counts"),
             std::string::npos);
   EXPECT_NE(load_error(yaml("", ", latency_budget_ms: -1")).find("latency_budget_ms: must be >= 0"), std::string::npos);
+  // Pinned nodes: only where the partitioner places (device cuda or auto), known names, known devices.
+  EXPECT_NE(load_error(yaml(", nodes: {reshape: cuda}")).find("nodes: pins nodes to devices; this model runs on the CPU alone"),
+            std::string::npos);
+  EXPECT_NE(load_error(yaml(", device: auto, nodes: {reshape: tpu}")).find("node 'reshape': device 'tpu': expected cpu or cuda"),
+            std::string::npos);
+  EXPECT_NE(load_error(yaml(", device: auto, nodes: {nosuch: cpu}")).find("the model has no node 'nosuch'"), std::string::npos);
   Pipeline ok(testing::pipeline_text(yaml(", slots: 1, instances: 2")));
   const auto stats = ok.run();
   for (const auto& s : stats.streams) EXPECT_EQ(s.delivered, 6);
