@@ -87,6 +87,10 @@ std::string CostHistory::key(const DeviceProfile& device, const std::string& pre
                      describe(outputs));
 }
 
+std::string CostHistory::segment_key(const DeviceProfile& device) {
+  return fmt::format("{} {}|segment", device.device, device.name);
+}
+
 std::optional<double> CostHistory::find(const std::string& key) const {
   std::lock_guard lock(mutex_);
   const auto it = samples_.find(key);
@@ -193,7 +197,8 @@ PlacementProblem::Link CostModel::link(int a, int b) const {
   // A hop between the host and accelerator x, in either direction.
   auto hop = [&](int x, bool to_device) {
     const DeviceProfile& p = profiles_[static_cast<std::size_t>(x)];
-    const double gbps = to_device ? p.h2d_pageable_gbps : p.d2h_pageable_gbps;
+    const double pinned = to_device ? p.h2d_pinned_gbps : p.d2h_pinned_gbps;
+    const double gbps = pinned > 0 ? pinned : to_device ? p.h2d_pageable_gbps : p.d2h_pageable_gbps;
     return PlacementProblem::Link{gbps > 0 ? gbps : 1.0, p.copy_latency_ms};
   };
   if (a == 0) return hop(b, true);

@@ -9,8 +9,9 @@
 //              calibration: the median ratio of measured to roofline time over the nodes the
 //              history has for that device (1 without any), since no kernel reaches the peak
 //
-// Transfers cost latency + bytes / bandwidth, at the profile's pageable rates: a split model's
-// values cross between devices through ordinary host tensors.
+// Transfers cost latency + bytes / bandwidth, at the profile's pinned rates: a split model's values
+// cross between devices through page-locked host tensors (the split runner's pool, a pipeline's
+// frame pool on a GPU machine).
 
 #include "core/graph/graph.hpp"
 #include "core/kernel_info.hpp"
@@ -40,6 +41,9 @@ class CostHistory {
   /// "cuda:0 NVIDIA H200|fp16|Conv|f32[1,3,640,640],f32[16,3,3,3]->f32[1,16,320,320]"
   static std::string key(const DeviceProfile& device, const std::string& precision, const Node& node,
                          const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
+  /// The key of what one segment costs on a device beyond its nodes' times (a runner's hand-over,
+  /// waking the CPU's threads), learned from measured segments.
+  static std::string segment_key(const DeviceProfile& device);
   std::optional<double> find(const std::string& key) const;
   void record(const std::string& key, double ms);
   std::size_t size() const;
@@ -81,7 +85,7 @@ class CostModel {
   /// (device, roofline ms, measured ms); devices without samples keep 1.
   void calibrate(const std::vector<std::tuple<int, double, double>>& samples);
   double calibration(int device) const { return scale_[static_cast<std::size_t>(device)]; }
-  /// The link from device a to device b (pageable host<->device rates; between two accelerators,
+  /// The link from device a to device b (pinned host<->device rates; between two accelerators,
   /// through the host: the slower of the two hops, latencies added).
   PlacementProblem::Link link(int a, int b) const;
   /// The precision device i computes in ("fp32" on the CPU).

@@ -401,7 +401,7 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 }
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
-                        std::vector<double>* compute, std::vector<double>* transfer_in) {
+                        const std::vector<double>& segment_ms, std::vector<double>* compute, std::vector<double>* transfer_in) {
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
   for (std::size_t i = 0; i < a.placeable.size(); ++i) slot[a.placeable[i]] = i;
   std::set<std::string> outputs;
@@ -430,6 +430,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
     for (std::size_t n : s.nodes) {
       if (auto it = slot.find(n); it != slot.end()) work += p.nodes[it->second].cost_ms[static_cast<std::size_t>(s.device)];
     }
+    if (static_cast<std::size_t>(s.device) < segment_ms.size()) work += segment_ms[static_cast<std::size_t>(s.device)];
     const double done = ready + crossing + work;
     for (const auto& out : s.outputs) {
       made[out] = {s.device, done};
@@ -443,7 +444,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
 }
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
-  return split_latency_ms(analysis, open, cut_model(analysis, device));
+  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms);
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -509,6 +510,11 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   }
   RW_EXPECTS(profiles.size() == devices, InvalidArgument, "partition: {} profiles for {} devices", profiles.size(), devices);
   CostModel costs(profiles, options.precision, options.history);
+  part.profiles = profiles;
+  for (const DeviceProfile& prof : profiles) {
+    const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
+    part.segment_ms.push_back(learned.value_or(0.0));
+  }
 
   // What each device can run, and the measurements that calibrate each roofline.
   const std::vector<SupportFn> supports = support_functions(options);

@@ -112,6 +112,8 @@ struct Partition {
   PlacementProblem open;                          // the same but for `prefer`: where the baselines are placed
   std::vector<std::vector<CostEstimate>> costs;   // [node][device]; kUnsupported where it cannot run
   std::vector<std::vector<std::string>> why_not;  // [node][device]: "" or why the device cannot run it
+  std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
+  std::vector<DeviceProfile> profiles;            // per device
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's
@@ -137,11 +139,14 @@ struct Partition {
 /// every segment it reads from is done and its inputs have crossed, and every value crosses
 /// through host memory (an accelerator's result comes back to the host and goes out again, even
 /// to a later segment on the same device); the model's outputs end on the host. Per segment, its
-/// compute (its placed nodes' costs on its device, from `problem`) and its inputs' crossing time
+/// compute (its placed nodes' costs on its device, from `problem`, and its device's segment cost)
+/// and its inputs' crossing time
 /// go to `compute` and `transfer_in` when given. The list schedule (makespan()) keeps values on
 /// the device between nodes there; this is the figure a cut is measured against.
+/// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes.
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
-                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr);
+                        const std::vector<double>& segment_ms = {}, std::vector<double>* compute = nullptr,
+                        std::vector<double>* transfer_in = nullptr);
 
 /// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
 /// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,

@@ -78,7 +78,7 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
 
 std::vector<SegmentTimes> predict_segments(const Partition& p) {
   std::vector<double> compute, transfer_in;
-  split_latency_ms(p.analysis, p.open, p.segments, &compute, &transfer_in);
+  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, &compute, &transfer_in);
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
     out[k].predicted_ms = compute[k];
@@ -87,7 +87,8 @@ std::vector<SegmentTimes> predict_segments(const Partition& p) {
   return out;
 }
 
-PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config, int runs, int warmup) {
+PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config, int runs, int warmup,
+                                 CostHistory* history) {
   RW_EXPECTS(runs > 0 && warmup >= 0, InvalidArgument, "measure_partition: {} runs, {} warm-up", runs, warmup);
   // A placement on one device runs as that device's own runner, as a pipeline runs it.
   auto runner = p.single_device()
@@ -119,6 +120,13 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     const double batches = static_cast<double>(after[k].batches - before[k].batches);
     times.segments[k].measured_ms = (after[k].compute_ms - before[k].compute_ms) / batches;
     times.segments[k].copy_ms = (after[k].copy_in_ms + after[k].copy_out_ms - before[k].copy_in_ms - before[k].copy_out_ms) / batches;
+  }
+  if (history != nullptr) {
+    for (std::size_t k = 0; k < times.segments.size(); ++k) {
+      const auto d = static_cast<std::size_t>(p.segments.empty() ? 0 : p.segments[k].device);
+      const double nodes = times.segments[k].predicted_ms - (d < p.segment_ms.size() ? p.segment_ms[d] : 0.0);
+      history->record(CostHistory::segment_key(p.profiles[d]), std::max(0.0, times.segments[k].measured_ms - nodes));
+    }
   }
   std::sort(batch_ms.begin(), batch_ms.end());
   times.measured_batch_ms = batch_ms[batch_ms.size() / 2];

@@ -218,7 +218,8 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   if (args.profile) {
     RunnerConfig config;
     config.precision = args.precision;
-    const runtime::PartitionTimes t = runtime::measure_partition(p, config, args.runs);
+    const runtime::PartitionTimes t = runtime::measure_partition(p, config, args.runs, 3, &history);
+    history.save(history_path);
     print_segments(p, t.segments, true);
     fmt::print("\none batch: predicted {:.3f} ms, measured {:.3f} ms (median of {}; {} off)\n", t.predicted_batch_ms,
                t.measured_batch_ms, args.runs, percent_off(t.predicted_batch_ms, t.measured_batch_ms));
