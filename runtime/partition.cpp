@@ -148,6 +148,20 @@ std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::s
   return out;
 }
 
+std::vector<bool> shape_arithmetic(const Graph& g) {
+  std::set<std::string> host_known;
+  for (const auto& [name, t] : g.initializers) host_known.insert(name);
+  std::vector<bool> host(g.nodes.size(), false);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    if (!is_host_node(g.nodes[n], host_known)) continue;
+    host[n] = true;
+    for (const auto& out : g.nodes[n].outputs) {
+      if (!out.empty()) host_known.insert(out);
+    }
+  }
+  return host;
+}
+
 std::vector<TensorDesc> ModelAnalysis::input_descs(std::size_t n) const {
   std::vector<TensorDesc> out;
   for (const auto& in : graph->nodes[n].inputs) {
@@ -180,17 +194,15 @@ ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vecto
   a.graph = g;
   a.input_shapes = input_shapes;
 
+  a.host_node = shape_arithmetic(*g);
   std::set<std::string> host_known;
-  for (const auto& [name, t] : g->initializers) host_known.insert(name);
-  a.host_node.assign(g->nodes.size(), false);
   for (std::size_t n = 0; n < g->nodes.size(); ++n) {
-    if (is_host_node(g->nodes[n], host_known)) {
-      a.host_node[n] = true;
-      for (const auto& out : g->nodes[n].outputs) {
-        if (!out.empty()) host_known.insert(out);
-      }
-    } else {
+    if (!a.host_node[n]) {
       a.placeable.push_back(n);
+      continue;
+    }
+    for (const auto& out : g->nodes[n].outputs) {
+      if (!out.empty()) host_known.insert(out);
     }
   }
 

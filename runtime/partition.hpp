@@ -50,6 +50,10 @@ struct ModelAnalysis {
   std::vector<TensorDesc> output_descs(std::size_t n) const;
 };
 
+/// Per node of `graph`: whether it is shape arithmetic, which every device evaluates on the host
+/// when it plans (Shape of anything, and nodes fed only by initializers and such nodes).
+std::vector<bool> shape_arithmetic(const Graph& graph);
+
 /// Runs the device-neutral passes on a copy of `graph` (unless `optimize` is off) and the result
 /// on zeros of `input_shapes` with the CPU executor: once node by node for every value's shape,
 /// then as the CPU runner would, timing each node (cpu_node_times).

@@ -2,10 +2,12 @@
 
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
+#include "memory/resource.hpp"
 #include "runtime/split_runner.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 
 namespace redwood::runtime {
@@ -15,6 +17,8 @@ DeviceProfile profile_of(const Partition& p, int device, int device_index) {
   const std::string& name = p.devices[static_cast<std::size_t>(device)];
   return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, device_index));
 }
+
+void released_by_shared_ptr(void*) {}
 
 }  // namespace
 
@@ -99,10 +103,31 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     return s.empty() ? std::vector<RunnerStats>{runner->stats()} : s;
   };
   const Graph& g = *p.analysis.graph;
+  // The inputs in the first accelerator's page-locked memory where there is one, as a pipeline's
+  // frames are on a GPU machine (pageable inputs would be staged through a host copy first).
+  memory::MemoryResource* pinned = nullptr;
+  for (const auto& device : p.devices) {
+    const auto it = device_runner_registry().find(device);
+    if (pinned == nullptr && it != device_runner_registry().end() && it->second.pinned_memory) pinned = &it->second.pinned_memory();
+  }
   std::map<std::string, Tensor> feeds;
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
     const DType dtype = g.inputs[i].dtype == DType::kUndefined ? DType::kF32 : g.inputs[i].dtype;
-    feeds[g.inputs[i].name] = Tensor::zeros(dtype, p.analysis.input_shapes[i]);
+    const Shape& shape = p.analysis.input_shapes[i];
+    Tensor t = Tensor::zeros(dtype, shape);
+    if (pinned != nullptr && t.nbytes() > 0) {
+      const std::size_t bytes = t.nbytes();
+      void* data = pinned->allocate(bytes, 256);
+      std::memset(data, 0, bytes);
+      std::shared_ptr<Storage> storage(new Storage(data, bytes, Device::kCpu, &released_by_shared_ptr),
+                                       [pinned, bytes](Storage* s) {
+                                         void* d = s->data();
+                                         delete s;
+                                         pinned->deallocate(d, bytes, 256, nullptr);
+                                       });
+      t = Tensor::from_storage(std::move(storage), dtype, shape);
+    }
+    feeds[g.inputs[i].name] = std::move(t);
   }
   runner->prepare(p.analysis.input_shapes);
   for (int i = 0; i < warmup; ++i) runner->run(feeds);

@@ -25,6 +25,10 @@ class PlacedRunner final : public ModelRunner {
         name_(std::move(name)) {}
 
   void submit(InferBatch batch, InferDone done) override {
+    if (ModelRunner* r = chosen()) {  // placed: straight through, nothing added per batch
+      r->submit(std::move(batch), std::move(done));
+      return;
+    }
     check_batch(*graph_, batch);
     std::int64_t total = 0;
     std::vector<std::int64_t> rows;
@@ -120,9 +124,12 @@ std::vector<std::string> ops_without_kernel(const Graph& graph, Device device) {
   // convolution) need no kernel.
   Graph g = graph;
   passes::optimize(g, passes::default_pipeline(false));
+  // Shape arithmetic is evaluated on the host whatever the device (a GPU needs no Shape kernel).
+  const std::vector<bool> host = shape_arithmetic(g);
   std::set<std::string> missing;
-  for (const Node& node : g.nodes) {
-    if (OpRegistry::instance().candidates(node.op_type, device).empty()) missing.insert(node.op_type);
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (!host[n] && OpRegistry::instance().candidates(node.op_type, device).empty()) missing.insert(node.op_type);
   }
   return {missing.begin(), missing.end()};
 }

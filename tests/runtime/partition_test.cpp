@@ -6,13 +6,16 @@
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "core/op_registry.hpp"
 #include "runtime/partition.hpp"
+#include "runtime/placed_runner.hpp"
 #include "runtime/split_runner.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <future>
 
@@ -244,6 +247,19 @@ TEST(SplitRunner, ABadBatchIsRefusedAtSubmit) {
   batch.inputs = {{Tensor::zeros(DType::kI64, {1, 4, 8, 8})}};
   EXPECT_THROW(split->submit(std::move(batch), [](InferResult&) {}), InvalidArgument);
   EXPECT_EQ(split->in_flight(), 0);
+}
+
+TEST(PlacedRunner, OpsWithoutAKernelLeaveShapeArithmeticOut) {
+  const auto g = model();
+  for (Device device : {Device::kCpu, Device::kCuda}) {
+    const std::vector<std::string> missing = ops_without_kernel(*g, device);
+    // Shape, Gather, Unsqueeze and Concat only build the Reshape's target: evaluated on the host.
+    for (const char* op : {"Shape", "Gather", "Unsqueeze", "Concat"}) {
+      EXPECT_EQ(std::find(missing.begin(), missing.end(), op), missing.end()) << op;
+    }
+    for (const auto& op : missing) EXPECT_TRUE(OpRegistry::instance().candidates(op, device).empty()) << op;
+  }
+  EXPECT_TRUE(ops_without_kernel(*g, Device::kCpu).empty());
 }
 
 TEST(CostModel, CountsAConvolutionsMultiplyAdds) {
