@@ -413,7 +413,8 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 }
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms, std::vector<double>* compute, std::vector<double>* transfer_in) {
+                        const std::vector<double>& segment_ms, double host_copy_gbps, std::vector<double>* compute,
+                        std::vector<double>* transfer_in) {
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
   for (std::size_t i = 0; i < a.placeable.size(); ++i) slot[a.placeable[i]] = i;
   std::set<std::string> outputs;
@@ -443,6 +444,10 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       if (auto it = slot.find(n); it != slot.end()) work += p.nodes[it->second].cost_ms[static_cast<std::size_t>(s.device)];
     }
     if (static_cast<std::size_t>(s.device) < segment_ms.size()) work += segment_ms[static_cast<std::size_t>(s.device)];
+    if (s.device == 0 && segments.size() > 1 && host_copy_gbps > 0) {
+      // One thread copies the host segment's results into the page-locked values they cross in.
+      for (const auto& out : s.outputs) work += bytes(out) / (host_copy_gbps * 1e6);
+    }
     const double done = ready + crossing + work;
     for (const auto& out : s.outputs) {
       made[out] = {s.device, done};
@@ -456,7 +461,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
 }
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
-  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms);
+  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_copy_gbps);
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -523,6 +528,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   RW_EXPECTS(profiles.size() == devices, InvalidArgument, "partition: {} profiles for {} devices", profiles.size(), devices);
   CostModel costs(profiles, options.precision, options.history);
   part.profiles = profiles;
+  part.host_copy_gbps = profiles[0].memory_gbps / std::max(1, profiles[0].cores);
   for (const DeviceProfile& prof : profiles) {
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));

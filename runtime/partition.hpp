@@ -118,6 +118,7 @@ struct Partition {
   std::vector<std::vector<std::string>> why_not;  // [node][device]: "" or why the device cannot run it
   std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
   std::vector<DeviceProfile> profiles;            // per device
+  double host_copy_gbps = 0;                      // one CPU thread's share of the host's memory bandwidth
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's
@@ -147,10 +148,12 @@ struct Partition {
 /// and its inputs' crossing time
 /// go to `compute` and `transfer_in` when given. The list schedule (makespan()) keeps values on
 /// the device between nodes there; this is the figure a cut is measured against.
-/// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes.
+/// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes;
+/// `host_copy_gbps` (0: free) the rate at which the CPU runner copies a host segment's outputs
+/// into the page-locked memory they cross in, when the model is split.
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms = {}, std::vector<double>* compute = nullptr,
-                        std::vector<double>* transfer_in = nullptr);
+                        const std::vector<double>& segment_ms = {}, double host_copy_gbps = 0,
+                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr);
 
 /// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
 /// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,
