@@ -16,14 +16,10 @@ KernelInfo declared_kernel_info(const Graph& graph, const Node& node) {
 }
 
 KernelInfo constant_kernel_info(const Graph& graph, const std::vector<Tensor>& inputs) {
-  KernelInfo info;
-  info.graph = &graph;
-  info.opset = graph.opset;
-  for (const Tensor& t : inputs) {
-    info.input_dtypes.push_back(t.defined() ? t.dtype() : DType::kUndefined);
-    info.constant_inputs.push_back(t.defined() ? &t : nullptr);
-  }
-  return info;
+  std::vector<TensorDesc> descs;
+  descs.reserve(inputs.size());
+  for (const Tensor& t : inputs) descs.push_back(t.defined() ? TensorDesc{t.dtype(), t.shape(), &t} : TensorDesc{});
+  return planned_kernel_info(graph, descs);
 }
 
 KernelInfo planned_kernel_info(const Graph& graph, const std::vector<TensorDesc>& inputs) {

@@ -60,6 +60,11 @@ class Tensor {
   /// A contiguous tensor over the first bytes of `storage` (any device), sharing its ownership;
   /// how device backends (backends/cuda) make owning device tensors.
   static Tensor from_storage(std::shared_ptr<Storage> storage, DType dtype, Shape shape);
+  /// A contiguous tensor over `bytes` at `data` on `device`, allocated by someone else (a pool):
+  /// `release(data)` runs once, when the last tensor sharing it goes. A template, so that the
+  /// release travels in the shared pointer's control block with no allocation of its own.
+  template <typename Release>
+  static Tensor adopt(void* data, std::size_t bytes, Device device, DType dtype, Shape shape, Release release);
   /// Copies values into a new owning tensor.
   template <typename T>
   static Tensor from_vector(Shape shape, const std::vector<T>& values);
@@ -126,6 +131,23 @@ class Tensor {
   Shape shape_;
   Strides strides_;
 };
+
+namespace detail {
+// Storage's own deleter is a plain function pointer without context: adopted storage is given back
+// by the shared pointer's deleter, and this one only marks the storage as owning.
+inline void released_by_shared_ptr(void*) {}
+}  // namespace detail
+
+template <typename Release>
+Tensor Tensor::adopt(void* data, std::size_t bytes, Device device, DType dtype, Shape shape, Release release) {
+  std::shared_ptr<Storage> storage(new Storage(data, bytes, device, &detail::released_by_shared_ptr),
+                                   [release = std::move(release)](Storage* s) mutable {
+                                     void* d = s->data();
+                                     delete s;
+                                     release(d);
+                                   });
+  return from_storage(std::move(storage), dtype, std::move(shape));
+}
 
 template <typename T>
 Tensor Tensor::from_vector(Shape shape, const std::vector<T>& values) {

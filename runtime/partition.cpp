@@ -303,15 +303,15 @@ std::vector<Segment> cut_model(const ModelAnalysis& a, const std::vector<int>& d
     Segment s;
     s.device = device[static_cast<std::size_t>(run.front())];
     std::set<std::size_t> nodes;
-    std::vector<std::size_t> todo;
-    for (int i : run) todo.push_back(a.placeable[static_cast<std::size_t>(i)]);
-    while (!todo.empty()) {  // the placed nodes and the shape arithmetic they read
-      const std::size_t n = todo.back();
-      todo.pop_back();
+    std::vector<std::size_t> pending;  // nodes to add with the shape arithmetic they read
+    for (int i : run) pending.push_back(a.placeable[static_cast<std::size_t>(i)]);
+    while (!pending.empty()) {
+      const std::size_t n = pending.back();
+      pending.pop_back();
       if (!nodes.insert(n).second) continue;
       for (const auto& in : g.nodes[n].inputs) {
         const auto it = in.empty() ? producer.end() : producer.find(in);
-        if (it != producer.end() && a.host_node[it->second]) todo.push_back(it->second);
+        if (it != producer.end() && a.host_node[it->second]) pending.push_back(it->second);
       }
     }
     s.nodes.assign(nodes.begin(), nodes.end());

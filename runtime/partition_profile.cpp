@@ -18,8 +18,6 @@ DeviceProfile profile_of(const Partition& p, int device, int device_index) {
   return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, device_index));
 }
 
-void released_by_shared_ptr(void*) {}
-
 }  // namespace
 
 std::size_t record_node_times(const Partition& p, CostHistory& history, const std::string& precision, int device_index,
@@ -119,13 +117,8 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       const std::size_t bytes = t.nbytes();
       void* data = pinned->allocate(bytes, 256);
       std::memset(data, 0, bytes);
-      std::shared_ptr<Storage> storage(new Storage(data, bytes, Device::kCpu, &released_by_shared_ptr),
-                                       [pinned, bytes](Storage* s) {
-                                         void* d = s->data();
-                                         delete s;
-                                         pinned->deallocate(d, bytes, 256, nullptr);
-                                       });
-      t = Tensor::from_storage(std::move(storage), dtype, shape);
+      t = Tensor::adopt(data, bytes, Device::kCpu, dtype, shape,
+                        [pinned, bytes](void* d) { pinned->deallocate(d, bytes, 256, nullptr); });
     }
     feeds[g.inputs[i].name] = std::move(t);
   }

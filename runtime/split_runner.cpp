@@ -30,8 +30,6 @@ Tensor unbox(const Tensor& t) {
   return t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
 }
 
-void released_by_shared_ptr(void*) {}
-
 // Host tensors for the values that cross between segments, recycled by size: a batch's values
 // come back for the next batch as a pipeline's frame pool does, so they are neither page-faulted
 // in afresh each batch nor, over an accelerator's page-locked memory, registered each time. Its
@@ -59,14 +57,10 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
       }
     }
     if (p == nullptr) p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
-    std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCpu, &released_by_shared_ptr),
-                                     [pool = shared_from_this(), block](Storage* s) {
-                                       void* data = s->data();
-                                       delete s;
-                                       std::lock_guard lock(pool->mutex_);
-                                       pool->free_.emplace(block, data);
-                                     });
-    return Tensor::from_storage(std::move(storage), dtype, shape);
+    return Tensor::adopt(p, bytes, Device::kCpu, dtype, shape, [pool = shared_from_this(), block](void* data) {
+      std::lock_guard lock(pool->mutex_);
+      pool->free_.emplace(block, data);
+    });
   }
 
  private:

@@ -11,3 +11,22 @@ done
 bash "$run" true || exit 3
 meta=$(dirname "$run")
 export RW_BUNDLE_DATA=/tmp/rw-bundle/data
+
+# What a results file records of the machine and the build: day, gpu_name, tag (the GPU's short
+# name for file names: "h200"), driver, os_name, commit; and machine_rows, the opening table's
+# rows about them (date, machine, driver, toolkit, commit), for the scripts' results files.
+day=$(date -u +%F)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+tag=$(tr '[:upper:]' '[:lower:]' <<<"${gpu_name#NVIDIA }" | cut -d' ' -f1 | tr -cd 'a-z0-9-')
+driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
+os_name=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)
+commit=${REDWOOD_COMMIT:-$(cat "$meta/commit" 2>/dev/null)}
+machine_rows() {
+  echo "| | |"
+  echo "| --- | --- |"
+  echo "| date | $day |"
+  echo "| machine | ${gpu_name:-unknown GPU}, $(nproc) host cores, ${os_name:-OS not recorded} |"
+  echo "| driver | ${driver:-not recorded} |"
+  echo "| CUDA toolkit (Redwood's build) | $(cat "$meta/toolkit" 2>/dev/null || echo not recorded) |"
+  echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
+}

@@ -50,18 +50,18 @@ table="$OUT/plan_cache_table.md"
 } >"$table"
 for spec in "${cases[@]}"; do
   IFS='|' read -r name file input shape <<<"$spec"
-  tag=$(tr -cd 'a-zA-Z0-9' <<<"$name")
+  model_tag=$(tr -cd 'a-zA-Z0-9' <<<"$name")
   cold=() warm=() seeded="" split=""
   for i in $(seq 1 "$runs"); do
-    cache="$work/cache-$tag-$i"
+    cache="$work/cache-$model_tag-$i"
     mkdir -p "$cache"
-    cold+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$tag-cold-$i.log")")
-    warm+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$tag-warm-$i.log")")
+    cold+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$model_tag-cold-$i.log")")
+    warm+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$model_tag-warm-$i.log")")
     # The last warm start that says them: the picks it read back, and where its time went.
-    n=$(grep -oE "[0-9]+ tuned picks seeded" "$OUT/$tag-warm-$i.log" | head -1 | cut -d' ' -f1)
+    n=$(grep -oE "[0-9]+ tuned picks seeded" "$OUT/$model_tag-warm-$i.log" | head -1 | cut -d' ' -f1)
     [[ -n $n ]] && seeded=$n
     n=$(sed -n 's/^time to first inference: .*(load \([0-9.]*\) ms, first run \([0-9.]*\) ms).*/\1 + \2/p' \
-      "$OUT/$tag-warm-$i.log" | head -1)
+      "$OUT/$model_tag-warm-$i.log" | head -1)
     [[ -n $n ]] && split=$n
   done
   c=$(printf '%s\n' "${cold[@]}" | grep . | median)
@@ -69,7 +69,7 @@ for spec in "${cases[@]}"; do
   if [[ -n $c && -n $w ]]; then
     echo "| $name | $shape | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | ${split:-} | ${seeded:-none} |" >>"$table"
   else
-    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | | see $tag-*.log |" >>"$table"
+    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | | see $model_tag-*.log |" >>"$table"
   fi
   echo "$name: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
 done
@@ -82,23 +82,11 @@ if [[ -n $last_cache ]] && bash "$run" redwood plan --help 2>&1 | grep -q -- --c
   info=$(REDWOOD_CACHE_DIR=$last_cache bash "$run" redwood plan --cache-info 2>&1 | head -40)
 fi
 
-day=$(date -u +%F)
-gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-tag=$(tr '[:upper:]' '[:lower:]' <<<"${gpu_name#NVIDIA }" | cut -d' ' -f1 | tr -cd 'a-z0-9-')
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
-os_name=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)
-commit=${REDWOOD_COMMIT:-$(cat "$meta/commit" 2>/dev/null)}
 results="$OUT/$day-${tag:-gpu}-plan-cache.md"
 {
   echo "# $day · ${gpu_name:-unknown GPU} · the plan cache: time to first inference, cold and warm"
   echo
-  echo "| | |"
-  echo "| --- | --- |"
-  echo "| date | $day |"
-  echo "| machine | ${gpu_name:-unknown GPU}, $(nproc) host cores, ${os_name:-OS not recorded} |"
-  echo "| driver | ${driver:-not recorded} |"
-  echo "| CUDA toolkit (Redwood's build) | $(cat "$meta/toolkit" 2>/dev/null || echo not recorded) |"
-  echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
+  machine_rows
   echo "| command | \`bash scripts/plan_cache_device_run.sh\` (PRECISION=$precision, RUNS=$runs) |"
   echo
   echo "Each start is a new process: \`redwood infer MODEL --random INPUT=SHAPE --device cuda --precision $precision\`,"

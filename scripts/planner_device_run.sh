@@ -15,8 +15,7 @@ source scripts/device_env.sh
 export REDWOOD_CACHE_DIR=${REDWOOD_CACHE_DIR:-/tmp/rw-planner-cache}
 det=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_det_infer.onnx
 rec=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_rec_infer.onnx
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | awk '{print tolower($NF)}')
-result="$OUT/$(date -u +%F)-${gpu:-gpu}-planner.md"
+result="$OUT/$day-${tag:-gpu}-planner.md"
 section() {
   local title=$1
   shift
@@ -33,11 +32,10 @@ section() {
   } >>"$result"
 }
 {
-  echo "# The planner on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
+  echo "# $day · ${gpu_name:-unknown GPU} · the planner"
   echo
-  echo "$(date -u +%FT%TZ); commit $(cat "$meta/commit" 2>/dev/null || echo unknown);" \
-    "driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $(nproc) CPU cores;" \
-    "CUDA toolkit $(cat "$meta/toolkit" 2>/dev/null || echo unknown). Written by scripts/planner_device_run.sh."
+  machine_rows
+  echo "| command | \`bash scripts/planner_device_run.sh\` |"
 } >"$result"
 section "Device profiles" probe
 section "det, batch 8, fp16: placement and the cost model's error" \

@@ -124,12 +124,6 @@ pipeline "fast-${STREAMS_FAST:-32}" --streams "${STREAMS_FAST:-32}"
 for n in ${STREAMS_REALTIME:-100 128}; do pipeline "realtime-$n" --streams "$n" --fps 30; done
 
 # The dated results file.
-day=$(date -u +%F)
-gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-tag=$(tr '[:upper:]' '[:lower:]' <<<"${gpu_name#NVIDIA }" | cut -d' ' -f1 | tr -cd 'a-z0-9-')
-driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1)
-os_name=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)
-commit=${REDWOOD_COMMIT:-$(cat "$meta/commit" 2>/dev/null)}
 tests=$(grep -E '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$OUT/gpu_tests.log" |
   sed -E 's/^\[  ([A-Z]+) +\] ([0-9]+) tests?.*/\2 \L\1/' | paste -sd, - | sed 's/,/, /g')
 results="$OUT/$day-${tag:-gpu}-streaming.md"
@@ -144,13 +138,7 @@ row() {  # a run's line of the pipeline table, from its summary
 {
   echo "# $day · ${gpu_name:-unknown GPU} · the streaming runtime"
   echo
-  echo "| | |"
-  echo "| --- | --- |"
-  echo "| date | $day |"
-  echo "| machine | ${gpu_name:-unknown GPU}, $(nproc) host cores, ${os_name:-OS not recorded} |"
-  echo "| driver | ${driver:-not recorded} |"
-  echo "| CUDA toolkit (Redwood's build) | $(cat "$meta/toolkit" 2>/dev/null || echo not recorded) |"
-  echo "| commit | ${commit:-not recorded} (the results were recorded at this commit) |"
+  machine_rows
   echo "| command | \`bash scripts/streaming_device_run.sh\` (DURATION=$duration) |"
   echo "| \`redwood_gpu_tests\`, same call | ${tests:-not recorded} |"
   echo "| heap allocations per frame (one stream, both models on the GPU; tests/support/alloc_counter.c) | $(head -1 "$OUT/allocations.txt" 2>/dev/null | sed 's/^allocations per frame: //') |"

@@ -102,13 +102,6 @@ class PoolMatAllocator final : public cv::MatAllocator {
   FrameMemory::State& state_;
 };
 
-namespace {
-
-// Storage's own deleter is a plain function pointer with no context, so the block goes back to
-// the pool from the shared_ptr's deleter instead; this one only marks the storage as owning.
-void released_by_shared_ptr(void*) {}
-
-}  // namespace
 
 FrameMemory::FrameMemory(FrameMemoryConfig config) : state_(std::make_shared<State>(config)) {
   state_->mats = std::make_unique<PoolMatAllocator>(*state_);
@@ -130,13 +123,9 @@ Tensor FrameMemory::empty(DType dtype, Shape shape) {
     ++state_->fallbacks;
     return Tensor::empty(dtype, std::move(shape));
   }
-  std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCpu, &released_by_shared_ptr),
-                                   [state = state_, block](Storage* s) {
-                                     void* data = s->data();
-                                     delete s;
-                                     state->calls().deallocate(data, block, kAlignment, nullptr);
-                                   });
-  return Tensor::from_storage(std::move(storage), dtype, std::move(shape));
+  return Tensor::adopt(p, bytes, Device::kCpu, dtype, std::move(shape), [state = state_, block](void* data) {
+    state->calls().deallocate(data, block, kAlignment, nullptr);
+  });
 }
 
 Tensor FrameMemory::zeros(DType dtype, Shape shape) {

@@ -67,25 +67,17 @@ void* PinnedStaging::reserve(std::size_t bytes) {
   return data_;
 }
 
-namespace {
-// Storage's deleter has no context; the shared_ptr's gives the block back to its pool.
-void released_by_shared_ptr(void*) {}
-}  // namespace
-
 Tensor device_empty(DType dtype, Shape shape) {
   const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
   memory::MemoryResource& pool = default_device_resource();
   void* p = bytes > 0 ? pool.allocate(bytes) : nullptr;
-  std::shared_ptr<Storage> storage(new Storage(p, bytes, Device::kCuda, &released_by_shared_ptr), [&pool, bytes](Storage* s) {
-    void* data = s->data();
-    delete s;
+  return Tensor::adopt(p, bytes, Device::kCuda, dtype, std::move(shape), [&pool, bytes](void* data) {
     try {
       pool.deallocate(data, bytes);
     } catch (const std::exception&) {
       // Destructors never throw; the pool has counted the failure.
     }
   });
-  return Tensor::from_storage(std::move(storage), dtype, std::move(shape));
 }
 
 void copy_host_to_device(void* device_dst, const void* host_src, std::size_t bytes, PinnedStaging& staging,
