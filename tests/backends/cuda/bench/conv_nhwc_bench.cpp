@@ -110,7 +110,7 @@ Op make_op(const std::string& op_type, const Layer& l, const std::vector<DType>&
 // Plans, tunes and times `op` on device inputs; returns the median ms and the output (host).
 double time_op(Op& op, const std::vector<Tensor>& inputs, cuda::Precision precision, cudaStream_t stream,
                float warmup_ms, int runs, Tensor* out, std::string* variant) {
-  std::vector<cuda::TensorDesc> descs;
+  std::vector<TensorDesc> descs;
   std::vector<cuda::DeviceArg> args;
   for (const Tensor& t : inputs) {
     descs.push_back({t.dtype(), t.shape(), nullptr});

@@ -70,7 +70,7 @@ std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs, const s
   KernelInfo info;
   info.graph = &op->graph;
   info.opset = 17;
-  std::vector<cuda::TensorDesc> descs(host.size());
+  std::vector<TensorDesc> descs(host.size());
   for (std::size_t i = 0; i < host.size(); ++i) {
     op->node.inputs.push_back(host[i].defined() ? "in" + std::to_string(i) : "");
     info.input_dtypes.push_back(host[i].defined() ? host[i].dtype() : DType::kUndefined);
@@ -90,7 +90,7 @@ std::unique_ptr<Op> make_op(const std::string& type, const Attrs& attrs, const s
   op->cuda = dynamic_cast<CudaKernel*>(op->kernel.get());
   RW_EXPECTS(op->cuda != nullptr, Unsupported, "{} is not a CudaKernel", type);
   op->cuda->set_precision(precision);
-  const std::vector<cuda::TensorDesc> outs = op->cuda->plan(cuda::PlanInfo{op->node, descs, precision, 17});
+  const std::vector<TensorDesc> outs = op->cuda->plan(cuda::PlanInfo{op->node, descs, precision, 17});
   double footprint = op->bytes;
   for (const auto& o : outs) footprint += static_cast<double>(shape_numel(o.shape) * dtype_size(o.dtype));
   op->bytes = footprint;
