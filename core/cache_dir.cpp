@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,25 @@
 #include <unistd.h>
 
 namespace redwood {
+
+#ifndef REDWOOD_VERSION
+#error "REDWOOD_VERSION is set by core/CMakeLists.txt from the project version"
+#endif
+
+std::string redwood_version() { return REDWOOD_VERSION; }
+
+std::string build_stamp() {
+  static const std::string stamp = [] {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return fmt::format("Redwood {}", redwood_version());
+    const auto size = std::filesystem::file_size(exe, ec);
+    const auto modified = std::filesystem::last_write_time(exe, ec);
+    return fmt::format("Redwood {}; {} {} bytes, modified {}", redwood_version(), exe.filename().string(), size,
+                       static_cast<long long>(modified.time_since_epoch().count()));
+  }();
+  return stamp;
+}
 
 std::filesystem::path cache_dir() {
   auto env = [](const char* name) -> std::string {
@@ -24,27 +44,43 @@ std::filesystem::path cache_dir() {
 }
 
 void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write) {
   std::error_code ec;
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
   RW_EXPECTS(!ec, Error, "{}: cannot create its folder: {}", path.string(), ec.message());
-  // The process id keeps two processes writing the same file from sharing a temporary name.
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp{}", static_cast<long>(::getpid()));
+  // The process id and a counter keep two writers of the same file (other processes, or other
+  // threads of this one) from sharing a temporary name.
+  static std::atomic<unsigned> serial{0};
+  const std::filesystem::path tmp =
+      path.string() + fmt::format(".tmp{}-{}", static_cast<long>(::getpid()), serial.fetch_add(1));
+  auto discard = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  };
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     RW_EXPECTS(out.good(), Error, "{}: cannot write: {}", tmp.string(), std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      discard();
+      throw;
+    }
     out.flush();
     if (!out.good()) {
       const std::string why = std::strerror(errno);
       out.close();
-      std::filesystem::remove(tmp, ec);
+      discard();
       throw Error(fmt::format("{}: cannot write: {}", tmp.string(), why));
     }
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
+    discard();
     throw Error(fmt::format("{}: cannot replace: {}", path.string(), ec.message()));
   }
 }

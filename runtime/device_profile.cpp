@@ -26,10 +26,6 @@
 #include <optional>
 #include <sstream>
 
-#ifndef REDWOOD_VERSION
-#error "runtime/CMakeLists.txt defines REDWOOD_VERSION for this file"
-#endif
-
 namespace redwood::runtime {
 namespace fs = std::filesystem;
 namespace {
@@ -69,7 +65,7 @@ DeviceName parse_device(const std::string& device) {
 }
 
 std::string full_key(const std::string& device_key, bool quick) {
-  return fmt::format("{}; Redwood {}; profile format {}{}", device_key, REDWOOD_VERSION, kFormat,
+  return fmt::format("{}; Redwood {}; profile format {}{}", device_key, redwood_version(), kFormat,
                      quick ? "; quick" : "");
 }
 

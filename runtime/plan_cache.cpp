@@ -13,10 +13,6 @@
 #include <set>
 #include <sstream>
 
-#ifndef REDWOOD_VERSION
-#error "REDWOOD_VERSION is set by runtime/CMakeLists.txt from the project version"
-#endif
-
 namespace redwood::runtime {
 namespace {
 
@@ -85,7 +81,6 @@ PlanCacheEntry parse_entry(const nlohmann::json& json, const PlanCacheKey* expec
 
 }  // namespace
 
-std::string redwood_version() { return REDWOOD_VERSION; }
 
 std::filesystem::path plan_cache_dir() { return cache_dir() / "plans"; }
 

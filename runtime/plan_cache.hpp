@@ -21,6 +21,8 @@
 // its tuner refuses) is never used in part: it is logged once, naming the file and the reason, and
 // the next save replaces it.
 
+#include "core/cache_dir.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
@@ -35,9 +37,6 @@ namespace redwood::runtime {
 
 /// The layout of the file; a file of another version is stale.
 inline constexpr int kPlanCacheFormat = 1;
-
-/// Redwood's version (the project version in the top CMakeLists.txt).
-std::string redwood_version();
 
 /// Where entries live: cache_dir() (core/cache_dir.hpp: $REDWOOD_CACHE_DIR, else
 /// $XDG_CACHE_HOME/redwood, else $HOME/.cache/redwood) / "plans". Not created here.
@@ -92,7 +91,7 @@ struct PlanCacheKey {
   std::string device;      // "NVIDIA H200, sm_90, 132 SMs"
   std::string driver;      // "570.86.15, CUDA 12.8"
   std::string runtime;     // "CUDA runtime 13.0"
-  std::string redwood;     // redwood_version()
+  std::string redwood;     // redwood_version() (core/cache_dir.hpp)
   std::map<std::string, std::string> options;  // the runner options that change the plan
 
   nlohmann::json to_json() const;

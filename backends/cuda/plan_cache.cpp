@@ -2,6 +2,7 @@
 
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/kernels/variant_tuner.hpp"
+#include "core/cache_dir.hpp"
 #include "core/error.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "core/log.hpp"
@@ -53,7 +54,7 @@ runtime::PlanCacheKey plan_cache_key(const std::string& model_hash, const Runner
   key.device = fmt::format("{}, sm_{}{}, {} SMs", d.name, d.compute_major, d.compute_minor, d.multiprocessors);
   key.driver = fmt::format("{}, CUDA {}", kernel_module_version(), cuda_version(probe.driver_version));
   key.runtime = fmt::format("CUDA runtime {}", cuda_version(probe.runtime_version));
-  key.redwood = runtime::redwood_version();
+  key.redwood = redwood_version();
   key.options = plan_cache_options(options);
   return key;
 }
