@@ -126,7 +126,7 @@ int run_bench(const BenchArgs& args) {
     tbb_threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, args.threads);
     cpu::onednn::set_threads(args.threads);
   }
-  std::shared_ptr<Graph> graph = load_onnx(args.model);
+  std::shared_ptr<Graph> graph = load_onnx(args.model, OnnxImportOptions{.cache = true});
   ExecutorOptions options;
   options.optimize = !args.reference;
   options.reference_only = args.reference;

@@ -106,7 +106,7 @@ runtime::PickCheck pick_check() {
 // A model's entries: which are this machine's, and whether those pass every check here.
 void print_model(const std::string& model, const std::vector<Listed>& entries) {
   const auto start = std::chrono::steady_clock::now();
-  const std::shared_ptr<Graph> graph = load_onnx(model);
+  const std::shared_ptr<Graph> graph = load_onnx(model, OnnxImportOptions{.cache = true});
   const auto hashed = std::chrono::steady_clock::now();
   const std::string hash = hash_hex(graph_hash(*graph));
   const double hash_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - hashed).count();

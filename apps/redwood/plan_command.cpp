@@ -102,7 +102,7 @@ void print_memory_plan(const PlanArgs& args, Executor& executor, const Graph& or
 int run_plan(PlanArgs& args) {
   if (args.cache_info) return print_plan_cache_info(args.model);
   RW_EXPECTS(!args.model.empty(), InvalidArgument, "plan: which model? (redwood plan MODEL; --cache-info alone lists the plan cache)");
-  std::shared_ptr<Graph> graph = load_onnx(args.model);
+  std::shared_ptr<Graph> graph = load_onnx(args.model, OnnxImportOptions{.cache = true});
   // More than the CPU, a profile or a drawing: the partitioner's view.
   PartitionArgs& part = args.partition;
   bool placing = false;

@@ -1,5 +1,8 @@
 #include "core/onnx/onnx_import.hpp"
 
+#include "core/mapped_file.hpp"
+#include "core/onnx/model_cache.hpp"
+
 #include "core/error.hpp"
 #include "core/log.hpp"
 
@@ -11,6 +14,7 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -21,11 +25,13 @@ namespace {
 std::string read_file(const std::filesystem::path& file) {
   RW_EXPECTS(std::filesystem::exists(file), IoError, "{}: no such file", file.string());
   RW_EXPECTS(std::filesystem::is_regular_file(file), IoError, "{}: not a regular file", file.string());
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
   RW_EXPECTS(in.good(), IoError, "{}: cannot open", file.string());
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
+  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  RW_EXPECTS(static_cast<std::size_t>(in.gcount()) == bytes.size(), IoError, "{}: cannot read", file.string());
+  return bytes;
 }
 
 // Copies `count` elements of a typed repeated field into dst, converting to the tensor's type.
@@ -212,10 +218,45 @@ Tensor constant_value(const Node& node) {
 
 }  // namespace
 
+namespace {
+
+// Whether any tensor of the graph (an initializer, a tensor attribute) keeps its bytes in another file.
+bool uses_external_data(const onnx::GraphProto& g) {
+  for (const auto& t : g.initializer()) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
+  }
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL) return true;
+    }
+  }
+  return false;
+}
+
+std::shared_ptr<Graph> import_model(std::string_view bytes, const std::string& source,
+                                    const OnnxImportOptions& options, bool* external);
+
+}  // namespace
+
 std::shared_ptr<Graph> load_onnx(const std::filesystem::path& file, const OnnxImportOptions& options) {
-  const std::string bytes = read_file(file);
-  auto graph = load_onnx_bytes(bytes, file.string(), options);
+  RW_EXPECTS(std::filesystem::exists(file), IoError, "{}: no such file", file.string());
+  RW_EXPECTS(std::filesystem::is_regular_file(file), IoError, "{}: not a regular file", file.string());
+  // Mapped, not copied: the hash and protobuf read the pages where they are.
+  const std::shared_ptr<MappedFile> mapped = MappedFile::open(file);
+  const std::string_view bytes = mapped->bytes();
+  bool external = false;
+  if (!options.cache) return import_model(bytes, file.string(), options, &external);
+  const std::filesystem::path entry = model_cache_file(model_cache_dir(), bytes, options);
+  if (auto graph = read_model_cache(entry, file.string())) return graph;
+  auto graph = import_model(bytes, file.string(), options, &external);
+  if (!external) write_model_cache(entry, *graph);
   return graph;
+}
+
+std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::string& source,
+                                       const OnnxImportOptions& options) {
+  bool external = false;
+  return import_model(bytes, source, options, &external);
 }
 
 namespace {
@@ -242,17 +283,19 @@ void check_window_attributes(const onnx::GraphProto& g, const std::string& sourc
   }
 }
 
-}  // namespace
-
-std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::string& source,
-                                       const OnnxImportOptions& options) {
+std::shared_ptr<Graph> import_model(std::string_view bytes, const std::string& source,
+                                    const OnnxImportOptions& options, bool* external) {
   onnx::ModelProto model;
   RW_EXPECTS(!bytes.empty(), InvalidArgument, "{}: the file is empty, not an ONNX model", source);
-  RW_EXPECTS(model.ParseFromString(bytes), InvalidArgument,
+  RW_EXPECTS(bytes.size() <= static_cast<std::size_t>(std::numeric_limits<int>::max()), Unsupported,
+             "{}: {} bytes; protobuf reads a model of up to 2 GiB (larger ones keep their weights in external data)",
+             source, bytes.size());
+  RW_EXPECTS(model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())), InvalidArgument,
              "{}: not a valid ONNX model (the protobuf does not parse: truncated or corrupt file?)", source);
   RW_EXPECTS(model.has_graph() && model.graph().node_size() + model.graph().output_size() > 0,
              InvalidArgument, "{}: the ONNX model has no graph (truncated or corrupt file?)", source);
   const std::filesystem::path model_dir = std::filesystem::path(source).parent_path();
+  *external = uses_external_data(model.graph());
   check_window_attributes(model.graph(), source);
   if (options.check) {
     try {
@@ -342,6 +385,8 @@ std::shared_ptr<Graph> load_onnx_bytes(const std::string& bytes, const std::stri
               graph->initializers.size(), graph->opset);
   return graph;
 }
+
+}  // namespace
 
 Tensor load_onnx_tensor(const std::filesystem::path& file) {
   const std::string bytes = read_file(file);

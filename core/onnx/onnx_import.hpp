@@ -17,9 +17,12 @@ struct OnnxImportOptions {
   bool check = true;
   /// Run ONNX shape inference so that intermediates get dtypes and (partial) shapes.
   bool infer_shapes = true;
+  /// Keep the imported graph in the model cache and read it back when the same bytes are loaded
+  /// again (core/onnx/model_cache.hpp). The launcher's commands turn it on.
+  bool cache = false;
 };
 
-/// Loads an ONNX model file into Redwood's IR.
+/// Loads an ONNX model file into Redwood's IR (through the model cache when options.cache).
 std::shared_ptr<Graph> load_onnx(const std::filesystem::path& file, const OnnxImportOptions& options = {});
 
 /// Loads an ONNX model from serialized bytes; `source` names it in messages.

@@ -18,30 +18,7 @@ namespace {
 
 using testing::OnnxBuilder;
 
-// y = x + w, w = four floats stored outside the model at `location` (offset, length if given).
-std::filesystem::path model_with_external(const std::filesystem::path& dir, const std::string& location,
-                                          const std::string& offset = "", const std::string& length = "") {
-  OnnxBuilder b(13);
-  b.input("x", onnx::TensorProto::FLOAT, {4});
-  b.initializer("w", Tensor::zeros(DType::kF32, {4}));
-  b.node("Add", {"x", "w"}, {"y"}, "add");
-  b.output("y", onnx::TensorProto::FLOAT, {4});
-  onnx::TensorProto& w = *b.model().mutable_graph()->mutable_initializer(0);
-  w.clear_raw_data();
-  w.clear_float_data();
-  w.set_data_location(onnx::TensorProto::EXTERNAL);
-  auto add = [&](const std::string& key, const std::string& value) {
-    auto* kv = w.add_external_data();
-    kv->set_key(key);
-    kv->set_value(value);
-  };
-  add("location", location);
-  if (!offset.empty()) add("offset", offset);
-  if (!length.empty()) add("length", length);
-  const auto file = dir / "model.onnx";
-  b.save(file);
-  return file;
-}
+using testing::model_with_external;
 
 // Redwood's own checks run whether or not ONNX's checker runs first (it refuses some of the same).
 std::string load_error(const std::filesystem::path& model) {

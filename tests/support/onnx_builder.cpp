@@ -89,6 +89,30 @@ void OnnxBuilder::save(const std::filesystem::path& file) const {
   if (!out.good()) throw std::runtime_error("cannot write " + file.string());
 }
 
+std::filesystem::path model_with_external(const std::filesystem::path& dir, const std::string& location,
+                                          const std::string& offset, const std::string& length) {
+  OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {4});
+  b.initializer("w", Tensor::zeros(DType::kF32, {4}));
+  b.node("Add", {"x", "w"}, {"y"}, "add");
+  b.output("y", onnx::TensorProto::FLOAT, {4});
+  onnx::TensorProto& w = *b.model().mutable_graph()->mutable_initializer(0);
+  w.clear_raw_data();
+  w.clear_float_data();
+  w.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const std::string& key, const std::string& value) {
+    auto* kv = w.add_external_data();
+    kv->set_key(key);
+    kv->set_value(value);
+  };
+  add("location", location);
+  if (!offset.empty()) add("offset", offset);
+  if (!length.empty()) add("length", length);
+  const auto file = dir / "model.onnx";
+  b.save(file);
+  return file;
+}
+
 std::filesystem::path temp_dir(const std::string& tag) {
   static std::mt19937_64 rng(std::random_device{}());
   const auto dir = std::filesystem::temp_directory_path() /

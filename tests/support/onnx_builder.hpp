@@ -36,6 +36,11 @@ class OnnxBuilder {
   onnx::ModelProto model_;
 };
 
+/// dir/model.onnx, y = x + w, w four floats stored outside the model in external data at
+/// `location` (relative to dir unless absolute), with that offset and length when given.
+std::filesystem::path model_with_external(const std::filesystem::path& dir, const std::string& location,
+                                          const std::string& offset = "", const std::string& length = "");
+
 /// A fresh, empty temporary folder for one test (removed by the OS's tmp cleaning, not by us).
 std::filesystem::path temp_dir(const std::string& tag);
 
