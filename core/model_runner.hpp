@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace redwood {
@@ -282,6 +283,11 @@ struct DeviceRunnerFactory {
   std::function<NodeTimes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
                           const RunnerConfig& config, int runs)>
       time_nodes;
+  /// Starts making device `index` ready (CUDA: its context, a few hundred milliseconds) on a
+  /// thread of its own and returns it; the thread is joined when the handle goes. The launcher
+  /// holds it while it imports the models that will run there, so that the two overlap. Empty
+  /// (no function) where a device has nothing to start.
+  std::function<std::jthread(int index)> warm_up;
 };
 
 /// A runner for `graph` on `device`: "cpu" (make_cpu_runner), or a device the registry has.

@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
 #include <set>
+#include <thread>
 
 namespace redwood {
 namespace {
@@ -47,7 +49,23 @@ std::vector<std::pair<YAML::Node, std::string>> list_section(const Params& root,
 
 }  // namespace
 
+namespace {
+
+// Starts making each GPU's context on a thread of its own (DeviceRunnerFactory::warm_up), once
+// per GPU; the threads join when `warming` goes, after the runners are made.
+void warm_up_gpus(const std::vector<int>& devices, std::map<int, std::jthread>& warming) {
+  const auto& registry = device_runner_registry();
+  const auto it = registry.find("cuda");
+  if (it == registry.end() || !it->second.warm_up) return;
+  for (int d : devices) {
+    if (!warming.count(d)) warming.emplace(d, it->second.warm_up(d));
+  }
+}
+
+}  // namespace
+
 Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : options_(options) {
+  std::map<int, std::jthread> warming;
   RW_EXPECTS(options.streams >= 1 && options.streams <= 4096, InvalidArgument, "--streams must be from 1 to 4096, not {}",
              options.streams);
   RW_EXPECTS(options.fps >= 0, InvalidArgument, "--fps must be >= 0, not {}", options.fps);
@@ -142,8 +160,10 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
         }
       }
       entry.device_where = origin->where(p.has("device") ? p.node("device") : kv.second);
+      // A model that may run on a GPU: the GPU's context is made while the models are read.
+      if (entry.device != "cpu") warm_up_gpus(entry.devices, warming);
       try {
-        entry.graph = load_onnx(entry.path);
+        entry.graph = load_onnx(entry.path, OnnxImportOptions{.cache = true});
       } catch (const Error& e) {
         p.fail("path", e.what());
       }

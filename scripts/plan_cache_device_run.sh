@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The plan cache on the GPU host: time to first inference of `redwood infer --device cuda` in a
-# new process, cold (an empty plan cache: every convolution's candidates timed) against warm (the
-# cache the cold run left: the picks read back, nothing timed), for PP-OCRv4 det and rec
+# new process, cold (an empty cache folder: the model imported from ONNX, every convolution's
+# candidates timed) against warm (the folder the cold run left: the imported model and the picks
+# read back, nothing parsed or timed), for PP-OCRv4 det and rec
 # (assets/models) and ResNet-50 (torchvision's, weights=None, exported as scripts/bench_gpu.py
 # does; skipped where PyTorch is missing). Each start is repeated RUNS times, each cold one with a
 # fresh cache folder; the medians go into $OUT/YYYY-MM-DD-<gpu>-plan-cache.md with the machine,
-# driver and commit; the launcher's logs (REDWOOD_LOG=debug: the plan cache's lines) stay in $OUT.
+# driver and commit; the launcher's logs (REDWOOD_LOG=debug: the caches' lines and the parts of a start) stay in $OUT.
 #
 # Needs the bundle of scripts/streaming_bundle.sh (the launcher `redwood` and assets/models):
 #
@@ -14,6 +15,7 @@
 #   device run, carry [".device/pN"]:  bash scripts/plan_cache_device_run.sh
 #
 # PRECISION (fp16) and RUNS (3) change the runs; the issue's target is warm >= 10x faster.
+# A second table splits the last cold and warm start of each model into its parts (debug log lines).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
@@ -44,36 +46,52 @@ median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 table="$OUT/plan_cache_table.md"
+parts="$OUT/plan_cache_parts.md"
+# Where one start's time went, from its log: import, the wait for the CUDA context (made on a
+# thread of its own while the model is read), the plan cache's key (the graph's hash), the
+# optimizer's passes, the plan made at load (fixed shapes) and the pinned-copy peak, the first run.
+breakdown() {  # log
+  local log=$1
+  local import runner first ctx key opt plan pinned
+  read -r import runner first < <(sed -n 's/^time to first inference: .*(import \([0-9.]*\) ms, runner \([0-9.]*\) ms, first run \([0-9.]*\) ms).*/\1 \2 \3/p' "$log" | head -1)
+  ctx=$(sed -n 's/.*context ready in \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
+  read -r key opt < <(sed -n 's/.*plan cache key in \([0-9.]*\) ms, optimized in \([0-9.]*\) ms.*/\1 \2/p' "$log" | head -1)
+  read -r plan pinned < <(sed -n 's/.*at load[^0-9]* in \([0-9.]*\) ms, pinned peak in \([0-9.]*\) ms.*/\1 \2/p' "$log" | head -1)
+  echo "${import:-?} | ${ctx:-?} | ${key:-?} | ${opt:-?} | ${plan:-?} | ${pinned:-?} | ${first:-?}"
+}
 {
-  echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | warm: load + first run ms | picks read back (warm) |"
-  echo "| --- | --- | --- | --- | --- | --- | --- |"
+  echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | picks read back (warm) |"
+  echo "| --- | --- | --- | --- | --- | --- |"
 } >"$table"
+{
+  echo "| model | start | import | context wait | plan cache key | optimize | plan at load | pinned peak | first run |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+} >"$parts"
 for spec in "${cases[@]}"; do
   IFS='|' read -r name file input shape <<<"$spec"
   model_tag=$(tr -cd 'a-zA-Z0-9' <<<"$name")
-  cold=() warm=() seeded="" split=""
+  cold=() warm=() seeded=""
   for i in $(seq 1 "$runs"); do
     cache="$work/cache-$model_tag-$i"
     mkdir -p "$cache"
     cold+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$model_tag-cold-$i.log")")
     warm+=("$(start "$file" "$input" "$shape" "$cache" "$OUT/$model_tag-warm-$i.log")")
-    # The last warm start that says them: the picks it read back, and where its time went.
     n=$(grep -oE "[0-9]+ tuned picks seeded" "$OUT/$model_tag-warm-$i.log" | head -1 | cut -d' ' -f1)
     [[ -n $n ]] && seeded=$n
-    n=$(sed -n 's/^time to first inference: .*(load \([0-9.]*\) ms, first run \([0-9.]*\) ms).*/\1 + \2/p' \
-      "$OUT/$model_tag-warm-$i.log" | head -1)
-    [[ -n $n ]] && split=$n
   done
+  # The last pair's parts, in ms.
+  echo "| $name | cold | $(breakdown "$OUT/$model_tag-cold-$runs.log") |" >>"$parts"
+  echo "| $name | warm | $(breakdown "$OUT/$model_tag-warm-$runs.log") |" >>"$parts"
   c=$(printf '%s\n' "${cold[@]}" | grep . | median)
   w=$(printf '%s\n' "${warm[@]}" | grep . | median)
   if [[ -n $c && -n $w ]]; then
-    echo "| $name | $shape | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | ${split:-} | ${seeded:-none} |" >>"$table"
+    echo "| $name | $shape | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | ${seeded:-none} |" >>"$table"
   else
-    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | | see $model_tag-*.log |" >>"$table"
+    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | see $model_tag-*.log |" >>"$table"
   fi
   echo "$name: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
 done
-cat "$table"
+cat "$table" "$parts"
 
 # What the cache holds after the last warm run (when the launcher has `plan --cache-info`).
 last_cache=$(ls -d "$work"/cache-* 2>/dev/null | tail -1)
@@ -90,14 +108,18 @@ results="$OUT/$day-${tag:-gpu}-plan-cache.md"
   echo "| command | \`bash scripts/plan_cache_device_run.sh\` (PRECISION=$precision, RUNS=$runs) |"
   echo
   echo "Each start is a new process: \`redwood infer MODEL --random INPUT=SHAPE --device cuda --precision $precision\`,"
-  echo "timed from before the model is read to the first result (its \"time to first inference\" line:"
-  echo "import, graph hash, optimization, plan, tuning, capture, one run). Cold: an empty"
-  echo "\`REDWOOD_CACHE_DIR\`, so the tuners time every convolution's candidates (within 3 s a plan);"
-  echo "warm: the same folder in a new process, the picks read back from the plan cache. \"load\" is"
-  echo "import, hash, optimization and the runner with its CUDA context; \"first run\" plans, captures and"
-  echo "runs (the last warm start's split)."
+  echo "timed from before the model is read to the first result (its \"time to first inference\" line)."
+  echo "Cold: an empty \`REDWOOD_CACHE_DIR\`: the model is imported from ONNX (and kept in the model"
+  echo "cache), the tuners time every convolution's candidates (within 3 s a plan) and keep their picks."
+  echo "Warm: the same folder in a new process: the imported model and the picks read back."
   echo
   cat "$table"
+  echo
+  echo "Where the last cold and warm start of each model spent their time, in ms (from the launcher's"
+  echo "log; the CUDA context is made on a thread of its own while the model is read, and \"context"
+  echo "wait\" is what remained of it when the runner needed it):"
+  echo
+  cat "$parts"
   if [[ -n $info ]]; then
     echo
     echo "The cache after the last warm start (\`redwood plan --cache-info\`):"

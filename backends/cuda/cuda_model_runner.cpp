@@ -165,11 +165,17 @@ class CudaModelRunner final : public ModelRunner {
       fixed = fixed && in.has_shape;
       shapes.push_back(std::move(s));
     }
+    const auto start = std::chrono::steady_clock::now();
     if (fixed) {
       for (auto& slot : slots_) plan_on(*slot, shapes);
     }
+    const auto planned = std::chrono::steady_clock::now();
     const auto [h2d, d2h] = pinned_peak_gbps(device_, slots_[0]->stream.get());
     recorder_.set_pinned_peak(h2d, d2h);
+    using Ms = std::chrono::duration<double, std::milli>;
+    log().debug("{}: {} in {:.1f} ms, pinned peak in {:.1f} ms", description_,
+                fixed ? "planned at load" : "not planned at load (shapes vary)", Ms(planned - start).count(),
+                Ms(std::chrono::steady_clock::now() - planned).count());
     completion_ = std::thread([this] { complete_loop(); });
   }
 
@@ -282,7 +288,13 @@ class CudaModelRunner final : public ModelRunner {
   };
 
   static std::shared_ptr<const Graph> set_device(int device, std::shared_ptr<const Graph> graph) {
+    const auto start = std::chrono::steady_clock::now();
     RW_CUDA_CHECK(cudaSetDevice(device));
+    // The device's context now (CUDA makes it at the first call that needs one), so that the log
+    // says what it cost: the part of a start no cache takes away (docs/planner.md, "Plan cache").
+    RW_CUDA_CHECK(cudaFree(nullptr));
+    log().debug("cuda:{}: context ready in {:.1f} ms",
+                device, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     return graph;
   }
 
@@ -599,8 +611,20 @@ NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape
   return times;
 }
 
-[[maybe_unused]] const bool registered = register_device_runner(
-    "cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count, cuda_memory_info, supports, time_nodes});
+// The driver's context of `device`, made on a thread of its own: CUDA makes a device's primary
+// context once per process, and a thread that needs it meanwhile waits for the one being made.
+std::jthread warm_up(int device) {
+  return std::jthread([device] {
+    set_thread_name("rw-cuda-init");
+    if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
+      cudaGetLastError();  // the runner, made later, reports the device's problem itself
+    }
+  });
+}
+
+[[maybe_unused]] const bool registered =
+    register_device_runner("cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count,
+                                    cuda_memory_info, supports, time_nodes, warm_up});
 
 }  // namespace
 }  // namespace redwood::cuda

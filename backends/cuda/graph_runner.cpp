@@ -7,10 +7,12 @@
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/kernel_info.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -350,7 +352,9 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     RW_EXPECTS(why.empty(), Unsupported, "GraphRunner: {}", why);
   }
   // Keyed by the graph as imported, before the passes below rewrite the copy.
+  const auto start = std::chrono::steady_clock::now();
   if (options_.plan_cache && options_.tune_budget_ms > 0) plan_cache_ = make_runner_plan_cache(*graph, options_, device_);
+  const auto keyed = std::chrono::steady_clock::now();
   if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
     // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
@@ -365,6 +369,9 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   } else {
     graph_ = std::move(graph);
   }
+  using Ms = std::chrono::duration<double, std::milli>;
+  log().debug("GraphRunner {}: plan cache key in {:.1f} ms, optimized in {:.1f} ms", graph_->name,
+              Ms(keyed - start).count(), Ms(std::chrono::steady_clock::now() - keyed).count());
 }
 
 GraphRunner::~GraphRunner() {

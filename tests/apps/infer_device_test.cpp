@@ -32,9 +32,30 @@ class InferDevice : public ::testing::Test {
 TEST_F(InferDevice, PrintsTheTimeToFirstInferenceOnce) {
   const auto r = testing::run_launcher("infer " + model_ + " --random x=2x4 --repeat 3");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  const std::regex line(R"(time to first inference: [0-9.]+ ms \(load [0-9.]+ ms, first run [0-9.]+ ms\))");
+  const std::regex line(R"(time to first inference: [0-9.]+ ms \(import [0-9.]+ ms, runner [0-9.]+ ms, first run [0-9.]+ ms\))");
   const auto found = std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), line), std::sregex_iterator());
   EXPECT_EQ(found, 1) << r.output;
+}
+
+// The second start reads the imported model back from the model cache (core/onnx/model_cache.hpp)
+// and computes the same outputs.
+TEST_F(InferDevice, ASecondStartReadsTheModelFromTheModelCache) {
+  testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("infer-model-cache").c_str());
+  testing::ScopedEnv debug("REDWOOD_LOG", "debug");
+  const std::string command = "infer " + model_ + " --random x=2x4";
+  const auto first = testing::run_launcher(command);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_EQ(first.output.find("read back from"), std::string::npos) << first.output;
+  const auto second = testing::run_launcher(command);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("model cache: " + model_ + " read back from"), std::string::npos) << second.output;
+  // --random's values are seeded: the same input, so the same output summary line.
+  auto output_line = [](const std::string& text) {
+    const auto at = text.find("output: y");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at) - at);
+  };
+  EXPECT_FALSE(output_line(first.output).empty()) << first.output;
+  EXPECT_EQ(output_line(first.output), output_line(second.output));
 }
 
 TEST_F(InferDevice, BadDeviceOptionsAreRefusedFirst) {
