@@ -52,20 +52,22 @@ parts="$OUT/plan_cache_parts.md"
 # optimizer's passes, the plan made at load (fixed shapes) and the pinned-copy peak, the first run.
 breakdown() {  # log
   local log=$1
-  local import runner first ctx key opt plan pinned
+  local import runner first made ctx key opt plan pinned
   read -r import runner first < <(sed -n 's/^time to first inference: .*(import \([0-9.]*\) ms, runner \([0-9.]*\) ms, first run \([0-9.]*\) ms).*/\1 \2 \3/p' "$log" | head -1)
+  made=$(sed -n 's/.*context made in \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
   ctx=$(sed -n 's/.*context ready in \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
   read -r key opt < <(sed -n 's/.*plan cache key in \([0-9.]*\) ms, optimized in \([0-9.]*\) ms.*/\1 \2/p' "$log" | head -1)
   read -r plan pinned < <(sed -n 's/.*at load[^0-9]* in \([0-9.]*\) ms, pinned peak in \([0-9.]*\) ms.*/\1 \2/p' "$log" | head -1)
-  echo "${import:-?} | ${ctx:-?} | ${key:-?} | ${opt:-?} | ${plan:-?} | ${pinned:-?} | ${first:-?}"
+
+  echo "${import:-?} | ${runner:-?} | ${made:-?} | ${ctx:-?} | ${key:-?} | ${opt:-?} | ${plan:-?} | ${pinned:-?} | ${first:-?}"
 }
 {
   echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | picks read back (warm) |"
   echo "| --- | --- | --- | --- | --- | --- |"
 } >"$table"
 {
-  echo "| model | start | import | context wait | plan cache key | optimize | plan at load | pinned peak | first run |"
-  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+  echo "| model | start | import | runner | context made (alongside) | context wait | plan cache key | optimize | plan at load | pinned peak wait | first run |"
+  echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 } >"$parts"
 for spec in "${cases[@]}"; do
   IFS='|' read -r name file input shape <<<"$spec"
@@ -116,8 +118,10 @@ results="$OUT/$day-${tag:-gpu}-plan-cache.md"
   cat "$table"
   echo
   echo "Where the last cold and warm start of each model spent their time, in ms (from the launcher's"
-  echo "log; the CUDA context is made on a thread of its own while the model is read, and \"context"
-  echo "wait\" is what remained of it when the runner needed it):"
+  echo "log). The CUDA context is made, and the pinned peak measured, on a thread of its own while the"
+  echo "model is read (\"context made\", from that thread's start); \"runner\" is everything from the"
+  echo "import's end to a runner ready, the wait for the context included (\"context wait\" is only the"
+  echo "part the runner's own first CUDA call saw: a probe before it may have waited already)."
   echo
   cat "$parts"
   if [[ -n $info ]]; then

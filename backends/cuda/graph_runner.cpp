@@ -355,7 +355,14 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   const auto start = std::chrono::steady_clock::now();
   if (options_.plan_cache && options_.tune_budget_ms > 0) plan_cache_ = make_runner_plan_cache(*graph, options_, device_);
   const auto keyed = std::chrono::steady_clock::now();
-  if (options_.optimize) {
+  std::shared_ptr<Graph> optimized =
+      options_.optimize && plan_cache_ ? plan_cache_->load_optimized(pass_records_) : nullptr;
+  const bool from_cache = optimized != nullptr;
+  if (optimized) {
+    // The passes' result for this model, key and build, as an earlier run kept it.
+    optimized->source = graph->source;
+    graph_ = std::move(optimized);
+  } else if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
     // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
     // and at fp16/bf16/tf32 with NHWC activations between convolutions (choose_gpu_layout).
@@ -365,13 +372,15 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     pass_records_ = passes::optimize(
         *copy, passes::gpu_pipeline(storage, storage.has_value() && options_.precision == Precision::kTf32,
                                     space_to_depth_stem(options_), fuse_conv_shortcuts(options_)));
+    if (plan_cache_) plan_cache_->save_optimized(*copy, pass_records_);
     graph_ = std::move(copy);
   } else {
     graph_ = std::move(graph);
   }
   using Ms = std::chrono::duration<double, std::milli>;
-  log().debug("GraphRunner {}: plan cache key in {:.1f} ms, optimized in {:.1f} ms", graph_->name,
-              Ms(keyed - start).count(), Ms(std::chrono::steady_clock::now() - keyed).count());
+  log().debug("GraphRunner {}: plan cache key in {:.1f} ms, optimized in {:.1f} ms{}", graph_->name,
+              Ms(keyed - start).count(), Ms(std::chrono::steady_clock::now() - keyed).count(),
+              from_cache ? " (read back from the plan cache)" : "");
 }
 
 GraphRunner::~GraphRunner() {

@@ -4,11 +4,13 @@
 #include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/cache_dir.hpp"
 #include "core/error.hpp"
+#include "core/graph/graph_file.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "core/log.hpp"
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <fstream>
 #include <regex>
 
@@ -113,5 +115,57 @@ void RunnerPlanCache::before_tuning() {
 }
 
 void RunnerPlanCache::after_tuning(const runtime::PickRecorder& recorder) { cache_.add(recorder.picks()); }
+
+std::filesystem::path RunnerPlanCache::optimized_file() const {
+  std::filesystem::path file = cache_.file();
+  return file.replace_extension(".rwgraph");
+}
+
+namespace {
+
+// What an optimized graph's file keeps beside the graph: the build and the key it was made for,
+// and what the passes did (GraphRunner::pass_records, which `redwood plan` and the benchmarks show).
+nlohmann::json optimized_stamp(const runtime::PlanCacheKey& key, const std::vector<PassRecord>& records) {
+  nlohmann::json passes = nlohmann::json::array();
+  for (const PassRecord& r : records) passes.push_back({{"pass", r.pass}, {"changes", r.changes}});
+  return {{"build", build_stamp()}, {"key", key.to_json()}, {"passes", passes}};
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> RunnerPlanCache::load_optimized(std::vector<PassRecord>& records) const {
+  const std::filesystem::path file = optimized_file();
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return nullptr;
+  try {
+    std::string stamp_text;
+    std::shared_ptr<Graph> graph = read_graph_file(file, &stamp_text);
+    const nlohmann::json stamp = nlohmann::json::parse(stamp_text);
+    if (stamp.at("build").get<std::string>() != build_stamp()) {
+      log().info("plan cache: {} was made by another build; optimizing again", file.string());
+      return nullptr;
+    }
+    const std::string differs = cache_.key().difference(runtime::PlanCacheKey::from_json(stamp.at("key")));
+    RW_EXPECTS(differs.empty(), InvalidArgument, "made for another key: {}", differs);
+    std::vector<PassRecord> read;
+    for (const auto& p : stamp.at("passes")) {
+      read.push_back({p.at("pass").get<std::string>(), p.at("changes").get<std::vector<std::string>>()});
+    }
+    records = std::move(read);
+    return graph;
+  } catch (const std::exception& e) {
+    log().warn("plan cache: {} not used: {}; optimizing again", file.string(), e.what());
+    return nullptr;
+  }
+}
+
+void RunnerPlanCache::save_optimized(const Graph& graph, const std::vector<PassRecord>& records) const {
+  try {
+    write_graph_file(optimized_file(), graph, optimized_stamp(cache_.key(), records).dump());
+  } catch (const Error& e) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) log().warn("plan cache: the optimized graph is not kept: {}", e.what());
+  }
+}
 
 }  // namespace redwood::cuda

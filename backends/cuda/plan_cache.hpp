@@ -3,7 +3,9 @@
 // key of a model on a GPU, the check of a file's picks against what this build's tuners offer
 // there, and the seeding of the tuners' process-wide caches (kernels/variant_tuner.hpp).
 //
-//   GraphRunner(graph)   hash the graph as imported (what `redwood plan --cache-info MODEL` hashes)
+//   GraphRunner(graph)   hash the graph as imported (what `redwood plan --cache-info MODEL` hashes);
+//                        the optimized graph read back from <entry>.rwgraph, or the passes run
+//                        and their result written there
 //   first tuned plan     read the entry, check every pick, seed the tuners' caches: the tuners
 //                        then find those shapes "cached" and time nothing
 //   every tuned plan     a PickRecorder around the kernels' tune(); the picks it saw merged into
@@ -16,6 +18,7 @@
 // they rule out fails its check, and the file is rebuilt.
 
 #include "backends/cuda/graph_runner.hpp"
+#include "core/passes/pass_manager.hpp"
 #include "runtime/plan_cache.hpp"
 
 #include <cstddef>
@@ -63,6 +66,14 @@ class RunnerPlanCache {
   void before_tuning();
   /// After a plan was tuned: its picks join the entry, written when some were new.
   void after_tuning(const runtime::PickRecorder& recorder);
+
+  /// The optimized graph kept beside the entry (the file's name with .rwgraph: Redwood's graph
+  /// file, core/graph/graph_file.hpp) and the passes' records, or null when there is none or it
+  /// cannot be used: damaged, of another build or another key (logged at warn, naming the file).
+  std::shared_ptr<Graph> load_optimized(std::vector<PassRecord>& records) const;
+  /// Keeps the optimized graph and the passes' records; a failure is a warning, once.
+  void save_optimized(const Graph& graph, const std::vector<PassRecord>& records) const;
+  std::filesystem::path optimized_file() const;
 
   const std::filesystem::path& file() const { return cache_.file(); }
   /// Picks read from the file (0 before the first plan, or without a valid entry).

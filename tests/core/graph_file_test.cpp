@@ -8,6 +8,7 @@
 #include "core/graph/graph_file.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "core/passes/pass_manager.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
@@ -106,6 +107,25 @@ TEST(GraphFile, AShippedModelReadBackComputesTheSame) {
   const auto yb = b.run({{"x", x}});
   ASSERT_EQ(ya.size(), yb.size());
   for (std::size_t i = 0; i < ya.size(); ++i) EXPECT_EQ(ya[i].to_float_vector(), yb[i].to_float_vector());
+}
+
+// What the CUDA runner keeps in its plan cache: a model after the GPU's passes (NHWC fp16 groups,
+// the space-to-depth stem, fused shortcuts and elementwise chains, composite nodes with bodies).
+TEST(GraphFile, AModelAfterTheGpuPassesComesBack) {
+  const auto file = testing::assets_dir() / "models" / "ch_PP-OCRv4_det_infer.onnx";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " is missing (scripts/setup.sh fetches it)";
+  Graph g = *load_onnx(file);
+  const auto records = passes::optimize(g, passes::gpu_pipeline(DType::kF16, false, true, true));
+  ASSERT_FALSE(records.empty());
+  const auto dir = testing::temp_dir("graph-file-gpu");
+  write_graph_file(dir / "det.rwgraph", g);
+  const auto back = read_graph_file(dir / "det.rwgraph");
+  expect_same(g, *back);
+  ASSERT_EQ(g.nodes.size(), back->nodes.size());
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    EXPECT_EQ(g.nodes[i].op_type, back->nodes[i].op_type);
+    EXPECT_EQ(g.nodes[i].body.size(), back->nodes[i].body.size()) << g.nodes[i].name;
+  }
 }
 
 std::string read_error(const std::filesystem::path& file) {

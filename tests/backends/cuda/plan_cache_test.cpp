@@ -2,7 +2,8 @@
 // tuners are registered under their names, and each one's picks are read back into its cache when
 // they are among the candidates its kernel offers, refused with the reason otherwise. On a GPU: a
 // second runner for the same model, in a process state that has forgotten every pick, takes them
-// from the file, times nothing and computes the same bits; a file whose pick no kernel offers is
+// from the file, times nothing, runs the optimized graph read back beside it and computes the same
+// bits; a file whose pick no kernel offers is
 // rebuilt; the streaming runner writes its entry too.
 // The files themselves (format, keys, corruption, atomic writes) are tests/runtime/plan_cache_test.cpp.
 
@@ -15,6 +16,7 @@
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
+#include "core/graph/graph_hash.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
 #include "support/onnx_builder.hpp"
@@ -22,6 +24,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +152,8 @@ struct RunResult {
   std::vector<std::string> variants;
   std::vector<Tensor> outputs;
   std::size_t seeded = 0;
+  std::uint64_t graph_hash = 0;  // of the graph the runner ran (after the passes)
+  std::size_t pass_changes = 0;  // what the passes' records list
 };
 
 // PP-OCRv4 det at fp16 (NCHW and NHWC convolutions, depthwise ones: every tuner) with its plan
@@ -172,6 +177,8 @@ class PlanCacheRunner : public ::testing::Test {
     r.outputs = runner.run({{graph_->inputs[0].name, x}});
     r.variants = runner.plan_for({x.shape()}).variants();
     r.seeded = runner.plan_cache()->seeded();
+    r.graph_hash = redwood::graph_hash(runner.graph());
+    for (const PassRecord& p : runner.pass_records()) r.pass_changes += p.changes.size();
     return r;
   }
 
@@ -184,11 +191,19 @@ TEST_F(PlanCacheRunner, ASecondRunnerTakesThePicksFromDisk) {
   const RunResult cold = run_fresh(x);
   EXPECT_EQ(cold.seeded, 0u);
   EXPECT_GT(count_with(cold.variants, "(measured"), 0u);
-  ASSERT_EQ(std::distance(fs::directory_iterator(options_.plan_cache_dir), fs::directory_iterator()), 1);
+  // The picks' entry and, beside it, the optimized graph.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(options_.plan_cache_dir)) files.push_back(e.path().extension().string());
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(files, (std::vector<std::string>{".json", ".rwgraph"}));
 
   const RunResult warm = run_fresh(x);
   EXPECT_GT(warm.seeded, 0u);
   EXPECT_EQ(count_with(warm.variants, "(measured"), 0u) << "nothing timed again";
+  // The optimized graph read back is the one the passes made, with their records.
+  EXPECT_EQ(warm.graph_hash, cold.graph_hash);
+  EXPECT_GT(cold.pass_changes, 0u);
+  EXPECT_EQ(warm.pass_changes, cold.pass_changes);
   // Every tuned step of the cold plan (measured, cached, or left at the default by a spent
   // budget) is a cached pick now.
   EXPECT_EQ(count_with(warm.variants, "(cached)"), count_with(cold.variants, "(measured") +
@@ -241,6 +256,7 @@ TEST(PlanCacheStreamingRunner, KeepsItsEntryToo) {
   ASSERT_TRUE(fs::is_directory(dir / "plans"));
   std::size_t entries = 0;
   for (const auto& e : fs::directory_iterator(dir / "plans")) {
+    if (e.path().extension() != ".json") continue;  // beside it: the optimized graph (.rwgraph)
     ++entries;
     const runtime::EntryRead read = runtime::read_plan_cache_entry(e.path(), nullptr, {});
     ASSERT_TRUE(read.entry.has_value()) << read.problem;
