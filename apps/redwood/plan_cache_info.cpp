@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 #include "core/graph/graph_hash.hpp"
+#include "core/mapped_file.hpp"
+#include "core/onnx/model_cache.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/plan_cache.hpp"
 
@@ -44,7 +46,20 @@ std::vector<Listed> list_entries(const fs::path& dir) {
 }
 
 std::string size_text(std::uintmax_t bytes) {
-  return bytes < 1024 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < (1u << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1u << 20));
+}
+
+// The model cache's entries (core/onnx/model_cache.hpp), by name, with their sizes.
+std::vector<std::pair<fs::path, std::uintmax_t>> list_models(const fs::path& dir) {
+  std::vector<std::pair<fs::path, std::uintmax_t>> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec) && e.path().extension() == ".rwgraph") files.emplace_back(e.path(), e.file_size(ec));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::string options_text(const std::map<std::string, std::string>& options) {
@@ -77,6 +92,10 @@ void print_entry(const Listed& e) {
   fmt::print("  redwood  {}\n", entry.key.redwood);
   fmt::print("  options  {}\n", options_text(entry.key.options));
   fmt::print("  picks    {}\n", picks_text(entry.picks));
+  std::error_code ec;
+  fs::path graph = e.file;
+  graph.replace_extension(".rwgraph");
+  if (fs::is_regular_file(graph, ec)) fmt::print("  graph    the optimized graph, {}\n", size_text(fs::file_size(graph, ec)));
   fmt::print("  written  {}\n", entry.created);
 }
 
@@ -114,6 +133,13 @@ void print_model(const std::string& model, const std::vector<Listed>& entries) {
   const std::string file_name = fs::path(model).filename().string();
   fmt::print("\nmodel {}\n  hash {} (its nodes, attributes and weights; loaded in {:.0f} ms, hashed in {:.1f} ms)\n",
              model, hash, load_ms, hash_ms);
+  const fs::path imported = model_cache_file(model_cache_dir(), MappedFile::open(model)->bytes(), OnnxImportOptions{.cache = true});
+  std::error_code ec;
+  if (fs::is_regular_file(imported, ec)) {
+    fmt::print("  model cache: {}, {}\n", imported.filename().string(), size_text(fs::file_size(imported, ec)));
+  } else {
+    fmt::print("  model cache: no entry (a model with external data is not kept, or the folder cannot be written)\n");
+  }
   std::string why;
   const std::optional<runtime::PlanCacheKey> machine = machine_key(&why);
   if (machine) {
@@ -185,6 +211,18 @@ int print_plan_cache_info(const std::string& model_or_empty) {
                dir.string());
   }
   for (const Listed& e : entries) print_entry(e);
+
+  const fs::path models = model_cache_dir();
+  const auto imported = list_models(models);
+  std::uintmax_t model_bytes = 0;
+  for (const auto& [file, size] : imported) model_bytes += size;
+  if (fs::is_directory(models, ec)) {
+    fmt::print("model cache: {}: {} imported model{}, {}\n", models.string(), imported.size(),
+               imported.size() == 1 ? "" : "s", size_text(model_bytes));
+    for (const auto& [file, size] : imported) fmt::print("{}  {}\n", file.filename().string(), size_text(size));
+  } else {
+    fmt::print("model cache: {}: not made yet (the first load of a model by the launcher makes it)\n", models.string());
+  }
   if (!model_or_empty.empty()) print_model(model_or_empty, entries);
   return 0;
 }

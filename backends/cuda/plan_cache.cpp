@@ -17,15 +17,13 @@
 namespace redwood::cuda {
 namespace {
 
-// The kernel module's version ("570.86.15"), which CUDA's API does not give: the CUDA version a
-// driver supports stays the same across its bug-fix releases, whose code generation may not.
+// The kernel module's version, which CUDA's API does not give: the CUDA version a driver supports
+// stays the same across its bug-fix releases, whose code generation may not.
 std::string kernel_module_version() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   std::getline(in, line);
-  std::smatch m;
-  if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9][0-9.]*))"))) return m[1];
-  return "unknown";
+  return driver_version_from(line);
 }
 
 std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
@@ -33,6 +31,14 @@ std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000
 std::string on_off(bool v) { return v ? "on" : "off"; }
 
 }  // namespace
+
+std::string driver_version_from(const std::string& line) {
+  // The first dotted number after "Kernel Module": the open modules name the platform first
+  // ("... Open Kernel Module for x86_64  580.159.04  Release Build ...").
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex(R"(Kernel Module\b.*?\s([0-9]+\.[0-9]+(\.[0-9]+)?)(\s|$))"))) return m[1];
+  return "unknown";
+}
 
 std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options) {
   return {{"precision", std::string(precision_name(options.precision))},

@@ -30,6 +30,10 @@
 
 namespace redwood::cuda {
 
+/// The NVIDIA kernel module's version ("580.159.04") from the first line of
+/// /proc/driver/nvidia/version, proprietary or open module; "unknown" when the line has none.
+std::string driver_version_from(const std::string& line);
+
 /// The options that change a plan, as a key holds them: precision, optimize, nhwc, the stem by
 /// space-to-depth and the fused shortcuts (both as the environment leaves them), the tuning budget.
 std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options);

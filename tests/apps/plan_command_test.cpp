@@ -79,9 +79,24 @@ TEST_F(PlanCommand, CacheInfoListsThePlanCacheWithoutAModel) {
   auto r = testing::run_command(fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info", cache, REDWOOD_BINARY));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(cache), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("model cache: " + cache + "/models: not made yet"), std::string::npos) << r.output;
   r = testing::run_command(fmt::format("'{}' plan", REDWOOD_BINARY));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("which model?"), std::string::npos) << r.output;
+}
+
+// A model the launcher has loaded is in the model cache, which --cache-info lists with its size.
+TEST_F(PlanCommand, CacheInfoListsTheModelCache) {
+  const std::string cache = (dir_ / "cache").string();
+  auto r = testing::run_command(
+      fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info '{}'", cache, REDWOOD_BINARY, model_));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("  model cache: "), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("  model cache: no entry"), std::string::npos) << r.output;
+  r = testing::run_command(fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info", cache, REDWOOD_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("model cache: " + cache + "/models: 1 imported model, "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(".rwgraph  "), std::string::npos) << r.output;
 }
 
 }  // namespace

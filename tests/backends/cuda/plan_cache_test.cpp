@@ -128,6 +128,16 @@ TEST(PlanCacheTuners, NhwcConvAndDepthwisePicksAreChecked) {
   expect_refused("depthwise_nhwc", dw, "is not among the");
 }
 
+TEST(PlanCacheKey, ReadsTheDriverVersionOfEitherKernelModule) {
+  EXPECT_EQ(driver_version_from("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.86.15  Fri Jan 24 2025"), "570.86.15");
+  EXPECT_EQ(driver_version_from("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+                                "(dvs-builder@U16-I1-N07-12-3)  Thu Jul 31 2025"),
+            "580.159.04");
+  EXPECT_EQ(driver_version_from("NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  535.104  Release Build"), "535.104");
+  EXPECT_EQ(driver_version_from(""), "unknown");
+  EXPECT_EQ(driver_version_from("no driver here 1.2.3"), "unknown");
+}
+
 TEST(PlanCacheKey, HoldsThePlanChangingOptions) {
   RunnerOptions options;
   options.precision = Precision::kBf16;
