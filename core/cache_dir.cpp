@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace redwood {
@@ -24,10 +25,11 @@ std::string build_stamp() {
     std::error_code ec;
     const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) return fmt::format("Redwood {}", redwood_version());
-    const auto size = std::filesystem::file_size(exe, ec);
-    const auto modified = std::filesystem::last_write_time(exe, ec);
-    return fmt::format("Redwood {}; {} {} bytes, modified {}", redwood_version(), exe.filename().string(), size,
-                       static_cast<long long>(modified.time_since_epoch().count()));
+    struct stat st {};
+    if (::stat(exe.c_str(), &st) != 0) return fmt::format("Redwood {}", redwood_version());
+    return fmt::format("Redwood {}; {} {} bytes, modified {}.{:09d}", redwood_version(), exe.filename().string(),
+                       static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                       static_cast<long>(st.st_mtim.tv_nsec));
   }();
   return stamp;
 }

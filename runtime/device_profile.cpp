@@ -188,6 +188,18 @@ DeviceProfile profile_from_json(const std::string& text) {
   return p;
 }
 
+std::string device_profile_key(const std::string& device) {
+  const DeviceName name = parse_device(device);
+  if (name.kind == "cpu") return full_key(cpu_profile_key(), false);
+  DeviceKeyFn key;
+  {
+    std::lock_guard lock(registry_mutex());
+    const auto it = registry().find(name.kind);
+    if (it != registry().end()) key = it->second.key;
+  }
+  return key ? full_key(key(name.index), false) : std::string();
+}
+
 DeviceProfile device_profile(const std::string& device, bool remeasure) {
   ProfileOptions options;
   options.remeasure = remeasure;

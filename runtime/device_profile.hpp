@@ -70,6 +70,11 @@ struct ProfileOptions {
 DeviceProfile device_profile(const std::string& device, bool remeasure = false);
 DeviceProfile device_profile(const std::string& device, const ProfileOptions& options);
 
+/// What identifies `device`'s profile ("cpu", "cuda:0": the machine's CPU model, the GPU and its
+/// driver, Redwood's version), computed without measuring; "" for a kind whose profiler has no key
+/// function or that has no profiler. Throws what the key function throws (a missing GPU).
+std::string device_profile_key(const std::string& device);
+
 /// Measures device `index` of one kind ("cuda").
 using DeviceProfiler = std::function<DeviceProfile(int index)>;
 /// The cache key of device `index`, cheap to compute (no measurement); throws when the device is

@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "runtime/placement_cache.hpp"
 #include "runtime/split_runner.hpp"
 
 #include <fmt/format.h>
@@ -76,6 +77,20 @@ class PlacedRunner final : public ModelRunner {
   ModelRunner& runner(const std::vector<Shape>& shapes) {
     std::lock_guard lock(mutex_);
     if (inner_) return *inner_;
+    std::string key;
+    try {
+      key = placement_key(*graph_, shapes, options_);
+    } catch (const Error& e) {  // a device whose profile key cannot be made: placed, not cached
+      log().debug("model '{}': placement not cached: {}", name_, e.what());
+    }
+    if (const std::optional<KeptPlacement> kept = read_placement(placement_cache_dir(), key)) {
+      inner_ = make_runner(kept->device, graph_, config_);
+      log().info("model '{}': placed at {} whole on {} (kept in the placement cache; predicted {:.3f} ms a batch); "
+                 "runs on {}",
+                 name_, shape_str(shapes.empty() ? Shape{} : shapes[0]), kept->device, kept->predicted_ms,
+                 inner_->description());
+      return *inner_;
+    }
     Partition p = partition_model(graph_, shapes, options_);
     std::map<std::string, int> count;
     for (int d : p.placement.device) count[p.devices[static_cast<std::size_t>(d)]]++;
@@ -83,6 +98,7 @@ class PlacedRunner final : public ModelRunner {
     for (const auto& [device, n] : count) where += fmt::format("{}{} nodes on {}", where.empty() ? "" : ", ", n, device);
     if (p.single_device()) {
       inner_ = make_runner(p.whole_device(), graph_, config_);
+      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device)});
     } else {
       inner_ = make_split_runner(p, config_);
     }

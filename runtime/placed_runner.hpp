@@ -2,7 +2,9 @@
 // PlacedRunner: a model whose devices the partitioner chooses, once, when its input shapes are
 // first known (prepare(), or the first batch): the model runs on one device's own runner when
 // the placement keeps it whole, else split (runtime/split_runner.hpp). The segments do not depend
-// on the shapes, so the placement made at the first shapes serves every later batch size.
+// on the shapes, so the placement made at the first shapes serves every later batch size. A
+// whole-device placement is kept in the placement cache (runtime/placement_cache.hpp): a restart
+// makes that device's runner at once, without the analysis.
 //
 // This is what `device: auto` and a `device: cuda` model with ops the GPU lacks get in a
 // pipeline (stages/infer/infer_stage.cpp); the placement and its predicted time are logged.

@@ -31,7 +31,7 @@ std::shared_ptr<Graph> read_model_cache(const std::filesystem::path& file, const
     std::string stamp;
     std::shared_ptr<Graph> graph = read_graph_file(file, &stamp);
     if (stamp != build_stamp()) {
-      log().info("model cache: {} was made by another build ({}); importing {} again", file.string(), stamp, source);
+      log().debug("model cache: {} was made by another build ({}); importing {} again", file.string(), stamp, source);
       return nullptr;
     }
     graph->source = source;

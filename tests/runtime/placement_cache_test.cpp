@@ -1,0 +1,182 @@
+// The placement cache behind PlacedRunner (runtime/placement_cache.hpp), with a stand-in
+// accelerator (the CPU runner under another name, refusing Softmax): a model placed whole is kept,
+// and a second runner makes that device's runner without placing (no analysis, no partition) and
+// computes the same; other shapes or options are other keys; a split model, measured costs or a
+// device without a profile key are not kept; a damaged entry is placed again and replaced.
+
+#include "core/cache_dir.hpp"
+#include "core/executor.hpp"
+#include "core/model_runner.hpp"
+#include "core/onnx/onnx_import.hpp"
+#include "runtime/placed_runner.hpp"
+#include "runtime/placement_cache.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <future>
+
+namespace redwood::runtime {
+namespace {
+
+constexpr const char* kAccel = "test-placement-accelerator";
+
+const bool registered = register_device_runner(
+    kAccel, {[] { return std::string(); },
+             [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
+             nullptr, [] { return 1; }, nullptr,
+             [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
+               return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+             },
+             nullptr});
+
+DeviceProfile profile(const std::string& device, double gflops) {
+  DeviceProfile p;
+  p.device = device;
+  p.name = device;
+  p.peak_gflops["fp32"] = gflops;
+  p.memory_gbps = gflops;
+  p.launch_ms = 0.001;
+  p.h2d_pageable_gbps = p.d2h_pageable_gbps = 20;
+  p.copy_latency_ms = 0.001;
+  return p;
+}
+
+PartitionOptions accelerator_options() {
+  PartitionOptions o;
+  o.devices = {"cpu", kAccel};
+  o.profiles = {profile("cpu", 10), profile(kAccel, 10000)};
+  o.use_analysis_times = false;
+  return o;
+}
+
+// x [N,4,8,8] -> Conv -> (Softmax when `softmax`) -> Conv -> y
+std::shared_ptr<const Graph> model(bool softmax) {
+  const auto dir = testing::temp_dir("placement-cache-model");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 8, 8}, {"N"});
+  b.initializer("w1", testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 1));
+  b.initializer("w2", testing::random_tensor(DType::kF32, {8, 8, 3, 3}, -0.5, 0.5, 3));
+  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  testing::OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  std::string mid = "c1";
+  if (softmax) {
+    auto& sm = b.node("Softmax", {"c1"}, {"p"}, "softmax");
+    testing::OnnxBuilder::set_attr(sm, "axis", std::int64_t{1});
+    mid = "p";
+  }
+  auto& c2 = b.node("Conv", {mid, "w2"}, {"y"}, "conv2");
+  testing::OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 8, 8, 8}, {"N"});
+  b.save(dir / "m.onnx");
+  return load_onnx(dir / "m.onnx");
+}
+
+Tensor run(ModelRunner& runner, const Tensor& x) {
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  InferBatch batch;
+  batch.inputs = {{x}};
+  runner.submit(std::move(batch), [&](InferResult& r) { promise.set_value(std::move(r)); });
+  InferResult r = future.get();
+  if (r.error) std::rethrow_exception(r.error);
+  return r.outputs[0][0];
+}
+
+std::size_t entries(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) n += e.path().extension() == ".json" ? 1 : 0;
+  return n;
+}
+
+class PlacementCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cache_ = std::make_unique<testing::ScopedEnv>("REDWOOD_CACHE_DIR", testing::temp_dir("placement-cache").c_str());
+  }
+  std::unique_ptr<testing::ScopedEnv> cache_;
+};
+
+TEST_F(PlacementCache, AWholeDevicePlacementIsKeptAndTheNextRunnerSkipsPlacing) {
+  const auto graph = model(false);
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 5);
+  auto first = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "m");
+  const Tensor y1 = run(*first, x);
+  const Partition* placed = placed_partition(*first);
+  ASSERT_NE(placed, nullptr) << "the first runner places the model";
+  ASSERT_TRUE(placed->single_device());
+  EXPECT_EQ(placed->whole_device(), kAccel);
+  EXPECT_EQ(entries(placement_cache_dir()), 1u);
+
+  const std::string key = placement_key(*graph, {x.shape()}, [] {
+    PartitionOptions o = accelerator_options();
+    o.precision = RunnerConfig{}.precision;  // as make_placed_runner sets it
+    return o;
+  }());
+  const auto kept = read_placement(placement_cache_dir(), key);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->device, kAccel);
+  EXPECT_GT(kept->predicted_ms, 0);
+
+  auto second = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "m");
+  const Tensor y2 = run(*second, x);
+  EXPECT_EQ(placed_partition(*second), nullptr) << "placed from the cache: no analysis, no partition";
+  EXPECT_EQ(y1.to_float_vector(), y2.to_float_vector());
+}
+
+TEST_F(PlacementCache, OtherShapesAndOptionsAreOtherKeys) {
+  const auto graph = model(false);
+  const PartitionOptions o = accelerator_options();
+  const std::string base = placement_key(*graph, {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(base.empty());
+  EXPECT_EQ(base, placement_key(*graph, {{2, 4, 8, 8}}, o));
+  EXPECT_NE(base, placement_key(*graph, {{3, 4, 8, 8}}, o));
+  PartitionOptions fp16 = o;
+  fp16.precision = "fp16";
+  EXPECT_NE(base, placement_key(*graph, {{2, 4, 8, 8}}, fp16));
+  PartitionOptions pinned = o;
+  pinned.pinned = {{"conv2", "cpu"}};
+  EXPECT_NE(base, placement_key(*graph, {{2, 4, 8, 8}}, pinned));
+  PartitionOptions slower = o;
+  slower.profiles[1].peak_gflops["fp32"] = 20;
+  EXPECT_NE(base, placement_key(*graph, {{2, 4, 8, 8}}, slower));
+  EXPECT_NE(base, placement_key(*model(true), {{2, 4, 8, 8}}, o));
+  EXPECT_NE(base.find(build_stamp()), std::string::npos);
+  // Measured costs or supports() answers of the caller's own: placed anew every time.
+  CostHistory history;
+  PartitionOptions measured = o;
+  measured.history = &history;
+  EXPECT_EQ(placement_key(*graph, {{2, 4, 8, 8}}, measured), "");
+}
+
+TEST_F(PlacementCache, ASplitPlacementIsNotKept) {
+  const auto graph = model(true);
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 6);
+  auto placed = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  run(*placed, x);
+  const Partition* p = placed_partition(*placed);
+  ASSERT_NE(p, nullptr);
+  ASSERT_FALSE(p->single_device());
+  EXPECT_EQ(entries(placement_cache_dir()), 0u);
+}
+
+TEST_F(PlacementCache, ADamagedEntryIsPlacedAgainAndReplaced) {
+  const auto graph = model(false);
+  const Tensor x = testing::random_tensor(DType::kF32, {1, 4, 8, 8}, -1, 1, 7);
+  { auto r = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "m"); run(*r, x); }
+  ASSERT_EQ(entries(placement_cache_dir()), 1u);
+  const auto file = std::filesystem::directory_iterator(placement_cache_dir())->path();
+  std::ofstream(file, std::ios::trunc) << "{\"key\": ";
+  auto again = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "m");
+  run(*again, x);
+  EXPECT_NE(placed_partition(*again), nullptr) << "placed again";
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("\"device\""), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace redwood::runtime
