@@ -13,7 +13,7 @@
 
 namespace redwood {
 
-std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
+std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path, Access access) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   RW_EXPECTS(fd >= 0, IoError, "{}: cannot open: {}", path.string(), std::strerror(errno));
   struct stat st {};
@@ -25,7 +25,8 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
   const auto size = static_cast<std::size_t>(st.st_size);
   void* data = nullptr;
   if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    data = access == Access::kReadOnly ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0)
+                                       : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (data == MAP_FAILED) {
       const std::string why = std::strerror(errno);
       ::close(fd);

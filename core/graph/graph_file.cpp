@@ -277,7 +277,7 @@ void write_graph_file(const std::filesystem::path& path, const Graph& graph, con
 
 std::shared_ptr<Graph> read_graph_file(const std::filesystem::path& path, std::string* stamp) {
   // The tensors are views of the mapping (page-aligned, so each tensor 64-byte aligned).
-  const std::shared_ptr<MappedFile> file = MappedFile::open(path);
+  const std::shared_ptr<MappedFile> file = MappedFile::open(path, MappedFile::Access::kCopyOnWrite);
   const std::size_t size = file->size();
 
   auto fail = [&](const std::string& what) {
