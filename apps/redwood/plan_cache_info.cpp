@@ -9,6 +9,7 @@
 #include "core/mapped_file.hpp"
 #include "core/onnx/model_cache.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "runtime/placement_cache.hpp"
 #include "runtime/plan_cache.hpp"
 
 #ifdef REDWOOD_HAVE_CUDA
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -222,6 +224,30 @@ int print_plan_cache_info(const std::string& model_or_empty) {
     for (const auto& [file, size] : imported) fmt::print("{}  {}\n", file.filename().string(), size_text(size));
   } else {
     fmt::print("model cache: {}: not made yet (the first load of a model by the launcher makes it)\n", models.string());
+  }
+
+  // The placement cache (runtime/placement_cache.hpp): where pipelines' `device: auto` models went.
+  const fs::path placements = runtime::placement_cache_dir();
+  std::vector<fs::path> kept;
+  for (const auto& e : fs::directory_iterator(placements, ec)) {
+    if (e.is_regular_file(ec) && e.path().extension() == ".json") kept.push_back(e.path());
+  }
+  std::sort(kept.begin(), kept.end());
+  if (fs::is_directory(placements, ec)) {
+    fmt::print("placement cache: {}: {} placement{}\n", placements.string(), kept.size(), kept.size() == 1 ? "" : "s");
+    for (const fs::path& file : kept) {
+      try {
+        std::ifstream in(file);
+        const nlohmann::json j = nlohmann::json::parse(in);
+        fmt::print("{}  whole on {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(),
+                   j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), j.at("key").get<std::string>());
+      } catch (const std::exception& e) {
+        fmt::print("{}  not usable (placed again on the next run): {}\n", file.filename().string(), e.what());
+      }
+    }
+  } else {
+    fmt::print("placement cache: {}: not made yet (a pipeline's device: auto model placed whole makes it)\n",
+               placements.string());
   }
   if (!model_or_empty.empty()) print_model(model_or_empty, entries);
   return 0;

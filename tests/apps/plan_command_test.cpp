@@ -80,6 +80,7 @@ TEST_F(PlanCommand, CacheInfoListsThePlanCacheWithoutAModel) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(cache), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("model cache: " + cache + "/models: not made yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("placement cache: " + cache + "/placements: not made yet"), std::string::npos) << r.output;
   r = testing::run_command(fmt::format("'{}' plan", REDWOOD_BINARY));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("which model?"), std::string::npos) << r.output;
