@@ -10,6 +10,7 @@
 #include "runtime/partition.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/split_runner.hpp"
+#include "runtime/stand_in_accelerator.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
@@ -22,34 +23,13 @@
 namespace redwood::runtime {
 namespace {
 
-constexpr const char* kAccel = "test-accelerator";
-
-// The stand-in accelerator: the CPU runner, refusing Softmax.
-const bool registered = register_device_runner(
-    kAccel, {[] { return std::string(); },
-             [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
-             nullptr, [] { return 1; }, nullptr,
-             [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
-               return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
-             },
-             nullptr});
-
-DeviceProfile profile(const std::string& device, double gflops, double gbps) {
-  DeviceProfile p;
-  p.device = device;
-  p.name = device;
-  p.peak_gflops["fp32"] = gflops;
-  p.memory_gbps = gbps;
-  p.launch_ms = 0.001;
-  p.h2d_pageable_gbps = p.d2h_pageable_gbps = 20;
-  p.copy_latency_ms = 0.001;
-  return p;
-}
+const char* const kAccel = testing::stand_in_accelerator();
+using testing::stand_in_profile;
 
 PartitionOptions options(double accel_gflops = 10000) {
   PartitionOptions o;
   o.devices = {"cpu", kAccel};
-  o.profiles = {profile("cpu", 10, 10), profile(kAccel, accel_gflops, 1000)};
+  o.profiles = {stand_in_profile("cpu", 10, 10), stand_in_profile(kAccel, accel_gflops, 1000)};
   o.use_analysis_times = false;  // the roofline alone: placements that do not depend on this machine
   return o;
 }
@@ -94,12 +74,7 @@ std::string device_of(const Partition& p, const std::string& op) {
   return "";
 }
 
-InferResult run_batch(ModelRunner& runner, InferBatch batch) {
-  std::promise<InferResult> promise;
-  auto future = promise.get_future();
-  runner.submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
-  return future.get();
-}
+using redwood::testing::run_batch;
 
 void expect_near(const Tensor& a, const Tensor& b) {
   ASSERT_EQ(a.shape(), b.shape());
@@ -274,7 +249,7 @@ TEST(CostModel, CountsAConvolutionsMultiplyAdds) {
 
 TEST(CostModel, MeasuredTimesComeFirstAndCalibrateTheRoofline) {
   CostHistory history;
-  CostModel costs({profile("cpu", 10, 10)}, "fp32", &history);
+  CostModel costs({stand_in_profile("cpu", 10, 10)}, "fp32", &history);
   Node relu;
   relu.op_type = "Relu";
   relu.name = "relu";

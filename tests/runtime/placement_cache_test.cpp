@@ -1,5 +1,5 @@
 // The placement cache behind PlacedRunner (runtime/placement_cache.hpp), with a stand-in
-// accelerator (the CPU runner under another name, refusing Softmax): a model placed whole is kept,
+// accelerator (tests/runtime/stand_in_accelerator.hpp): a model placed whole is kept,
 // and a second runner makes that device's runner without placing (no analysis, no partition) and
 // computes the same; other shapes or options are other keys; a split model, measured costs or a
 // device without a profile key are not kept; a damaged entry is placed again and replaced.
@@ -10,6 +10,7 @@
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
+#include "runtime/stand_in_accelerator.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
@@ -21,33 +22,12 @@
 namespace redwood::runtime {
 namespace {
 
-constexpr const char* kAccel = "test-placement-accelerator";
-
-const bool registered = register_device_runner(
-    kAccel, {[] { return std::string(); },
-             [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
-             nullptr, [] { return 1; }, nullptr,
-             [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
-               return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
-             },
-             nullptr});
-
-DeviceProfile profile(const std::string& device, double gflops) {
-  DeviceProfile p;
-  p.device = device;
-  p.name = device;
-  p.peak_gflops["fp32"] = gflops;
-  p.memory_gbps = gflops;
-  p.launch_ms = 0.001;
-  p.h2d_pageable_gbps = p.d2h_pageable_gbps = 20;
-  p.copy_latency_ms = 0.001;
-  return p;
-}
+const char* const kAccel = testing::stand_in_accelerator();
 
 PartitionOptions accelerator_options() {
   PartitionOptions o;
   o.devices = {"cpu", kAccel};
-  o.profiles = {profile("cpu", 10), profile(kAccel, 10000)};
+  o.profiles = {testing::stand_in_profile("cpu", 10, 10), testing::stand_in_profile(kAccel, 10000, 10000)};
   o.use_analysis_times = false;
   return o;
 }
@@ -74,16 +54,7 @@ std::shared_ptr<const Graph> model(bool softmax) {
   return load_onnx(dir / "m.onnx");
 }
 
-Tensor run(ModelRunner& runner, const Tensor& x) {
-  std::promise<InferResult> promise;
-  auto future = promise.get_future();
-  InferBatch batch;
-  batch.inputs = {{x}};
-  runner.submit(std::move(batch), [&](InferResult& r) { promise.set_value(std::move(r)); });
-  InferResult r = future.get();
-  if (r.error) std::rethrow_exception(r.error);
-  return r.outputs[0][0];
-}
+Tensor run(ModelRunner& runner, const Tensor& x) { return redwood::testing::run_one(runner, x); }
 
 std::size_t entries(const std::filesystem::path& dir) {
   std::error_code ec;

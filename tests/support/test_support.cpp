@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <cmath>
 #include <cstdio>
 #include <sys/wait.h>
@@ -188,6 +190,21 @@ double relative_l2(const Tensor& actual, const Tensor& expected) {
     den += double(ep[i]) * ep[i];
   }
   return den == 0 ? std::sqrt(num) : std::sqrt(num / den);
+}
+
+InferResult run_batch(ModelRunner& runner, InferBatch batch) {
+  std::promise<InferResult> promise;
+  auto future = promise.get_future();
+  runner.submit(std::move(batch), [&promise](InferResult& r) { promise.set_value(std::move(r)); });
+  return future.get();
+}
+
+Tensor run_one(ModelRunner& runner, const Tensor& x) {
+  InferBatch batch;
+  batch.inputs = {{x}};
+  InferResult r = run_batch(runner, std::move(batch));
+  if (r.error) std::rethrow_exception(r.error);
+  return r.outputs[0][0];
 }
 
 }  // namespace redwood::testing

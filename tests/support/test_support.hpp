@@ -3,6 +3,7 @@
 // and tensor comparison with numpy-style tolerances.
 
 #include "core/graph/graph.hpp"
+#include "core/model_runner.hpp"
 #include "core/tensor.hpp"
 
 #include <cstdint>
@@ -86,5 +87,10 @@ LauncherResult run_launcher(const std::string& args);
 /// The folder scripts/setup.sh fetched assets into (REDWOOD_ASSETS_DIR at build time, or the
 /// REDWOOD_ASSETS environment variable).
 std::filesystem::path assets_dir();
+
+/// Submits `batch` to `runner` and waits for its result (errors stay in InferResult::error).
+InferResult run_batch(ModelRunner& runner, InferBatch batch);
+/// The first output of one batch of `x` (the model's first input); rethrows the batch's error.
+Tensor run_one(ModelRunner& runner, const Tensor& x);
 
 }  // namespace redwood::testing
