@@ -36,14 +36,28 @@ struct Listed {
   runtime::EntryRead read;  // the file's own checks (layout, key fields, picks' shape)
 };
 
-std::vector<Listed> list_entries(const fs::path& dir) {
-  std::vector<Listed> entries;
+// The regular files of `dir` whose names end in `extension`, by name (none when there is no folder).
+std::vector<fs::path> files_with_extension(const fs::path& dir, const std::string& extension) {
+  std::vector<fs::path> files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec) || e.path().extension() != ".json") continue;
-    entries.push_back({e.path(), e.file_size(ec), runtime::read_plan_cache_entry(e.path(), nullptr, {})});
+    if (e.is_regular_file(ec) && e.path().extension() == extension) files.push_back(e.path());
   }
-  std::sort(entries.begin(), entries.end(), [](const Listed& a, const Listed& b) { return a.file < b.file; });
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::uintmax_t file_bytes(const fs::path& file) {
+  std::error_code ec;
+  const std::uintmax_t n = fs::file_size(file, ec);
+  return ec ? 0 : n;
+}
+
+std::vector<Listed> list_entries(const fs::path& dir) {
+  std::vector<Listed> entries;
+  for (const fs::path& file : files_with_extension(dir, ".json")) {
+    entries.push_back({file, file_bytes(file), runtime::read_plan_cache_entry(file, nullptr, {})});
+  }
   return entries;
 }
 
@@ -51,17 +65,6 @@ std::string size_text(std::uintmax_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   if (bytes < (1u << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1u << 20));
-}
-
-// The model cache's entries (core/onnx/model_cache.hpp), by name, with their sizes.
-std::vector<std::pair<fs::path, std::uintmax_t>> list_models(const fs::path& dir) {
-  std::vector<std::pair<fs::path, std::uintmax_t>> files;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec) && e.path().extension() == ".rwgraph") files.emplace_back(e.path(), e.file_size(ec));
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 std::string options_text(const std::map<std::string, std::string>& options) {
@@ -97,7 +100,7 @@ void print_entry(const Listed& e) {
   std::error_code ec;
   fs::path graph = e.file;
   graph.replace_extension(".rwgraph");
-  if (fs::is_regular_file(graph, ec)) fmt::print("  graph    the optimized graph, {}\n", size_text(fs::file_size(graph, ec)));
+  if (fs::is_regular_file(graph, ec)) fmt::print("  graph    the optimized graph, {}\n", size_text(file_bytes(graph)));
   fmt::print("  written  {}\n", entry.created);
 }
 
@@ -138,7 +141,7 @@ void print_model(const std::string& model, const std::vector<Listed>& entries) {
   const fs::path imported = model_cache_file(model_cache_dir(), MappedFile::open(model)->bytes(), OnnxImportOptions{.cache = true});
   std::error_code ec;
   if (fs::is_regular_file(imported, ec)) {
-    fmt::print("  model cache: {}, {}\n", imported.filename().string(), size_text(fs::file_size(imported, ec)));
+    fmt::print("  model cache: {}, {}\n", imported.filename().string(), size_text(file_bytes(imported)));
   } else {
     fmt::print("  model cache: no entry (a model with external data is not kept, or the folder cannot be written)\n");
   }
@@ -215,24 +218,20 @@ int print_plan_cache_info(const std::string& model_or_empty) {
   for (const Listed& e : entries) print_entry(e);
 
   const fs::path models = model_cache_dir();
-  const auto imported = list_models(models);
+  const std::vector<fs::path> imported = files_with_extension(models, ".rwgraph");
   std::uintmax_t model_bytes = 0;
-  for (const auto& [file, size] : imported) model_bytes += size;
+  for (const fs::path& file : imported) model_bytes += file_bytes(file);
   if (fs::is_directory(models, ec)) {
     fmt::print("model cache: {}: {} imported model{}, {}\n", models.string(), imported.size(),
                imported.size() == 1 ? "" : "s", size_text(model_bytes));
-    for (const auto& [file, size] : imported) fmt::print("{}  {}\n", file.filename().string(), size_text(size));
+    for (const fs::path& file : imported) fmt::print("{}  {}\n", file.filename().string(), size_text(file_bytes(file)));
   } else {
     fmt::print("model cache: {}: not made yet (the first load of a model by the launcher makes it)\n", models.string());
   }
 
   // The placement cache (runtime/placement_cache.hpp): where pipelines' `device: auto` models went.
   const fs::path placements = runtime::placement_cache_dir();
-  std::vector<fs::path> kept;
-  for (const auto& e : fs::directory_iterator(placements, ec)) {
-    if (e.is_regular_file(ec) && e.path().extension() == ".json") kept.push_back(e.path());
-  }
-  std::sort(kept.begin(), kept.end());
+  const std::vector<fs::path> kept = files_with_extension(placements, ".json");
   if (fs::is_directory(placements, ec)) {
     fmt::print("placement cache: {}: {} placement{}\n", placements.string(), kept.size(), kept.size() == 1 ? "" : "s");
     for (const fs::path& file : kept) {

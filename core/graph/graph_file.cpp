@@ -21,6 +21,11 @@ enum class AttrKind : std::uint8_t { kInt, kFloat, kString, kInts, kFloats, kStr
 
 std::size_t align_up(std::size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+// Every refusal of a file reads the same: the file, then the first thing wrong with it.
+[[noreturn]] void refuse(const std::filesystem::path& path, const std::string& what) {
+  throw InvalidArgument(fmt::format("{}: not a Redwood graph file Redwood can read ({})", path.string(), what));
+}
+
 // The description, built in memory; tensors' bytes are laid out after it.
 class Writer {
  public:
@@ -215,9 +220,7 @@ class Reader {
   }
   bool done() const { return at_ == end_; }
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw InvalidArgument(fmt::format("{}: not a Redwood graph file Redwood can read ({})", path_.string(), what));
-  }
+  [[noreturn]] void fail(const std::string& what) const { refuse(path_, what); }
 
  private:
   void need(std::size_t n, const char* what) const {
@@ -280,9 +283,7 @@ std::shared_ptr<Graph> read_graph_file(const std::filesystem::path& path, std::s
   const std::shared_ptr<MappedFile> file = MappedFile::open(path, MappedFile::Access::kCopyOnWrite);
   const std::size_t size = file->size();
 
-  auto fail = [&](const std::string& what) {
-    throw InvalidArgument(fmt::format("{}: not a Redwood graph file Redwood can read ({})", path.string(), what));
-  };
+  auto fail = [&](const std::string& what) { refuse(path, what); };
   if (size < kHeaderBytes || std::memcmp(file->data(), kMagic, sizeof(kMagic)) != 0) fail("no RWGRAPH header");
   std::uint32_t format = 0;
   std::uint64_t description_bytes = 0;
