@@ -17,10 +17,11 @@
 // writes the normalized floats into the model's input itself (core/picture_input.hpp), on the GPU
 // in a kernel after the copy, so the host neither converts nor copies four bytes per value.
 //
-// The CPU runner wraps the Executor on worker threads of its own; other devices register a
-// factory here from their backend ("cuda": backends/cuda/cuda_model_runner.cpp, a whole-archive
-// link), so stages need no backend's headers or libraries, and a build without CUDA simply has
-// no "cuda" entry and says so.
+// The CPU runner (runtime/cpu_runner.hpp) wraps the CPU executable on a worker thread of its own;
+// other devices register a factory here from their backend ("cuda":
+// backends/cuda/cuda_model_runner.cpp, a whole-archive link), so stages need no backend's headers
+// or libraries, and a build without CUDA simply has no "cuda" entry and says so. make_runner
+// (runtime/cpu_runner.hpp) makes either.
 
 #include "core/graph/graph.hpp"
 #include "core/kernel_info.hpp"
@@ -214,10 +215,6 @@ struct RunnerConfig {
   std::string precision = "fp32";
 };
 
-/// The CPU runner: the default Executor (optimized, oneDNN before the reference kernels) on one
-/// worker thread, `config.slots` batches queued at most.
-std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config = {});
-
 /// Concatenates parts on dim 0 into `out`'s first rows (contiguous, same dtype and trailing
 /// dims), zeroing the rows after them; the staging of every runner.
 void gather_rows(const std::vector<Tensor>& parts, void* out, std::size_t out_bytes);
@@ -289,11 +286,6 @@ struct DeviceRunnerFactory {
   /// (no function) where a device has nothing to start.
   std::function<std::jthread(int index)> warm_up;
 };
-
-/// A runner for `graph` on `device`: "cpu" (make_cpu_runner), or a device the registry has.
-/// Throws Unsupported naming the device when this Redwood has none of that name.
-std::unique_ptr<ModelRunner> make_runner(const std::string& device, std::shared_ptr<const Graph> graph,
-                                         const RunnerConfig& config);
 
 /// Device name ("cuda") -> factory; filled by static registration in the backends.
 std::map<std::string, DeviceRunnerFactory>& device_runner_registry();

@@ -37,7 +37,7 @@ struct KernelInfo {
 };
 
 /// Where KernelContext::allocate_output puts a node's outputs. The executor serves it from one
-/// planned workspace per input shape (core/executor.hpp); without one, outputs go to the heap.
+/// planned workspace per input shape (runtime/executor.hpp); without one, outputs go to the heap.
 class OutputAllocator {
  public:
   virtual ~OutputAllocator() = default;

@@ -21,7 +21,7 @@
 #include "runtime/cpu_profile.hpp"
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/log.hpp"
 #include "runtime/median_time.hpp"
 

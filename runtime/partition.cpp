@@ -1,7 +1,7 @@
 #include "runtime/partition.hpp"
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
 #include "core/passes/pass_manager.hpp"

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
 #include "memory/resource.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "runtime/split_runner.hpp"
 
 #include <algorithm>

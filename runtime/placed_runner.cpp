@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/split_runner.hpp"
 

@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "memory/resource.hpp"
+#include "runtime/cpu_runner.hpp"
 
 #include <fmt/format.h>
 

@@ -18,7 +18,7 @@
 #include "apps/redwood/commands.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "pipelines/pipeline.hpp"

@@ -11,7 +11,7 @@
 #include "apps/redwood/tensor_summary.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/model_runner.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"

@@ -13,7 +13,7 @@
 #include "apps/redwood/plan_cache_info.hpp"
 #include "apps/redwood/plan_partition.hpp"
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 
 #include <fmt/format.h>
@@ -142,7 +142,7 @@ int run_plan(PlanArgs& args) {
       for (const auto& [k, n] : kinds) fmt::print("      {:4d} x {}\n", n, k);
     }
   }
-  // Chains that become constant once the input shapes are bound (core/executor.hpp).
+  // Chains that become constant once the input shapes are bound (runtime/executor.hpp).
   if (!executor.shape_folded_nodes().empty()) {
     std::map<std::string, int> ops;
     for (std::size_t i : executor.shape_folded_nodes()) ops[g.nodes[i].op_type]++;

@@ -6,7 +6,6 @@
 #include "backends/cuda/kernel_select.hpp"
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
-#include "core/kernel_info.hpp"
 #include "core/log.hpp"
 
 #include <fmt/format.h>
@@ -24,227 +23,26 @@ constexpr std::size_t kAlignment = 256;
 
 std::size_t align_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
 
-// Shape(x) with opset 15's start/end, from x's planned shape.
-Tensor shape_value(const Node& node, const Shape& shape) {
-  const auto rank = static_cast<std::int64_t>(shape.size());
-  auto clamp = [&](std::int64_t v) { return std::clamp(v < 0 ? v + rank : v, std::int64_t{0}, rank); };
-  const std::int64_t start = clamp(node.attr_int("start", 0));
-  const std::int64_t end = clamp(node.attr_int("end", rank));
-  std::vector<std::int64_t> dims;
-  for (std::int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<std::size_t>(i)]);
-  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(dims.size())}, dims);
-}
-
-// Evaluates a node whose inputs are all known on the host with the reference kernel.
-std::vector<Tensor> evaluate_on_host(const Graph& graph, const Node& node, const std::vector<Tensor>& inputs) {
-  const KernelEntry* reference = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, Device::kCpu)) {
-    if (e->provider == kReferenceProvider) reference = e;
-  }
-  RW_EXPECTS(reference != nullptr, Unsupported,
-             "{}: its inputs are known at plan time but no reference kernel is linked to compute it on the host",
-             node.where());
-  std::unique_ptr<Kernel> kernel = reference->factory(node, constant_kernel_info(graph, inputs));
-  std::vector<Tensor> outputs(node.outputs.size());
-  KernelContext ctx{inputs, outputs, node};
-  kernel->run(ctx);
-  return outputs;
-}
-
-// Concat by writing into offsets: where nothing precedes the axis but extents of 1 (batch 1 along
-// channels, or axis 0), each input is one contiguous block of the output, so its producer can
-// write it there and the Concat copies nothing for it (ConcatKernel skips an input already in
-// place). An input qualifies when a device step produces it, it is no graph output, it is read once
-// by this Concat and is not placed in another one, it does not hold placed inputs itself, and its
-// block starts on the workspace's alignment (kernels rely on aligned operands). The output then
-// lives from the first such producer to the last reader of any of them.
-void place_concat_inputs(const Graph& graph, Schedule& s) {
-  std::vector<bool> graph_output(s.values.size(), false), holds(s.values.size(), false);
-  for (int id : s.graph_outputs) graph_output[static_cast<std::size_t>(id)] = true;
-  for (const Schedule::Step& step : s.steps) {
-    const Node& node = graph.nodes[step.node];
-    if (node.op_type != "Concat" || !node.domain.empty() || step.outputs.empty() || step.outputs[0] < 0) continue;
-    const int out_id = step.outputs[0];
-    Schedule::Value& out = s.values[static_cast<std::size_t>(out_id)];
-    const auto rank = static_cast<std::int64_t>(out.shape.size());
-    std::int64_t axis = node.attr_int("axis", 0);
-    if (axis < 0) axis += rank;
-    if (axis < 0 || axis >= rank || out.alias_of >= 0) continue;
-    std::int64_t outer = 1;
-    for (std::int64_t d = 0; d < axis; ++d) outer *= out.shape[static_cast<std::size_t>(d)];
-    if (outer != 1) continue;
-    std::size_t prefix = 0;
-    for (int id : step.inputs) {
-      if (id < 0) continue;
-      Schedule::Value& v = s.values[static_cast<std::size_t>(id)];
-      const bool once = std::count(step.inputs.begin(), step.inputs.end(), id) == 1;
-      if (v.kind == Schedule::Kind::kDevice && !graph_output[static_cast<std::size_t>(id)] && v.alias_of < 0 &&
-          !holds[static_cast<std::size_t>(id)] && once && id != out_id && prefix % kAlignment == 0) {
-        v.alias_of = out_id;
-        v.alias_offset = prefix;
-        holds[static_cast<std::size_t>(out_id)] = true;
-        out.first_step = std::min(out.first_step, v.first_step);
-        out.last_step = std::max(out.last_step, v.last_step);
-      }
-      prefix += v.bytes();
-    }
-  }
-}
-
 }  // namespace
 
 Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision) {
-  RW_EXPECTS(input_shapes.size() == graph.inputs.size(), InvalidArgument, "{}: {} input shapes for {} graph inputs",
-             graph.name, input_shapes.size(), graph.inputs.size());
-  Schedule s;
-  std::map<std::string, int> ids;
-  auto add_value = [&](Schedule::Value v) {
-    ids[v.name] = static_cast<int>(s.values.size());
-    s.values.push_back(std::move(v));
-    return static_cast<int>(s.values.size()) - 1;
+  const runtime::StepPlanner plan_step = [precision](const Graph& g, const Node& node,
+                                                     const std::vector<TensorDesc>& inputs) {
+    SelectedKernel selected = select_cuda_kernel(g, node, inputs);
+    selected.kernel->set_precision(precision);
+    runtime::StepPlan planned;
+    planned.outputs = selected.kernel->plan(PlanInfo{node, inputs, precision, g.opset});
+    planned.workspace_bytes = selected.kernel->workspace_bytes();
+    planned.provider = std::move(selected.provider);
+    planned.kernel = std::move(selected.kernel);
+    return planned;
   };
-  for (std::size_t i = 0; i < graph.inputs.size(); ++i) {
-    const ValueInfo& vi = graph.inputs[i];
-    Schedule::Value v;
-    v.name = vi.name;
-    v.kind = Schedule::Kind::kGraphInput;
-    v.dtype = vi.dtype;
-    v.shape = input_shapes[i];
-    if (vi.has_shape) {
-      RW_EXPECTS(vi.dims.size() == v.shape.size(), InvalidArgument, "input '{}' is {}, given shape {}", vi.name,
-                 vi.description(), shape_str(v.shape));
-      for (std::size_t d = 0; d < vi.dims.size(); ++d) {
-        RW_EXPECTS(!vi.dims[d].known() || vi.dims[d].value == v.shape[d], InvalidArgument,
-                   "input '{}' is {}, given shape {}", vi.name, vi.description(), shape_str(v.shape));
-      }
-    }
-    s.graph_inputs.push_back(add_value(std::move(v)));
-  }
-  auto lookup = [&](const std::string& name, const Node& node) -> int {
-    if (name.empty()) return -1;
-    if (auto it = ids.find(name); it != ids.end()) return it->second;
-    const Tensor* init = graph.find_initializer(name);
-    RW_EXPECTS(init != nullptr, InvalidArgument, "{}: input '{}' is produced by nothing", node.where(), name);
-    Schedule::Value v;
-    v.name = name;
-    v.kind = Schedule::Kind::kHost;
-    v.dtype = init->dtype();
-    v.shape = init->shape();
-    v.host = *init;
-    v.initializer = true;
-    return add_value(std::move(v));
-  };
+  return runtime::build_schedule(graph, input_shapes, plan_step, kAlignment);
+}
 
-  for (std::size_t n = 0; n < graph.nodes.size(); ++n) {
-    const Node& node = graph.nodes[n];
-    std::vector<int> in;
-    bool all_host = true;
-    for (const auto& name : node.inputs) {
-      const int id = lookup(name, node);
-      in.push_back(id);
-      if (id >= 0 && s.values[static_cast<std::size_t>(id)].kind != Schedule::Kind::kHost) all_host = false;
-    }
-    if ((node.op_type == "Shape" && node.domain.empty() && !in.empty() && in[0] >= 0) || all_host) {
-      // Shape arithmetic and constants: computed once here, never on the device.
-      std::vector<Tensor> outputs;
-      if (node.op_type == "Shape" && node.domain.empty()) {
-        outputs.push_back(shape_value(node, s.values[static_cast<std::size_t>(in[0])].shape));
-      } else {
-        std::vector<Tensor> inputs;
-        for (int id : in) inputs.push_back(id >= 0 ? s.values[static_cast<std::size_t>(id)].host : Tensor());
-        outputs = evaluate_on_host(graph, node, inputs);
-      }
-      for (std::size_t o = 0; o < node.outputs.size(); ++o) {
-        if (node.outputs[o].empty()) continue;
-        Schedule::Value v;
-        v.name = node.outputs[o];
-        v.kind = Schedule::Kind::kHost;
-        v.dtype = outputs[o].dtype();
-        v.shape = outputs[o].shape();
-        v.host = outputs[o].contiguous();
-        add_value(std::move(v));
-      }
-      ++s.host_nodes;
-      continue;
-    }
-    // A device step: the first CUDA kernel (highest priority) whose factory accepts the node.
-    std::vector<TensorDesc> descs(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      if (in[i] < 0) continue;
-      const Schedule::Value& v = s.values[static_cast<std::size_t>(in[i])];
-      descs[i] = {v.dtype, v.shape, v.kind == Schedule::Kind::kHost ? &v.host : nullptr};
-    }
-    SelectedKernel selected = select_cuda_kernel(graph, node, descs);
-    Schedule::Step step;
-    step.node = n;
-    step.provider = std::move(selected.provider);
-    step.kernel = std::move(selected.kernel);
-    step.kernel->set_precision(precision);
-    const PlanInfo plan_info{node, descs, precision, graph.opset};
-    const std::vector<TensorDesc> outs = step.kernel->plan(plan_info);
-    RW_EXPECTS(outs.size() == node.outputs.size(), InvalidArgument, "{}: the CUDA kernel planned {} outputs of {}",
-               node.where(), outs.size(), node.outputs.size());
-    const auto index = static_cast<std::int64_t>(s.steps.size());
-    for (int id : in) {
-      if (id < 0) continue;
-      Schedule::Value& v = s.values[static_cast<std::size_t>(id)];
-      if (v.kind == Schedule::Kind::kHost) v.uploaded = true;
-      v.last_step = std::max(v.last_step, index);
-    }
-    step.inputs = std::move(in);
-    for (std::size_t o = 0; o < outs.size(); ++o) {
-      if (node.outputs[o].empty()) {
-        step.outputs.push_back(-1);
-        continue;
-      }
-      Schedule::Value v;
-      v.name = node.outputs[o];
-      v.kind = Schedule::Kind::kDevice;
-      v.dtype = outs[o].dtype;
-      v.shape = outs[o].shape;
-      v.first_step = v.last_step = index;
-      step.outputs.push_back(add_value(std::move(v)));
-    }
-    if (const std::size_t scratch = step.kernel->workspace_bytes(); scratch > 0) {
-      Schedule::Value v;  // lives for this step only, so later steps reuse its bytes
-      v.name = node.name + ":workspace";
-      v.kind = Schedule::Kind::kDevice;
-      v.dtype = DType::kU8;
-      v.shape = {static_cast<std::int64_t>(scratch)};
-      v.first_step = v.last_step = index;
-      step.workspace = add_value(std::move(v));
-    }
-    s.steps.push_back(std::move(step));
-  }
-  const auto end = static_cast<std::int64_t>(s.steps.size());
-  for (const ValueInfo& vi : graph.outputs) {
-    auto it = ids.find(vi.name);
-    int id = it != ids.end() ? it->second : -1;
-    if (id < 0) {
-      const Tensor* init = graph.find_initializer(vi.name);
-      RW_EXPECTS(init != nullptr, InvalidArgument, "graph output '{}' is produced by nothing", vi.name);
-      id = lookup(vi.name, graph.nodes.empty() ? Node{} : graph.nodes.front());
-    }
-    s.values[static_cast<std::size_t>(id)].last_step = end;  // outputs live to the end
-    s.graph_outputs.push_back(id);
-  }
-  place_concat_inputs(graph, s);
-  // One workspace for graph inputs, intermediates and outputs, packed by lifetime (values placed
-  // in a Concat's output take their offset from it).
-  std::vector<memory::TensorLifetime> lifetimes;
-  std::vector<int> placed;
-  for (std::size_t i = 0; i < s.values.size(); ++i) {
-    const Schedule::Value& v = s.values[i];
-    if (v.kind == Schedule::Kind::kHost || v.alias_of >= 0) continue;
-    lifetimes.push_back({std::max<std::size_t>(v.bytes(), 4), v.first_step, std::max(v.first_step, v.last_step)});
-    placed.push_back(static_cast<int>(i));
-  }
-  s.workspace = memory::plan_workspace(lifetimes, kAlignment);
-  for (std::size_t i = 0; i < placed.size(); ++i) s.values[static_cast<std::size_t>(placed[i])].offset = s.workspace.offsets[i];
-  for (Schedule::Value& v : s.values) {
-    if (v.alias_of >= 0) v.offset = s.values[static_cast<std::size_t>(v.alias_of)].offset + v.alias_offset;
-  }
-  return s;
+CudaKernel& cuda_kernel(const Schedule::Step& step) {
+  // Every step of a schedule build_schedule made holds the CudaKernel select_cuda_kernel chose.
+  return static_cast<CudaKernel&>(*step.kernel);
 }
 
 Plan::~Plan() {
@@ -265,7 +63,7 @@ void* Plan::output(std::size_t i) const {
 std::vector<std::string> Plan::variants() const {
   std::vector<std::string> out;
   for (const auto& step : schedule_.steps) {
-    if (std::string v = step.kernel->variant(); !v.empty()) out.push_back(std::move(v));
+    if (std::string v = cuda_kernel(step).variant(); !v.empty()) out.push_back(std::move(v));
   }
   return out;
 }
@@ -275,7 +73,7 @@ void Plan::launch_steps(cudaStream_t stream) {
   // launch check reports only its own kernel's failure.
   cudaGetLastError();
   for (std::size_t i = 0; i < schedule_.steps.size(); ++i) {
-    schedule_.steps[i].kernel->launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
+    cuda_kernel(schedule_.steps[i]).launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
   }
 }
 
@@ -291,7 +89,7 @@ std::vector<double> Plan::time_steps(cudaStream_t stream, int runs) {
     cudaGetLastError();
     marks[0].record(stream);
     for (std::size_t i = 0; i < n; ++i) {
-      schedule_.steps[i].kernel->launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
+      cuda_kernel(schedule_.steps[i]).launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
       marks[i + 1].record(stream);
     }
     marks[n].synchronize();
@@ -465,7 +263,7 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
     if (plan_cache_) plan_cache_->before_tuning();
     runtime::PickRecorder picks;
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
-      s.steps[i].kernel->tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream, plan->step_workspaces_[i]},
+      cuda_kernel(s.steps[i]).tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream, plan->step_workspaces_[i]},
                               budget);
     }
     RW_CUDA_CHECK(cudaStreamSynchronize(stream));

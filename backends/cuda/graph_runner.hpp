@@ -6,12 +6,13 @@
 //                                   output shapes, liveness        weights uploaded,   graph per
 //                                   offsets (memory/)              CUDA graph capture  batch
 //
-// Scheduling (host only, no CUDA call, so it is tested where there is no GPU): every node whose
-// inputs are all known on the host (initializers, Shape of a planned value, and what is computed
-// from those: the shape arithmetic exporters leave behind) is evaluated once on the host with the
-// reference kernels; every other node gets the highest-priority CUDA kernel that accepts it and
-// plans its outputs. Device values (graph inputs, intermediates, outputs) get offsets in one
-// workspace from the liveness planner. Weights are uploaded once per runner and shared by plans.
+// Scheduling is runtime::build_schedule (runtime/schedule.hpp; host only, no CUDA call, so it is
+// tested where there is no GPU): every node whose inputs are all known on the host (initializers,
+// Shape of a planned value, and what is computed from those: the shape arithmetic exporters leave
+// behind) is evaluated once on the host with the reference kernels; every other node gets the
+// highest-priority CUDA kernel that accepts it, which plans its outputs. Device values (graph
+// inputs, intermediates, outputs) get offsets in one workspace from the liveness planner.
+// Weights are uploaded once per runner and shared by plans.
 //
 // A plan is built once per distinct set of input shapes and cached; run() copies the inputs in
 // through pinned staging, replays the plan's CUDA graph (or launches the kernels one by one when
@@ -27,7 +28,7 @@
 #include "core/lru_map.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "memory/arena.hpp"
-#include "memory/liveness_planner.hpp"
+#include "runtime/schedule.hpp"
 
 #include <filesystem>
 #include <map>
@@ -96,43 +97,17 @@ bool space_to_depth_stem(const RunnerOptions& options);
 bool fuse_conv_shortcuts(const RunnerOptions& options);
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
-/// shapes. Built on the host only.
-struct Schedule {
-  enum class Kind { kHost, kGraphInput, kDevice };
-  struct Value {
-    std::string name;
-    Kind kind = Kind::kDevice;
-    DType dtype = DType::kUndefined;
-    Shape shape;
-    Tensor host;              // the value, for kHost
-    bool initializer = false; // kHost values that are graph initializers (shared by plans)
-    bool uploaded = false;    // kHost values a device step reads (copied to the device)
-    std::int64_t first_step = 0, last_step = 0;
-    std::size_t offset = 0;   // in the workspace, for kGraphInput and kDevice
-    // A Concat input written in place: the id of the Concat's output, which holds this value's
-    // bytes at alias_offset (its producer writes there, the Concat copies nothing for it); -1
-    // for a value with its own place.
-    int alias_of = -1;
-    std::size_t alias_offset = 0;
-    std::size_t bytes() const { return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype); }
-  };
-  struct Step {
-    std::size_t node = 0;  // index into the graph's nodes
-    std::string provider;
-    std::unique_ptr<CudaKernel> kernel;
-    std::vector<int> inputs, outputs;  // value ids, -1 for absent
-    int workspace = -1;                // value id of the kernel's scratch, if it needs some
-  };
-  std::vector<Value> values;
-  std::vector<Step> steps;
-  std::vector<int> graph_inputs, graph_outputs;  // value ids, in the graph's order
-  std::size_t host_nodes = 0;                    // nodes evaluated on the host at plan time
-  memory::WorkspacePlan workspace;
-};
+/// shapes (runtime/schedule.hpp): each step's kernel is a CudaKernel.
+using Schedule = runtime::Schedule;
 
-/// Builds the schedule of `graph` for the given input shapes (the graph's input order). Throws
-/// Unsupported naming the node that no CUDA kernel accepts, InvalidArgument for bad shapes.
+/// Builds the schedule of `graph` for the given input shapes (the graph's input order), each
+/// device step the highest-priority CUDA kernel that accepts it (select_cuda_kernel), planned at
+/// `precision`. Throws Unsupported naming the node that no CUDA kernel accepts, InvalidArgument
+/// for bad shapes.
 Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision);
+
+/// A step's kernel as the CUDA kernel the CUDA schedule gave it.
+CudaKernel& cuda_kernel(const Schedule::Step& step);
 
 /// A schedule made real on the device: workspace, constants, kernel arguments, CUDA graph.
 class Plan {

@@ -27,6 +27,7 @@
 
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "stages/frame_memory.hpp"

@@ -1,7 +1,7 @@
 #include "conformance/onnx_conformance.hpp"
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 
 #include <fmt/format.h>

@@ -4,7 +4,7 @@
 // backend tests do (rtol 1e-3, atol 1e-7). A test is selected when Redwood supports every op,
 // attribute and dtype in it; otherwise it is skipped with the reason.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 
 #include <filesystem>
 #include <string>

@@ -4,7 +4,7 @@
 // anywhere, bytes flipped, another format) is an error naming the file, never a crash.
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/graph/graph_file.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "core/onnx/onnx_import.hpp"

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 

@@ -1,5 +1,5 @@
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"

@@ -9,7 +9,7 @@
 // never reach a real file: the loader refuses it (IoError) like any missing file.
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/log.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "fuzz/fuzz_target.hpp"

@@ -10,7 +10,7 @@
 // once as .npy), so video decoding or seeking can never explain a difference.
 // Assets come from scripts/setup.sh; without them the cases skip and say so.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "stages/preprocess/image_tensor.hpp"

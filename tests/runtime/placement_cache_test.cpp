@@ -5,7 +5,7 @@
 // device without a profile key are not kept; a damaged entry is placed again and replaced.
 
 #include "core/cache_dir.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/placed_runner.hpp"

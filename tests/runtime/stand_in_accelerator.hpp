@@ -4,6 +4,7 @@
 // profiles whose figures a test chooses, so that placements do not depend on the machine.
 
 #include "core/model_runner.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "runtime/device_profile.hpp"
 
 #include <string>

@@ -1,6 +1,6 @@
 #include "support/test_support.hpp"
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 
 #include <gtest/gtest.h>
 

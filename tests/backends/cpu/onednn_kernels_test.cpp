@@ -2,7 +2,7 @@
 // case builds a one-node graph and runs it once with the reference provider only and once with
 // the default providers (oneDNN first), and checks that oneDNN actually took the node.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>

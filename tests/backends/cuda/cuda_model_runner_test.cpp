@@ -11,6 +11,7 @@
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 

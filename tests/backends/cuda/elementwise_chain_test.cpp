@@ -4,7 +4,7 @@
 // optimizer fuses them into chains, against the reference executor on the unfused graph.
 
 #include "backends/cuda/graph_runner.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"

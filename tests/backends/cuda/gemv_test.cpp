@@ -11,7 +11,7 @@
 // fp32 at every precision, so a tf32/fp16/bf16 plan gives the very same bits.
 
 #include "backends/cuda/graph_runner.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"

@@ -3,7 +3,7 @@
 // with CUDA graph replay of new inputs and a second input shape.
 
 #include "backends/cuda/graph_runner.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
 #include "support/test_support.hpp"

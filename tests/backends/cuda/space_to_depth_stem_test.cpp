@@ -11,7 +11,7 @@
 #include "backends/cuda/graph_runner.hpp"
 #include "core/error.hpp"
 #include "core/space_to_depth.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
 #include "support/test_support.hpp"

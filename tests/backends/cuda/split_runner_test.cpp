@@ -6,6 +6,7 @@
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/split_runner.hpp"

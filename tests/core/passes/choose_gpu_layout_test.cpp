@@ -5,7 +5,7 @@
 // Host only; the CUDA kernels of these ops are tested in tests/backends/cuda.
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "core/tf32.hpp"
 #include "support/test_support.hpp"

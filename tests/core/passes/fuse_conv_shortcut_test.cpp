@@ -5,7 +5,7 @@
 // tested in tests/backends/cuda/conv_nhwc_shortcut_test.cpp.
 
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "support/test_support.hpp"
 

@@ -2,7 +2,7 @@
 // default pipeline, then fuse_elementwise (the GPU has a kernel for the chain node, none for the
 // CPU regions). Host only; the GPU kernel itself is tested in tests/backends/cuda.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "support/test_support.hpp"
 

@@ -2,7 +2,7 @@
 // weights and inputs, run through the reference kernels before and after the pass; the outputs
 // must agree, and the pass must have done the rewrite it exists for.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "support/test_support.hpp"
 

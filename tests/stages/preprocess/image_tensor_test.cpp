@@ -6,6 +6,7 @@
 
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "runtime/cpu_runner.hpp"
 #include "stages/postprocess/text_crops.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 #include "support/onnx_builder.hpp"

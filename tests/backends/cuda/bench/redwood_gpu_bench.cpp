@@ -23,7 +23,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
 #include "core/error.hpp"
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 
 #include "bench_support.hpp"
@@ -117,7 +117,7 @@ void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int ru
     std::fprintf(stderr, "  %8.4f ms %7.1f TFLOP/s  %s %s [%s] %s\n", t[order[k]], f > 0 ? f / (t[order[k]] * 1e9) : 0.0,
                  g.nodes[step.node].op_type.c_str(), g.nodes[step.node].name.c_str(),
                  shape_str(s.values[static_cast<std::size_t>(step.outputs[0])].shape).c_str(),
-                 step.kernel->variant().c_str());
+                 cuda::cuda_kernel(step).variant().c_str());
   }
 }
 

@@ -1,9 +1,9 @@
-// The executor's memory plan (core/executor.hpp): intermediates in one workspace per input-shape
+// The executor's memory plan (runtime/executor.hpp): intermediates in one workspace per input-shape
 // signature must give exactly the results of one heap allocation per tensor, on random graphs
 // (with views such as Reshape, multi-output Split, graph outputs that view intermediates) and on
 // the shipped models; the workspace is allocated once per signature; concurrent runs are safe.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "support/test_support.hpp"
 

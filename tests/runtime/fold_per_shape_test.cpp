@@ -1,8 +1,8 @@
-// Per-shape folding (core/executor.hpp): Shape chains over symbolic dimensions run on the first
+// Per-shape folding (runtime/executor.hpp): Shape chains over symbolic dimensions run on the first
 // run of each input-shape signature and are reused on later runs of it, with results identical
 // to running every node every time.
 
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "support/test_support.hpp"
 

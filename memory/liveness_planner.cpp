@@ -1,4 +1,4 @@
-#include "core/liveness_plan.hpp"
+#include "memory/liveness_planner.hpp"
 
 #include "core/error.hpp"
 
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <utility>
 
-namespace redwood {
+namespace redwood::memory {
 namespace {
 
 std::size_t align_up(std::size_t v, std::size_t a) { return (v + a - 1) & ~(a - 1); }
@@ -110,4 +110,4 @@ WorkspacePlan plan_workspace(const std::vector<TensorLifetime>& tensors, std::si
   return best;
 }
 
-}  // namespace redwood
+}  // namespace redwood::memory

@@ -1,5 +1,7 @@
 #pragma once
-// Executor: runs a Graph node by node with the kernels the op registry holds for one device.
+// Executor: the CPU executable. Runs a Graph node by node with the kernels the op registry holds
+// for one device, on the graph's runtime::Dataflow (runtime/schedule.hpp: values and steps by id,
+// last readers, the shape chains, and the input validator the CUDA schedule shares).
 //
 // At construction every node gets its kernel (an unsupported op, attribute or dtype fails here,
 // naming the node); run() checks the inputs against the graph's declared dtypes and shapes
@@ -13,16 +15,17 @@
 // Memory plan: kernels take their outputs from KernelContext::allocate_output, which the executor
 // serves per input-shape signature. The first run with a signature records each output the
 // kernels allocate (bytes, the step that makes it, the last step that reads it or any view of it,
-// e.g. a Reshape) on the heap; the liveness planner (core/liveness_plan.hpp) then gives every
+// e.g. a Reshape) on the heap; the liveness planner (memory/liveness_planner.hpp) then gives every
 // intermediate an offset in one workspace, and later runs with that signature hand out views at
 // those offsets: one allocation per signature instead of one per tensor. Graph outputs, and
 // intermediates that a graph output views, stay on the heap: they are returned to the caller.
 //
 // Per-shape folding: the optimizer folds Shape chains whose input shapes are static; a model
 // with symbolic dimensions (a batch, a text width) keeps chains that become constant only once
-// the input shapes are bound. The executor finds them at load (a Shape node, and every node whose
-// inputs are all constants or such nodes' outputs), runs them on the first run of each signature
-// and keeps copies of their outputs; later runs of that signature skip them.
+// the input shapes are bound. The executor finds them at load (runtime::shape_determined_nodes: a
+// Shape node, and every node whose inputs are all constants or such nodes' outputs), runs them on
+// the first run of each signature and keeps copies of their outputs; later runs of that
+// signature skip them.
 //
 // Threads: run() may be called from several threads at once. Plans are shared; a workspace is
 // used by one run at a time (a run takes an idle one, or allocates another), so N concurrent
@@ -33,6 +36,7 @@
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "core/tensor.hpp"
+#include "runtime/schedule.hpp"
 
 #include <atomic>
 #include <map>
@@ -131,14 +135,9 @@ class Executor {
   std::vector<PassRecord> pass_records_;
   std::vector<std::string> providers_;                    // one per node
   std::vector<std::unique_ptr<Kernel>> kernels_;          // one per node
-  std::map<std::string, int> value_ids_;                  // value name -> slot
-  std::vector<std::vector<int>> node_inputs_;             // slots, -1 for absent
-  std::vector<std::vector<int>> node_outputs_;            // slots, -1 for unused
+  runtime::Dataflow flow_;                                // values (slots) and steps by id
   std::vector<std::vector<int>> release_after_;           // slots freed after node i
-  std::vector<int> graph_input_slots_, graph_output_slots_;
   std::vector<Tensor> constants_;                         // slot -> initializer (or undefined)
-  std::vector<int> last_use_;                             // slot -> last consumer node, or -1
-  std::vector<bool> is_graph_output_;                     // slot -> returned to the caller
   bool profiling_ = false;
   std::vector<NodeTiming> timings_;
   mutable std::mutex plans_mutex_;

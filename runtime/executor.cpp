@@ -1,8 +1,8 @@
-#include "core/executor.hpp"
+#include "runtime/executor.hpp"
 
 #include "core/error.hpp"
 #include "core/kernel_info.hpp"
-#include "core/liveness_plan.hpp"
+#include "memory/liveness_planner.hpp"
 #include "core/passes/pass_manager.hpp"
 
 #include <chrono>
@@ -22,27 +22,9 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     graph_ = std::move(optimized);
   }
   const Graph& g = *graph_;
-  auto slot_of = [&](const std::string& name) {
-    auto [it, inserted] = value_ids_.emplace(name, static_cast<int>(value_ids_.size()));
-    return it->second;
-  };
-  for (const auto& in : g.inputs) graph_input_slots_.push_back(slot_of(in.name));
-  for (const auto& [name, t] : g.initializers) slot_of(name);
-  for (const auto& node : g.nodes) {
-    for (const auto& in : node.inputs) {
-      if (!in.empty()) slot_of(in);
-    }
-    for (const auto& out : node.outputs) {
-      if (!out.empty()) slot_of(out);
-    }
-  }
-  for (const auto& out : g.outputs) {
-    RW_EXPECTS(value_ids_.count(out.name), InvalidArgument,
-               "{}: graph output '{}' is produced by no node", g.source, out.name);
-    graph_output_slots_.push_back(value_ids_.at(out.name));
-  }
-  constants_.resize(value_ids_.size());
-  for (const auto& [name, t] : g.initializers) constants_[value_ids_.at(name)] = t;
+  flow_ = runtime::make_dataflow(g);
+  constants_.resize(flow_.size());
+  for (const auto& [name, t] : g.initializers) constants_[static_cast<std::size_t>(flow_.ids.at(name))] = t;
 
   // Kernels, created at load so that unsupported nodes are reported before any run.
   std::vector<std::string> problems;
@@ -90,107 +72,31 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     throw Unsupported(msg);
   }
 
-  // Slots per node, and when each intermediate can be released (after its last consumer).
-  std::vector<int> last_use(value_ids_.size(), -1);
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    std::vector<int> ins, outs;
-    for (const auto& in : g.nodes[i].inputs) ins.push_back(in.empty() ? -1 : value_ids_.at(in));
-    for (const auto& out : g.nodes[i].outputs) outs.push_back(out.empty() ? -1 : value_ids_.at(out));
-    for (int s : ins) {
-      if (s >= 0) last_use[s] = static_cast<int>(i);
-    }
-    node_inputs_.push_back(std::move(ins));
-    node_outputs_.push_back(std::move(outs));
-  }
-  std::set<int> keep(graph_output_slots_.begin(), graph_output_slots_.end());
+  // When each intermediate can be released (after its last consumer).
+  std::set<int> keep(flow_.graph_outputs.begin(), flow_.graph_outputs.end());
   release_after_.resize(g.nodes.size());
-  for (std::size_t s = 0; s < last_use.size(); ++s) {
-    if (last_use[s] >= 0 && !keep.count(static_cast<int>(s)) && !constants_[s].defined()) {
-      release_after_[last_use[s]].push_back(static_cast<int>(s));
+  for (std::size_t s = 0; s < flow_.size(); ++s) {
+    const int last = flow_.last_use[s];
+    if (last >= 0 && !keep.count(static_cast<int>(s)) && !constants_[s].defined()) {
+      release_after_[static_cast<std::size_t>(last)].push_back(static_cast<int>(s));
     }
   }
-  last_use_ = std::move(last_use);
-  is_graph_output_.assign(value_ids_.size(), false);
-  for (int s : graph_output_slots_) is_graph_output_[s] = true;
   find_shape_folded_nodes();
 }
 
 void Executor::find_shape_folded_nodes() {
-  const Graph& g = *graph_;
-  shape_folded_.assign(g.nodes.size(), false);
+  shape_folded_.assign(graph_->nodes.size(), false);
   if (!options_.optimize || !options_.fold_shapes) return;
-  // A slot is shape-determined when a constant or an output of a shape-folded node holds it.
-  std::vector<bool> determined(value_ids_.size(), false);
-  for (std::size_t s = 0; s < constants_.size(); ++s) determined[s] = constants_[s].defined();
-  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& node = g.nodes[i];
-    bool folded = node.body.empty() && !node.outputs.empty();
-    bool reads_shape = false;  // at least one input comes from the shape side (else: a constant)
-    if (folded && node.op_type == "Shape" && node.domain.empty()) {
-      reads_shape = true;  // depends on its input's shape only
-    } else if (folded) {
-      for (int s : node_inputs_[i]) {
-        if (s < 0) continue;
-        if (!determined[s]) folded = false;
-        else if (!constants_[s].defined()) reads_shape = true;
-      }
-    }
-    // A node of constants alone is the optimizer's to fold; a graph output is returned as is.
-    for (int s : node_outputs_[i]) {
-      if (s >= 0 && is_graph_output_[s]) folded = false;
-    }
-    if (!folded || !reads_shape) continue;
-    shape_folded_[i] = true;
-    shape_folded_nodes_.push_back(i);
-    for (int s : node_outputs_[i]) {
-      if (s >= 0) determined[s] = true;
-    }
+  shape_folded_ = runtime::shape_determined_nodes(*graph_, flow_);
+  for (std::size_t i = 0; i < shape_folded_.size(); ++i) {
+    if (shape_folded_[i]) shape_folded_nodes_.push_back(i);
   }
 }
 
 Executor::~Executor() = default;
 
 void Executor::check_inputs(const std::map<std::string, Tensor>& inputs) const {
-  const Graph& g = *graph_;
-  const std::string model = g.source.empty() ? g.name : g.source;
-  std::set<std::string> declared;
-  for (const auto& vi : g.inputs) declared.insert(vi.name);
-  for (const auto& [name, t] : inputs) {
-    if (declared.count(name)) continue;
-    std::string list;
-    for (const auto& vi : g.inputs) list += (list.empty() ? "" : ", ") + vi.name;
-    throw InvalidArgument(fmt::format("{}: the model has no input named '{}' (its inputs: {})",
-                                      model, name, list));
-  }
-  std::map<std::string, std::int64_t> symbols;  // symbolic dimension -> bound extent
-  for (const auto& vi : g.inputs) {
-    auto it = inputs.find(vi.name);
-    RW_EXPECTS(it != inputs.end() && it->second.defined(), InvalidArgument,
-               "{}: input '{}' ({}) is not given", model, vi.name, vi.description());
-    const Tensor& t = it->second;
-    RW_EXPECTS(t.device() == options_.device, InvalidArgument, "{}: input '{}' is on {}, the executor runs on {}",
-               model, vi.name, device_name(t.device()), device_name(options_.device));
-    RW_EXPECTS(vi.dtype == DType::kUndefined || t.dtype() == vi.dtype, InvalidArgument,
-               "{}: input '{}' expects {} but was given {}", model, vi.name, vi.description(),
-               t.description());
-    if (!vi.has_shape) continue;
-    RW_EXPECTS(t.rank() == static_cast<std::int64_t>(vi.dims.size()), InvalidArgument,
-               "{}: input '{}' expects rank {} ({}) but was given {}", model, vi.name,
-               vi.dims.size(), vi.description(), t.description());
-    for (std::size_t d = 0; d < vi.dims.size(); ++d) {
-      const Dim& dim = vi.dims[d];
-      if (dim.known()) {
-        RW_EXPECTS(t.shape()[d] == dim.value, InvalidArgument,
-                   "{}: input '{}' expects {} but was given {} (dimension {} differs)", model,
-                   vi.name, vi.description(), t.description(), d);
-      } else if (!dim.symbol.empty()) {
-        auto [sit, inserted] = symbols.emplace(dim.symbol, t.shape()[d]);
-        RW_EXPECTS(inserted || sit->second == t.shape()[d], InvalidArgument,
-                   "{}: dimension '{}' of input '{}' is {} but another input bound it to {}",
-                   model, dim.symbol, vi.name, t.shape()[d], sit->second);
-      }
-    }
-  }
+  runtime::check_inputs(*graph_, inputs, options_.device);
 }
 
 // ---- memory plan ----
@@ -297,10 +203,10 @@ std::shared_ptr<Executor::MemoryPlan> Executor::record_plan(const OutputPlacer& 
   plan->offsets.resize(g.nodes.size());
   plan->bytes.resize(g.nodes.size());
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
-    plan->offsets[i].assign(node_outputs_[i].size(), kHeap);
-    plan->bytes[i].assign(node_outputs_[i].size(), 0);
+    plan->offsets[i].assign(flow_.node_outputs[i].size(), kHeap);
+    plan->bytes[i].assign(flow_.node_outputs[i].size(), 0);
   }
-  std::vector<TensorLifetime> lifetimes;
+  std::vector<memory::TensorLifetime> lifetimes;
   std::vector<const OutputPlacer::Root*> placed;
   for (const auto& root : placer.roots) {
     if (root.escapes) {
@@ -310,7 +216,7 @@ std::shared_ptr<Executor::MemoryPlan> Executor::record_plan(const OutputPlacer& 
     lifetimes.push_back({root.bytes, static_cast<std::int64_t>(root.node), root.last});
     placed.push_back(&root);
   }
-  const WorkspacePlan wp = plan_workspace(lifetimes, kWorkspaceAlignment);
+  const memory::WorkspacePlan wp = memory::plan_workspace(lifetimes, kWorkspaceAlignment);
   for (std::size_t i = 0; i < placed.size(); ++i) {
     plan->offsets[placed[i]->node][placed[i]->output] = wp.offsets[i];
     plan->bytes[placed[i]->node][placed[i]->output] = placed[i]->bytes;
@@ -329,7 +235,7 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
   std::vector<std::int64_t> signature;
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
     const Tensor& t = inputs.at(g.inputs[i].name);
-    values[graph_input_slots_[i]] = t;
+    values[static_cast<std::size_t>(flow_.graph_inputs[i])] = t;
     signature.push_back(static_cast<std::int64_t>(t.dtype()));
     signature.push_back(t.rank());
     signature.insert(signature.end(), t.shape().begin(), t.shape().end());
@@ -431,8 +337,8 @@ std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlace
       continue;
     }
     in_buf.clear();
-    for (int s : node_inputs_[i]) in_buf.push_back(s >= 0 ? values[s] : Tensor());
-    out_buf.assign(node_outputs_[i].size(), Tensor());
+    for (int s : flow_.node_inputs[i]) in_buf.push_back(s >= 0 ? values[static_cast<std::size_t>(s)] : Tensor());
+    out_buf.assign(flow_.node_outputs[i].size(), Tensor());
     placer.node = i;
     KernelContext ctx{in_buf, out_buf, node, &placer};
     const auto start = std::chrono::steady_clock::now();
@@ -447,9 +353,9 @@ std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlace
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
       timings_.push_back({node.name, node.op_type, providers_[i], ms.count()});
     }
-    if (placer.mode == OutputPlacer::Mode::kRecord) placer.observe(out_buf, node_outputs_[i], last_use_, is_graph_output_);
-    for (std::size_t o = 0; o < node_outputs_[i].size(); ++o) {
-      const int s = node_outputs_[i][o];
+    if (placer.mode == OutputPlacer::Mode::kRecord) placer.observe(out_buf, flow_.node_outputs[i], flow_.last_use, flow_.is_graph_output);
+    for (std::size_t o = 0; o < flow_.node_outputs[i].size(); ++o) {
+      const int s = flow_.node_outputs[i][o];
       if (s < 0) continue;
       RW_EXPECTS(out_buf[o].defined(), Error, "{}: kernel produced no output {}", node.where(), o);
       // A heap copy: the output may view this run's workspace.
@@ -459,7 +365,7 @@ std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlace
     for (int s : release_after_[i]) values[s] = Tensor();
   }
   std::vector<Tensor> outputs;
-  for (int s : graph_output_slots_) outputs.push_back(values[s]);
+  for (int s : flow_.graph_outputs) outputs.push_back(values[static_cast<std::size_t>(s)]);
   return outputs;
 }
 
