@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/kernel_info.hpp"
+#include "core/kernel_select.hpp"
 #include "memory/liveness_planner.hpp"
 #include "core/passes/pass_manager.hpp"
 
@@ -29,41 +30,18 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
   // Kernels, created at load so that unsupported nodes are reported before any run.
   std::vector<std::string> problems;
   for (const auto& node : g.nodes) {
-    std::vector<const KernelEntry*> candidates;
-    if (node.domain.empty() || node.domain == "ai.onnx") {
-      for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, options_.device)) {
-        if (!options_.reference_only || e->provider == kReferenceProvider) candidates.push_back(e);
-      }
-    }
-    providers_.emplace_back();
-    if (candidates.empty()) {
-      problems.push_back(fmt::format("{}: op {}{} has no {} kernel", node.where(),
-                                     node.domain.empty() ? "" : node.domain + ".", node.op_type,
-                                     device_name(options_.device)));
-      kernels_.emplace_back();
-      continue;
-    }
-    const KernelInfo info = declared_kernel_info(g, node);
-    // Providers from the highest priority down; Unsupported passes the node to the next one,
-    // and the last one's reason is what the user sees.
-    std::unique_ptr<Kernel> kernel;
-    std::string failure;
-    for (std::size_t c = 0; c < candidates.size() && !kernel; ++c) {
-      try {
-        kernel = candidates[c]->factory(node, info);
-        providers_.back() = candidates[c]->provider;
-      } catch (const Unsupported& e) {
-        failure = e.what();
-      } catch (const Error& e) {
-        failure = e.what();
-        break;
-      }
-    }
-    if (!kernel) {
+    try {
+      SelectedKernel selected = select_kernel(node, declared_kernel_info(g, node), options_.device,
+                                              options_.reference_only ? reference_provider_only : ProviderFilter{});
+      providers_.push_back(std::move(selected.provider));
+      kernels_.push_back(std::move(selected.kernel));
+    } catch (const Error& e) {
+      std::string failure = e.what();
       if (failure.find(node.where()) == std::string::npos) failure = node.where() + ": " + failure;
-      problems.push_back(failure);
+      problems.push_back(std::move(failure));
+      providers_.emplace_back();
+      kernels_.emplace_back();
     }
-    kernels_.push_back(std::move(kernel));
   }
   if (!problems.empty()) {
     std::string msg = fmt::format("{}: {} node(s) cannot run on {}:", g.source.empty() ? g.name : g.source,

@@ -1,6 +1,7 @@
 #include "runtime/schedule.hpp"
 
 #include "core/error.hpp"
+#include "core/kernel_select.hpp"
 
 #include <fmt/format.h>
 
@@ -25,14 +26,9 @@ Tensor shape_value(const Node& node, const Shape& shape) {
 
 // Evaluates a node whose inputs are all known on the host with the reference kernel.
 std::vector<Tensor> evaluate_on_host(const Graph& graph, const Node& node, const std::vector<Tensor>& inputs) {
-  const KernelEntry* reference = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, Device::kCpu)) {
-    if (e->provider == kReferenceProvider) reference = e;
-  }
-  RW_EXPECTS(reference != nullptr, Unsupported,
-             "{}: its inputs are known at plan time but no reference kernel is linked to compute it on the host",
-             node.where());
-  std::unique_ptr<Kernel> kernel = reference->factory(node, constant_kernel_info(graph, inputs));
+  // Its inputs are known at plan time: the reference kernel computes it on the host.
+  std::unique_ptr<Kernel> kernel =
+      select_kernel(node, constant_kernel_info(graph, inputs), Device::kCpu, reference_provider_only).kernel;
   std::vector<Tensor> outputs(node.outputs.size());
   KernelContext ctx{inputs, outputs, node};
   kernel->run(ctx);

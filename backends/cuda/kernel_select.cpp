@@ -1,31 +1,19 @@
 #include "backends/cuda/kernel_select.hpp"
 
 #include "core/error.hpp"
-#include "core/op_registry.hpp"
+#include "core/kernel_select.hpp"
 
 #include <fmt/format.h>
 
 namespace redwood::cuda {
 
 SelectedKernel select_cuda_kernel(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs) {
-  const KernelInfo info = planned_kernel_info(graph, inputs);
-  const auto candidates = OpRegistry::instance().candidates(node.op_type, Device::kCuda);
-  RW_EXPECTS(!candidates.empty(), Unsupported, "{}: no CUDA kernel for {}", node.where(), node.op_type);
-  std::string reasons;
-  for (const KernelEntry* e : candidates) {
-    std::unique_ptr<Kernel> kernel;
-    try {
-      kernel = e->factory(node, info);
-    } catch (const Unsupported& u) {
-      reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", e->provider, u.what());
-      continue;
-    }
-    auto* cuda_kernel = dynamic_cast<CudaKernel*>(kernel.get());
-    RW_EXPECTS(cuda_kernel != nullptr, Unsupported, "{}: the {} kernel is not a CUDA kernel", node.where(), e->provider);
-    kernel.release();
-    return {std::unique_ptr<CudaKernel>(cuda_kernel), e->provider};
-  }
-  throw Unsupported(fmt::format("{}: no CUDA kernel accepts it ({})", node.where(), reasons));
+  redwood::SelectedKernel selected = select_kernel(node, planned_kernel_info(graph, inputs), Device::kCuda);
+  auto* cuda_kernel = dynamic_cast<CudaKernel*>(selected.kernel.get());
+  RW_EXPECTS(cuda_kernel != nullptr, Unsupported, "{}: the {} kernel is not a CUDA kernel", node.where(),
+             selected.provider);
+  selected.kernel.release();
+  return {std::unique_ptr<CudaKernel>(cuda_kernel), std::move(selected.provider)};
 }
 
 std::string cuda_supports(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs,

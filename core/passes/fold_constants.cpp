@@ -6,6 +6,8 @@
 // gigabytes (a Pad, an Expand) must not spend the load computing them.
 
 #include "core/error.hpp"
+#include "core/kernel_info.hpp"
+#include "core/kernel_select.hpp"
 #include "core/op_registry.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
@@ -57,23 +59,13 @@ class FoldAllocator final : public OutputAllocator {
 };
 
 bool evaluate(const Graph& g, const Node& n, std::vector<Tensor>& outs) {
-  const KernelFactory* factory = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates(n.op_type, Device::kCpu)) {
-    if (e->provider == kReferenceProvider) factory = &e->factory;
-  }
-  if (factory == nullptr || !(n.domain.empty() || n.domain == "ai.onnx")) return false;
-  KernelInfo info;
-  info.graph = &g;
-  info.opset = g.opset;
   std::vector<Tensor> ins;
   for (const auto& in : n.inputs) {
     const Tensor* c = in.empty() ? nullptr : g.find_initializer(in);
-    info.input_dtypes.push_back(c ? c->dtype() : DType::kUndefined);
-    info.constant_inputs.push_back(c);
     ins.push_back(c ? *c : Tensor());
   }
   try {
-    auto kernel = (*factory)(n, info);
+    auto kernel = select_kernel(n, constant_kernel_info(g, ins), Device::kCpu, reference_provider_only).kernel;
     outs.assign(n.outputs.size(), Tensor());
     FoldAllocator allocator(n);
     KernelContext ctx{ins, outs, n, &allocator};

@@ -14,6 +14,8 @@
 // space-to-depth of its input (core/space_to_depth.hpp) instead of the input itself.
 
 #include "backends/cpu/reference/kernel_util.hpp"
+#include "core/kernel_info.hpp"
+#include "core/kernel_select.hpp"
 #include "core/layout.hpp"
 #include "core/space_to_depth.hpp"
 #include "core/tf32.hpp"
@@ -42,23 +44,15 @@ Tensor run_reference(const std::string& op, const Node& like, const std::vector<
   for (const auto& [k, v] : extra) node.attributes[k] = v;
   Graph graph;
   graph.opset = 17;
-  KernelInfo info;
-  info.graph = &graph;
-  info.opset = graph.opset;
+  std::vector<TensorDesc> descs;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     node.inputs.push_back(inputs[i].defined() ? "in" + std::to_string(i) : "");
-    info.input_dtypes.push_back(inputs[i].defined() ? inputs[i].dtype() : DType::kUndefined);
-    info.constant_inputs.push_back(nullptr);
+    descs.push_back(inputs[i].defined() ? TensorDesc{inputs[i].dtype(), inputs[i].shape(), nullptr} : TensorDesc{});
   }
   node.outputs = {"out"};
-  const KernelFactory* factory = nullptr;
-  for (const KernelEntry* e : OpRegistry::instance().candidates(op, Device::kCpu)) {
-    if (e->provider == kReferenceProvider) factory = &e->factory;
-  }
-  RW_EXPECTS(factory != nullptr, Unsupported, "{}: no reference kernel for {}", like.where(), op);
   std::vector<Tensor> outs(1);
   KernelContext ctx{inputs, outs, node};
-  (*factory)(node, info)->run(ctx);
+  select_kernel(node, planned_kernel_info(graph, descs), Device::kCpu, reference_provider_only).kernel->run(ctx);
   return outs[0];
 }
 

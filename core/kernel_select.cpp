@@ -1,0 +1,46 @@
+#include "core/kernel_select.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <string_view>
+
+namespace redwood {
+namespace {
+
+// A provider's reason without the node's name in front: the message names the node once.
+std::string_view reason_of(const Node& node, std::string_view what) {
+  const std::string where = node.where() + ": ";
+  if (what.substr(0, where.size()) == where) what.remove_prefix(where.size());
+  return what;
+}
+
+}  // namespace
+
+bool reference_provider_only(const KernelEntry& entry) { return entry.provider == kReferenceProvider; }
+
+SelectedKernel select_kernel(const Node& node, const KernelInfo& info, Device device, const ProviderFilter& filter) {
+  std::vector<const KernelEntry*> candidates;
+  if (node.domain.empty() || node.domain == "ai.onnx") {
+    for (const KernelEntry* e : OpRegistry::instance().candidates(node.op_type, device)) {
+      if (!filter || filter(*e)) candidates.push_back(e);
+    }
+  }
+  RW_EXPECTS(!candidates.empty(), Unsupported, "{}: op {}{} has no {} kernel", node.where(),
+             node.domain.empty() ? "" : node.domain + ".", node.op_type, device_name(device));
+  std::string reasons;
+  for (const KernelEntry* e : candidates) {
+    try {
+      return {e->factory(node, info), e->provider};
+    } catch (const Unsupported& u) {
+      reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", e->provider, reason_of(node, u.what()));
+    }  // any other Error propagates as it is: the node itself is wrong
+  }
+  if (candidates.size() == 1) {
+    throw Unsupported(fmt::format("{}: {}", node.where(), reasons.substr(candidates.front()->provider.size() + 2)));
+  }
+  throw Unsupported(fmt::format("{}: no {} kernel accepts it ({})", node.where(), device_name(device), reasons));
+}
+
+}  // namespace redwood
