@@ -321,14 +321,13 @@ std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_row
 }
 
 
-std::map<std::string, DeviceRunnerFactory>& device_runner_registry() {
-  static std::map<std::string, DeviceRunnerFactory> registry;
+Registry<DeviceRunnerFactory>& device_runner_registry() {
+  static Registry<DeviceRunnerFactory> registry("device runner");
   return registry;
 }
 
 bool register_device_runner(const std::string& device, DeviceRunnerFactory factory) {
-  device_runner_registry()[device] = std::move(factory);
-  return true;
+  return device_runner_registry().add(device, std::move(factory));
 }
 
 }  // namespace redwood

@@ -26,6 +26,7 @@
 #include "core/graph/graph.hpp"
 #include "core/kernel_info.hpp"
 #include "core/picture_input.hpp"
+#include "core/registry.hpp"
 #include "core/tensor.hpp"
 
 #include <algorithm>
@@ -287,8 +288,9 @@ struct DeviceRunnerFactory {
   std::function<std::jthread(int index)> warm_up;
 };
 
-/// Device name ("cuda") -> factory; filled by static registration in the backends.
-std::map<std::string, DeviceRunnerFactory>& device_runner_registry();
+/// Device name ("cuda") -> factory; filled by static registration in the backends ("cpu" is not
+/// in it: make_runner makes the CPU runner itself).
+Registry<DeviceRunnerFactory>& device_runner_registry();
 bool register_device_runner(const std::string& device, DeviceRunnerFactory factory);
 
 }  // namespace redwood

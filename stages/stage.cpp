@@ -135,14 +135,13 @@ void Stage::do_process_async(std::span<Frame* const> frames, Completion done) {
   done(error);
 }
 
-std::map<std::string, StageFactory>& stage_registry() {
-  static std::map<std::string, StageFactory> registry;
+Registry<StageFactory>& stage_registry() {
+  static Registry<StageFactory> registry("stage type");
   return registry;
 }
 
 bool register_stage(const std::string& type, StageFactory factory) {
-  stage_registry()[type] = std::move(factory);
-  return true;
+  return stage_registry().add(type, std::move(factory));
 }
 
 }  // namespace redwood

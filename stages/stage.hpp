@@ -14,6 +14,7 @@
 #include "core/graph/graph.hpp"
 #include "core/latency_histogram.hpp"
 #include "core/model_runner.hpp"
+#include "core/registry.hpp"
 #include "stages/frame.hpp"
 #include "stages/params.hpp"
 
@@ -174,7 +175,7 @@ class Stage {
 using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;
 
 /// Type name -> factory; filled by static registration, read at load.
-std::map<std::string, StageFactory>& stage_registry();
+Registry<StageFactory>& stage_registry();
 bool register_stage(const std::string& type, StageFactory factory);
 
 }  // namespace redwood

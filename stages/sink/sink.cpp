@@ -2,14 +2,13 @@
 
 namespace redwood {
 
-std::map<std::string, SinkFactory>& sink_registry() {
-  static std::map<std::string, SinkFactory> registry;
+Registry<SinkFactory>& sink_registry() {
+  static Registry<SinkFactory> registry("sink type");
   return registry;
 }
 
 bool register_sink(const std::string& type, SinkFactory factory) {
-  sink_registry()[type] = std::move(factory);
-  return true;
+  return sink_registry().add(type, std::move(factory));
 }
 
 }  // namespace redwood

@@ -4,6 +4,7 @@
 // pipeline: one that can fall behind (a network subscriber) drops and counts instead. Sinks
 // register by type name (RW_REGISTER_SINK).
 
+#include "core/registry.hpp"
 #include "stages/frame.hpp"
 #include "stages/params.hpp"
 
@@ -41,7 +42,8 @@ class Sink {
 };
 
 using SinkFactory = std::function<std::unique_ptr<Sink>(SinkArgs&)>;
-std::map<std::string, SinkFactory>& sink_registry();
+/// Type name -> factory; filled by static registration (RW_REGISTER_SINK), read at load.
+Registry<SinkFactory>& sink_registry();
 bool register_sink(const std::string& type, SinkFactory factory);
 
 }  // namespace redwood

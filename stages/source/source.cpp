@@ -2,14 +2,13 @@
 
 namespace redwood {
 
-std::map<std::string, SourceFactory>& source_registry() {
-  static std::map<std::string, SourceFactory> registry;
+Registry<SourceFactory>& source_registry() {
+  static Registry<SourceFactory> registry("source type");
   return registry;
 }
 
 bool register_source(const std::string& type, SourceFactory factory) {
-  source_registry()[type] = std::move(factory);
-  return true;
+  return source_registry().add(type, std::move(factory));
 }
 
 }  // namespace redwood

@@ -10,6 +10,7 @@
 // waiting frame when it falls behind and counts the drop. A file source is read only as fast as
 // the pipeline takes frames, so it never drops. Sources register by type name (RW_REGISTER_SOURCE).
 
+#include "core/registry.hpp"
 #include "stages/params.hpp"
 
 #include <opencv2/core.hpp>
@@ -55,7 +56,8 @@ class Source {
 };
 
 using SourceFactory = std::function<std::unique_ptr<Source>(Params&)>;
-std::map<std::string, SourceFactory>& source_registry();
+/// Type name -> factory; filled by static registration (RW_REGISTER_SOURCE), read at load.
+Registry<SourceFactory>& source_registry();
 bool register_source(const std::string& type, SourceFactory factory);
 
 }  // namespace redwood
