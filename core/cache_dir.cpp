@@ -1,6 +1,7 @@
 #include "core/cache_dir.hpp"
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 #include <fmt/format.h>
 
@@ -9,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -85,6 +88,13 @@ void write_file_atomically(const std::filesystem::path& path, const std::functio
     discard();
     throw Error(fmt::format("{}: cannot replace: {}", path.string(), ec.message()));
   }
+}
+
+void warn_once(const std::string& key, const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(key).second) log().warn("{}", message);
 }
 
 }  // namespace redwood

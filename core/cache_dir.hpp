@@ -30,4 +30,9 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 /// large to build in memory first). An exception from `write` removes the temporary file.
 void write_file_atomically(const std::filesystem::path& path, const std::function<void(std::ostream&)>& write);
 
+/// Logs `message` as a warning the first time `key` is seen in this process, and nothing after:
+/// a cache that cannot be written (a read-only folder, a full disk) says so in one line however
+/// many entries a run tries to write, and the run goes on without it.
+void warn_once(const std::string& key, const std::string& message);
+
 }  // namespace redwood

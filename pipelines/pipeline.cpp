@@ -5,6 +5,7 @@
 #include "pipelines/pipeline.hpp"
 
 #include "core/onnx/onnx_import.hpp"
+#include "runtime/cpu_runner.hpp"
 
 #include <fmt/format.h>
 
@@ -54,11 +55,8 @@ namespace {
 // Starts making each GPU's context on a thread of its own (DeviceRunnerFactory::warm_up), once
 // per GPU; the threads join when `warming` goes, after the runners are made.
 void warm_up_gpus(const std::vector<int>& devices, std::map<int, std::jthread>& warming) {
-  const auto& registry = device_runner_registry();
-  const auto it = registry.find("cuda");
-  if (it == registry.end() || !it->second.warm_up) return;
   for (int d : devices) {
-    if (!warming.count(d)) warming.emplace(d, it->second.warm_up(d));
+    if (!warming.count(d)) warming.emplace(d, warm_up_device("cuda", d));
   }
 }
 

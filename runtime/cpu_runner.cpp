@@ -154,4 +154,10 @@ std::unique_ptr<ModelRunner> make_runner(const std::string& device, std::shared_
   return it->second.make(std::move(graph), config);
 }
 
+std::jthread warm_up_device(const std::string& device, int index) {
+  const auto it = device_runner_registry().find(device);
+  if (it == device_runner_registry().end() || !it->second.warm_up) return {};
+  return it->second.warm_up(index);
+}
+
 }  // namespace redwood

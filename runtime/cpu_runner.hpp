@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace redwood {
 
@@ -22,5 +23,11 @@ std::unique_ptr<ModelRunner> make_cpu_runner(std::shared_ptr<const Graph> graph,
 /// Throws Unsupported naming the device when this Redwood has none of that name.
 std::unique_ptr<ModelRunner> make_runner(const std::string& device, std::shared_ptr<const Graph> graph,
                                          const RunnerConfig& config);
+
+/// Starts making unit `index` of `device` ready on a thread of its own (the registry's warm_up:
+/// for "cuda", the GPU's context) and returns it, joined when the handle goes: a caller holds it
+/// while it reads the models that will run there. An empty handle for "cpu", a device this
+/// Redwood lacks, or one with nothing to start.
+std::jthread warm_up_device(const std::string& device, int index);
 
 }  // namespace redwood

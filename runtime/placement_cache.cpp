@@ -80,8 +80,7 @@ void write_placement(const std::filesystem::path& dir, const std::string& key, c
   try {
     write_file_atomically(entry_file(dir, key), j.dump(2) + "\n");
   } catch (const Error& e) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true)) log().warn("placement cache: not written: {}", e.what());
+    warn_once("placement cache: not written", fmt::format("placement cache: not written: {}", e.what()));
   }
 }
 

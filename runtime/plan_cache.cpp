@@ -18,14 +18,6 @@ namespace {
 
 constexpr const char* kFormatName = "redwood plan cache";
 
-// The same problem with the same file is said once per process, however many runners read it.
-void warn_once(const std::string& message) {
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) log().warn("{}", message);
-}
-
 const nlohmann::json& member(const nlohmann::json& object, const char* name, nlohmann::json::value_t type,
                              const char* type_name) {
   auto it = object.find(name);
@@ -242,7 +234,10 @@ void ModelPlanCache::load_locked() {
     picks_ = std::move(read.entry->picks);
     log().debug("plan cache: {}: {} tuned picks", file_.string(), picks_.size());
   } else if (!read.missing) {
-    warn_once(fmt::format("plan cache: {}: {}; not used, it is rebuilt by this run", file_.string(), read.problem));
+    // The same problem with the same file is said once per process, however many runners read it.
+    const std::string message =
+        fmt::format("plan cache: {}: {}; not used, it is rebuilt by this run", file_.string(), read.problem);
+    warn_once(message, message);
   }
 }
 
@@ -262,7 +257,7 @@ std::size_t ModelPlanCache::add(const PickSet& picks) {
     write_plan_cache_entry(file_, entry);
     log().debug("plan cache: {}: {} tuned picks written ({} new)", file_.string(), picks_.size(), added);
   } catch (const Error& e) {
-    warn_once(fmt::format("plan cache: {}; the tuned picks are not kept for the next run", e.what()));
+    warn_once("plan cache: not written", fmt::format("plan cache: {}; the tuned picks are not kept for the next run", e.what()));
   }
   return added;
 }

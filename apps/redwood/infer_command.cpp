@@ -11,11 +11,12 @@
 #include "apps/redwood/tensor_summary.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
 #include "core/error.hpp"
-#include "runtime/executor.hpp"
 #include "core/model_runner.hpp"
 #include "core/npy.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "pipelines/pipeline.hpp"
+#include "runtime/cpu_runner.hpp"
+#include "runtime/executor.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 
 #include <fmt/format.h>
@@ -170,11 +171,7 @@ int run_infer(const InferArgs& args) {
 
   const auto load_start = std::chrono::steady_clock::now();
   // The GPU's context is made while the model is read: the two overlap.
-  std::jthread warming;
-  if (args.device == "cuda") {
-    const auto& registry = device_runner_registry();
-    if (auto it = registry.find("cuda"); it != registry.end() && it->second.warm_up) warming = it->second.warm_up(0);
-  }
+  const std::jthread warming = warm_up_device(args.device, 0);
   std::shared_ptr<Graph> graph = load_onnx(args.model, OnnxImportOptions{.cache = true});
   const std::chrono::duration<double, std::milli> import_ms = std::chrono::steady_clock::now() - load_start;
   std::unique_ptr<Executor> executor;

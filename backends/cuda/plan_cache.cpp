@@ -169,8 +169,8 @@ void RunnerPlanCache::save_optimized(const Graph& graph, const std::vector<PassR
   try {
     write_graph_file(optimized_file(), graph, optimized_stamp(cache_.key(), records).dump());
   } catch (const Error& e) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true)) log().warn("plan cache: the optimized graph is not kept: {}", e.what());
+    warn_once("plan cache: optimized graph not written",
+              fmt::format("plan cache: the optimized graph is not kept: {}", e.what()));
   }
 }
 

@@ -47,8 +47,7 @@ void write_model_cache(const std::filesystem::path& file, const Graph& graph) {
   try {
     write_graph_file(file, graph, build_stamp());
   } catch (const Error& e) {
-    static std::atomic<bool> warned{false};
-    if (!warned.exchange(true)) log().warn("model cache: not written: {}", e.what());
+    warn_once("model cache: not written", fmt::format("model cache: not written: {}", e.what()));
   }
 }
 
