@@ -12,9 +12,17 @@ function(redwood_add_library name)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${patterns})
   add_library(redwood_${name} STATIC ${sources})
   add_library(redwood::${name} ALIAS redwood_${name})
-  target_include_directories(redwood_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  redwood_include_directories(redwood_${name})
   target_link_libraries(redwood_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   redwood_set_warnings(redwood_${name})
+endfunction()
+
+# The project's root (headers are included as "core/tensor.hpp") and the generated
+# redwood/config.hpp, in the build; an installed package's targets get theirs from
+# cmake/RedwoodInstall.cmake.
+function(redwood_include_directories target)
+  target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                              $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>)
 endfunction()
 
 function(redwood_set_warnings target)

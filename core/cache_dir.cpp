@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "redwood/config.hpp"
 
 #include <fmt/format.h>
 
@@ -16,10 +17,6 @@
 #include <unistd.h>
 
 namespace redwood {
-
-#ifndef REDWOOD_VERSION
-#error "REDWOOD_VERSION is set by core/CMakeLists.txt from the project version"
-#endif
 
 std::string redwood_version() { return REDWOOD_VERSION; }
 

@@ -3,6 +3,7 @@
 
 #include "apps/redwood/commands.hpp"
 #include "core/error.hpp"
+#include "redwood/config.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
   CLI::App app{"Redwood: video-analytics runtime over CPU and GPU"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "redwood 0.1.0");
+  app.set_version_flag("--version", "redwood " REDWOOD_VERSION);
   std::vector<redwood::app::Command> commands = redwood::app::all_commands();
   for (auto& c : commands) c.attach(app);
   try {

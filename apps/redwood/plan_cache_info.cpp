@@ -11,8 +11,9 @@
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/plan_cache.hpp"
+#include "redwood/config.hpp"
 
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
 #include "backends/cuda/plan_cache.hpp"
 #endif
 
@@ -106,7 +107,7 @@ void print_entry(const Listed& e) {
 
 // This machine's key without model and options, or why there is none.
 std::optional<runtime::PlanCacheKey> machine_key(std::string* why) {
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
   try {
     return cuda::plan_cache_key("", cuda::RunnerOptions{}, 0);
   } catch (const Error& e) {
@@ -120,7 +121,7 @@ std::optional<runtime::PlanCacheKey> machine_key(std::string* why) {
 }
 
 runtime::PickCheck pick_check() {
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
   return [](const std::string& tuner, const nlohmann::json& pick) { cuda::check_tuned_pick(tuner, pick, 0); };
 #else
   return {};

@@ -12,8 +12,9 @@
 #include "core/error.hpp"
 #include "core/op_registry.hpp"
 #include "runtime/device_profile.hpp"
+#include "redwood/config.hpp"
 
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
 #include "backends/cuda/device_probe.hpp"
 #endif
 
@@ -40,7 +41,7 @@ struct ProbeArgs {
 /// with the machine's description.
 std::vector<std::string> profiled_devices() {
   std::vector<std::string> devices{"cpu"};
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
   for (const auto& d : cuda::probe_devices().devices) devices.push_back(fmt::format("cuda:{}", d.index));
 #endif
   return devices;
@@ -52,7 +53,7 @@ void print_machine() {
   fmt::print("openmp (oneDNN): wait policy {}\n", wait != nullptr ? wait : "default (spins, then sleeps)");
   const auto cpu_ops = OpRegistry::instance().ops(Device::kCpu);
   fmt::print("cpu kernels: {} ops: {}\n", cpu_ops.size(), fmt::join(cpu_ops, " "));
-#ifdef REDWOOD_HAVE_CUDA
+#if REDWOOD_HAVE_CUDA
   const cuda::ProbeResult probe = cuda::probe_devices();
   fmt::print("cuda: runtime {}, driver {}\n", probe.runtime_version, probe.driver_version);
   // Registered by backend_cuda's static initializers (a whole-archive link): empty means the
