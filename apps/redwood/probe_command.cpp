@@ -15,6 +15,7 @@
 #include "redwood/config.hpp"
 
 #if REDWOOD_HAVE_CUDA
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_probe.hpp"
 #endif
 
@@ -42,7 +43,7 @@ struct ProbeArgs {
 std::vector<std::string> profiled_devices() {
   std::vector<std::string> devices{"cpu"};
 #if REDWOOD_HAVE_CUDA
-  for (const auto& d : cuda::probe_devices().devices) devices.push_back(fmt::format("cuda:{}", d.index));
+  for (const auto& d : cuda::cuda_devices().devices) devices.push_back(fmt::format("cuda:{}", d.index));
 #endif
   return devices;
 }
@@ -54,7 +55,7 @@ void print_machine() {
   const auto cpu_ops = OpRegistry::instance().ops(Device::kCpu);
   fmt::print("cpu kernels: {} ops: {}\n", cpu_ops.size(), fmt::join(cpu_ops, " "));
 #if REDWOOD_HAVE_CUDA
-  const cuda::ProbeResult probe = cuda::probe_devices();
+  const cuda::ProbeResult& probe = cuda::cuda_devices();
   fmt::print("cuda: runtime {}, driver {}\n", probe.runtime_version, probe.driver_version);
   // Registered by backend_cuda's static initializers (a whole-archive link): empty means the
   // launcher was linked without redwood_link_registered().

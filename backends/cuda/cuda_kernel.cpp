@@ -1,6 +1,7 @@
 #include "backends/cuda/cuda_kernel.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/stream.hpp"
 #include "core/error.hpp"
@@ -38,18 +39,7 @@ const Tensor& PlanInfo::host_input(std::size_t i, const char* what) const {
   return *d.host;
 }
 
-int multiprocessor_count() {
-  static const int count = [] {
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || n <= 0) {
-      cudaGetLastError();
-      return 132;
-    }
-    return n;
-  }();
-  return count;
-}
+int multiprocessor_count() { return planning_device().multiprocessors; }
 
 void expect_f32(const Node& node, DType dtype, const char* what) {
   RW_EXPECTS(dtype == DType::kF32 || dtype == DType::kUndefined, Unsupported,

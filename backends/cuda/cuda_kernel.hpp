@@ -103,8 +103,8 @@ class CudaKernel : public Kernel {
   RW_REGISTER_PROVIDER_KERNEL(op_type, ::redwood::Device::kCuda, ::redwood::cuda::kCudaProvider, \
                               ::redwood::cuda::kCudaPriority, ::redwood::make_factory<KernelType>())
 
-/// Multiprocessors of the current device (read once; 132, an H100/H200's, where none is usable so
-/// that plans made without a GPU are the same). For tile and split choices at plan time.
+/// Multiprocessors of the device plans are made for (backends/cuda/device.hpp, planning_device():
+/// the current GPU, else the planning target's 132). For tile and split choices at plan time.
 int multiprocessor_count();
 
 /// Throws Unsupported naming the node unless `dtype` is fp32 (the CUDA kernels' tensor type).

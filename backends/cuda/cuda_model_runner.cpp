@@ -23,6 +23,7 @@
 // redwood::backend_cuda with redwood_link_registered().
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/device_probe.hpp"
@@ -546,16 +547,16 @@ std::string unavailable_reason(const ProbeResult& probe, int device = 0) {
   return architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
 }
 
-std::string cuda_unavailable() { return unavailable_reason(probe_devices()); }
+std::string cuda_unavailable() { return unavailable_reason(cuda_devices()); }
 
 std::unique_ptr<ModelRunner> make_cuda_runner(std::shared_ptr<const Graph> graph, const RunnerConfig& config) {
-  const ProbeResult probe = probe_devices();
+  const ProbeResult& probe = cuda_devices();
   const std::string why = unavailable_reason(probe, config.device);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
   return std::make_unique<CudaModelRunner>(std::move(graph), config, probe.devices[static_cast<std::size_t>(config.device)].name);
 }
 
-int cuda_device_count() { return static_cast<int>(probe_devices().devices.size()); }
+int cuda_device_count() { return static_cast<int>(cuda_devices().devices.size()); }
 
 memory::MemoryResource& pinned_memory() { return pinned_upstream(); }
 
@@ -576,7 +577,7 @@ std::string supports(const Graph& graph, const Node& node, const std::vector<Ten
 
 NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
                      const RunnerConfig& config, int runs) {
-  const ProbeResult probe = probe_devices();
+  const ProbeResult& probe = cuda_devices();
   const std::string why = unavailable_reason(probe, config.device);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
   RW_CUDA_CHECK(cudaSetDevice(config.device));

@@ -1,6 +1,7 @@
 #include "backends/cuda/device_memory.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 
 #include <fmt/format.h>
 
@@ -47,11 +48,7 @@ class SplitResource final : public memory::MemoryResource {
   std::size_t largest_;
 };
 
-std::size_t device_bytes(int device) {
-  cudaDeviceProp prop{};
-  RW_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  return prop.totalGlobalMem;
-}
+std::size_t device_bytes(int device) { return cuda_device(device).total_memory; }
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 #pragma once
-// What CUDA devices this process can see, as the runtime reports them. Used by `redwood probe`,
-// by GPU tests to decide whether to skip, and (later) by the device profile.
+// What CUDA devices this process can see, as the runtime reports them: the one interrogation of
+// the driver, whose answer backends/cuda/device.hpp keeps for the process.
 
 #include <string>
 #include <vector>
@@ -18,6 +18,10 @@ struct DeviceInfo {
   int memory_bus_bits = 0;
   /// Theoretical DRAM bandwidth from clock and bus width, bytes per second.
   double peak_bandwidth() const { return 2.0 * memory_clock_khz * 1e3 * memory_bus_bits / 8.0; }
+  /// Programmatic dependent launch: compute capability 9.0 and newer.
+  bool has_pdl() const { return compute_major >= 9; }
+  /// wgmma (sm_90a code, which runs on exactly compute capability 9.0).
+  bool has_wgmma() const { return compute_major == 9 && compute_minor == 0; }
 };
 
 struct ProbeResult {
@@ -28,6 +32,8 @@ struct ProbeResult {
 };
 
 /// Asks the CUDA runtime for its devices; never throws (a missing driver is a result, not an error).
+/// The driver is asked here and nowhere else; the rest of Redwood reads the answer kept by
+/// cuda_devices() (backends/cuda/device.hpp).
 ProbeResult probe_devices();
 
 }  // namespace redwood::cuda

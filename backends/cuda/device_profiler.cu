@@ -18,6 +18,7 @@
 //                    rw.ConvNhwc's wgmma tiles) reaches more.
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/device_profiler.hpp"
 #include "backends/cuda/stream.hpp"
@@ -178,7 +179,7 @@ double peak_gflops(cudaStream_t stream, double flops_per_iteration, Launch&& lau
 }
 
 const DeviceInfo& find_device(int index) {
-  static const ProbeResult probe = probe_devices();
+  static const ProbeResult& probe = cuda_devices();
   RW_EXPECTS(!probe.devices.empty(), Unsupported, "cuda:{}: no usable CUDA device ({})", index, probe.error);
   for (const DeviceInfo& d : probe.devices) {
     if (d.index == index) return d;

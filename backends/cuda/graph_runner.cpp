@@ -1,6 +1,7 @@
 #include "backends/cuda/graph_runner.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/kernel_select.hpp"
@@ -144,7 +145,7 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
   int device = 0;
   RW_CUDA_CHECK(cudaGetDevice(&device));
   device_ = device;
-  const ProbeResult probe = probe_devices();
+  const ProbeResult& probe = cuda_devices();
   if (device >= 0 && static_cast<std::size_t>(device) < probe.devices.size()) {
     const std::string why = architecture_problem(probe.devices[static_cast<std::size_t>(device)]);
     RW_EXPECTS(why.empty(), Unsupported, "GraphRunner: {}", why);

@@ -1,5 +1,6 @@
 #include "backends/cuda/plan_cache.hpp"
 
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/device_probe.hpp"
 #include "backends/cuda/kernels/variant_tuner.hpp"
 #include "core/cache_dir.hpp"
@@ -52,7 +53,7 @@ std::map<std::string, std::string> plan_cache_options(const RunnerOptions& optio
 }
 
 runtime::PlanCacheKey plan_cache_key(const std::string& model_hash, const RunnerOptions& options, int device) {
-  const ProbeResult probe = probe_devices();
+  const ProbeResult& probe = cuda_devices();
   RW_EXPECTS(device >= 0 && static_cast<std::size_t>(device) < probe.devices.size(), InvalidArgument,
              "this process sees no GPU {} ({})", device,
              probe.error.empty() ? fmt::format("{} GPUs", probe.devices.size()) : probe.error);

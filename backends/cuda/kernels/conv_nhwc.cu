@@ -1,6 +1,7 @@
 // The NHWC tensor-core convolution's tiles and launcher (the kernel: conv_nhwc_mma.cuh).
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels/conv_nhwc.hpp"
 #include "backends/cuda/kernels/conv_nhwc_mma.cuh"
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
@@ -89,20 +90,8 @@ template <typename T, typename Op = MmaOf<T>, bool SC = false> const Launch<T>& 
   return table[tile];
 }
 
-// The current device's multiprocessors (a persistent kernel's grid), cached per device.
-int multiprocessors_here() {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cached[kDevices] = {};
-  int device = 0;
-  RW_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < 0 || device >= kDevices) device = 0;
-  int n = cached[device].load(std::memory_order_relaxed);
-  if (n == 0) {
-    RW_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    cached[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
+// The current device's multiprocessors (a persistent kernel's grid).
+int multiprocessors_here() { return current_cuda_device().multiprocessors; }
 
 long long m_total_of(const ConvShape& p) { return static_cast<long long>(p.n) * p.oh * p.ow; }
 int kdim_of(const ConvShape& p) { return p.r * p.s * p.c + p.c2; }
@@ -244,14 +233,11 @@ bool nhwc_wgmma_usable() {
 #ifdef REDWOOD_HAVE_CONV_WGMMA
   // REDWOOD_CUDA_WGMMA=0 leaves them out (to compare against the mma.sync tiles alone).
   if (const char* v = std::getenv("REDWOOD_CUDA_WGMMA"); v != nullptr && std::string_view(v) == "0") return false;
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    cudaGetLastError();  // no usable device: clear the error for whoever calls next
-    return false;
+  try {
+    return current_cuda_device().has_wgmma();  // sm_90a code runs on exactly compute capability 9.0
+  } catch (const Unsupported&) {
+    return false;  // no usable device
   }
-  return major == 9 && minor == 0;  // sm_90a code runs on exactly that
 #else
   return false;
 #endif

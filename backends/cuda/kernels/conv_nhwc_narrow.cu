@@ -27,6 +27,7 @@
 // weights are read before pdl_wait(), everything else after.
 
 #include "backends/cuda/cuda_check.hpp"
+#include "backends/cuda/device.hpp"
 #include "backends/cuda/kernels/conv_nhwc_common.cuh"
 #include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
 #include "backends/cuda/kernels/cp_async.cuh"
@@ -350,8 +351,8 @@ long long resident_blocks(const void* kernel, std::size_t smem) {
   const auto key = std::make_tuple(kernel, smem, device);
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = known.find(key); it != known.end()) return it->second;
-  int sms = 0, per_sm = 0;
-  RW_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int sms = cuda_device(device).multiprocessors;
+  int per_sm = 0;
   RW_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem));
   const long long blocks = static_cast<long long>(sms) * (per_sm > 0 ? per_sm : 1);
   known.emplace(key, blocks);

@@ -5,6 +5,8 @@
 
 #include "backends/cuda/kernels/pdl.cuh"
 
+#include "backends/cuda/device.hpp"
+#include "core/error.hpp"
 #include "core/log.hpp"
 
 #include <fmt/format.h>
@@ -23,14 +25,16 @@ struct Decision {
 Decision decide() {
   const char* env = std::getenv("REDWOOD_CUDA_PDL");
   if (env != nullptr && std::strcmp(env, "0") == 0) return {false, "off: REDWOOD_CUDA_PDL=0"};
-  int device = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
-    cudaGetLastError();
+  const DeviceInfo* gpu = nullptr;
+  try {
+    gpu = &current_cuda_device();
+  } catch (const Unsupported&) {
     return {false, "off: no usable CUDA device"};
   }
-  if (major < 9) return {false, fmt::format("off: GPU {} is sm_{}{} (needs sm_90 or newer)", device, major, minor)};
+  if (!gpu->has_pdl()) {
+    return {false, fmt::format("off: GPU {} is sm_{}{} (needs sm_90 or newer)", gpu->index, gpu->compute_major,
+                               gpu->compute_minor)};
+  }
   int edges = 0;
   const std::string error = detail::probe_programmatic_capture(&edges);
   if (!error.empty()) {
@@ -39,8 +43,8 @@ Decision decide() {
   }
   // A capture that keeps no programmatic edge still runs correctly (the launches serialize as
   // plain ones inside graphs); say so, since the gain is then only outside graphs.
-  return {true, fmt::format("on (sm_{}{}; a captured pair of launches keeps {} programmatic edge{})", major, minor,
-                            edges, edges == 1 ? "" : "s")};
+  return {true, fmt::format("on (sm_{}{}; a captured pair of launches keeps {} programmatic edge{})",
+                            gpu->compute_major, gpu->compute_minor, edges, edges == 1 ? "" : "s")};
 }
 
 const Decision& decision() {
