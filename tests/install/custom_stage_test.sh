@@ -21,6 +21,10 @@ done
 if grep -rl -e "$src" -e "$build" "$work/prefix/lib/cmake" "$work/prefix/include/redwood/config.hpp"; then
   fail "the installed package names the source or build tree (files above)"
 fi
+# Dependencies by their targets, not by this machine's library paths.
+if grep -n "/usr/lib/[^\"]*\.so" "$work/prefix/lib/cmake/Redwood/RedwoodTargets.cmake"; then
+  fail "the installed package names a library by its path on this machine (lines above)"
+fi
 "$work/prefix/bin/redwood" --version | grep -q "^redwood $(sed -n 's/^#define REDWOOD_VERSION "\(.*\)"/\1/p' "$work/prefix/include/redwood/config.hpp")$" \
   || fail "redwood --version does not print the installed config.hpp's version"
 
