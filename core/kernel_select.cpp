@@ -3,8 +3,10 @@
 #include "core/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string_view>
+#include <vector>
 
 namespace redwood {
 namespace {
@@ -29,18 +31,19 @@ SelectedKernel select_kernel(const Node& node, const KernelInfo& info, Device de
   }
   RW_EXPECTS(!candidates.empty(), Unsupported, "{}: op {}{} has no {} kernel", node.where(),
              node.domain.empty() ? "" : node.domain + ".", node.op_type, device_name(device));
-  std::string reasons;
+  std::vector<std::string> reasons;  // "provider: why", one per provider that refused
+  std::string last;                  // the last refusal in its provider's own words
   for (const KernelEntry* e : candidates) {
     try {
       return {e->factory(node, info), e->provider};
     } catch (const Unsupported& u) {
-      reasons += fmt::format("{}{}: {}", reasons.empty() ? "" : "; ", e->provider, reason_of(node, u.what()));
+      last = reason_of(node, u.what());
+      reasons.push_back(fmt::format("{}: {}", e->provider, last));
     }  // any other Error propagates as it is: the node itself is wrong
   }
-  if (candidates.size() == 1) {
-    throw Unsupported(fmt::format("{}: {}", node.where(), reasons.substr(candidates.front()->provider.size() + 2)));
-  }
-  throw Unsupported(fmt::format("{}: no {} kernel accepts it ({})", node.where(), device_name(device), reasons));
+  if (candidates.size() == 1) throw Unsupported(fmt::format("{}: {}", node.where(), last));
+  throw Unsupported(fmt::format("{}: no {} kernel accepts it ({})", node.where(), device_name(device),
+                                fmt::join(reasons, "; ")));
 }
 
 }  // namespace redwood

@@ -195,8 +195,6 @@ void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& input
     const Tensor& t = it->second;
     RW_EXPECTS(t.device() == device, InvalidArgument, "{}: input '{}' is on {}, the executor runs on {}", model,
                vi.name, device_name(t.device()), device_name(device));
-    RW_EXPECTS(vi.dtype == DType::kUndefined || t.dtype() == vi.dtype, InvalidArgument,
-               "{}: input '{}' expects {} but was given {}", model, vi.name, vi.description(), t.description());
     check_input(graph, vi, t.dtype(), t.shape(), t.description(), symbols);
   }
 }
