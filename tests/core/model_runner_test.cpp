@@ -74,7 +74,9 @@ InferResult run_batch(ModelRunner& runner, InferBatch batch) {
 }
 
 TEST(CpuRunner, CompletesOnItsOwnThreadInSubmitOrderWithinItsSlots) {
-  auto runner = make_cpu_runner(doubling_model(), RunnerConfig{.slots = 2});
+  RunnerConfig two;
+  two.slots = 2;
+  auto runner = make_cpu_runner(doubling_model(), two);
   const auto me = std::this_thread::get_id();
   std::mutex mutex;
   std::vector<int> order;
@@ -254,8 +256,11 @@ TEST(CpuRunnerPicture, PixelsThatDoNotFitTheModelAreRefusedNamingIt) {
 }
 
 TEST(CpuRunner, SlotsOutsideOneToFourAreRefused) {
-  EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 0}), InvalidArgument);
-  EXPECT_THROW(make_cpu_runner(doubling_model(), RunnerConfig{.slots = 5}), InvalidArgument);
+  for (int slots : {0, 5}) {
+    RunnerConfig config;
+    config.slots = slots;
+    EXPECT_THROW(make_cpu_runner(doubling_model(), config), InvalidArgument) << slots << " slots";
+  }
 }
 
 TEST(SlotRing, HandsOutTheLongestFreeSlotAndWaitsWhileAllAreBusy) {

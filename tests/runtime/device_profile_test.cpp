@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -105,26 +106,6 @@ ProfileOptions in(const fs::path& dir) {
   return o;
 }
 
-/// Sets an environment variable for one scope, then puts back what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) ::setenv(name, value, 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 TEST(DeviceProfile, JsonRoundTrip) {
   const DeviceProfile p = sample_profile();
   expect_same(profile_from_json(profile_to_json(p)), p);
@@ -154,7 +135,7 @@ TEST(DeviceProfile, JsonThatCannotBeAProfileIsRefused) {
 TEST(DeviceProfile, TheEnvironmentsCacheDirIsWhereProfilesGo) {
   const fs::path dir = temp_dir("profile-env");
   {
-    ScopedEnv redwood("REDWOOD_CACHE_DIR", dir.c_str());
+    redwood::testing::ScopedEnv redwood("REDWOOD_CACHE_DIR", dir.c_str());
     const DeviceProfile p = device_profile("fake:7");
     EXPECT_EQ(p.name, "Fake 7");
     const fs::path path = profile_path(dir, "fake:7", p.key);
@@ -164,8 +145,8 @@ TEST(DeviceProfile, TheEnvironmentsCacheDirIsWhereProfilesGo) {
   }
   // Without REDWOOD_CACHE_DIR, under XDG_CACHE_HOME.
   const fs::path xdg = temp_dir("profile-xdg");
-  ScopedEnv no_redwood("REDWOOD_CACHE_DIR", nullptr);
-  ScopedEnv xdg_home("XDG_CACHE_HOME", xdg.c_str());
+  redwood::testing::ScopedEnv no_redwood("REDWOOD_CACHE_DIR", nullptr);
+  redwood::testing::ScopedEnv xdg_home("XDG_CACHE_HOME", xdg.c_str());
   const DeviceProfile p = device_profile("fake:8");
   EXPECT_TRUE(fs::exists(profile_path(xdg / "redwood", "fake:8", p.key)));
 }

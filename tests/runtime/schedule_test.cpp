@@ -61,29 +61,6 @@ Graph relu_chain_into_concat() {
   return g;
 }
 
-// The message of the E that f throws ("" and a failure when it throws nothing, or something else).
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return {};
-}
-
-#define EXPECT_THROWS_SAYING(expr, E, ...)                                   \
-  do {                                                                       \
-    const std::string said = message_of<E>([&] { (void)(expr); });           \
-    for (const char* part : {__VA_ARGS__}) {                                 \
-      EXPECT_NE(said.find(part), std::string::npos) << "'" << part << "' not in: " << said; \
-    }                                                                        \
-  } while (false)
-
 class NoRun final : public Kernel {
  public:
   void run(KernelContext&) override { throw Error("a stand-in planner's kernel does not run"); }

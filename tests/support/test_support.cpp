@@ -7,12 +7,31 @@
 #include <future>
 
 #include <cmath>
+#include <numeric>
 #include <cstdio>
 #include <sys/wait.h>
 #include <cstdlib>
 #include <random>
 
 namespace redwood::testing {
+
+Tensor f32(Shape shape, std::vector<float> values) { return Tensor::from_vector<float>(std::move(shape), values); }
+
+Tensor i64(std::vector<std::int64_t> values) {
+  const auto n = static_cast<std::int64_t>(values.size());
+  return Tensor::from_vector<std::int64_t>({n}, values);
+}
+
+Tensor i64(Shape shape, std::vector<std::int64_t> values) {
+  return Tensor::from_vector<std::int64_t>(std::move(shape), values);
+}
+
+Tensor iota_f32(Shape shape, float start) {
+  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
+  std::iota(v.begin(), v.end(), start);
+  return Tensor::from_vector<float>(std::move(shape), v);
+}
+
 
 Tensor random_tensor(DType dtype, Shape shape, double lo, double hi, std::uint32_t seed) {
   Tensor f = Tensor::empty(DType::kF32, shape);

@@ -6,6 +6,8 @@
 #include "core/model_runner.hpp"
 #include "core/tensor.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -14,6 +16,17 @@
 #include <vector>
 
 namespace redwood::testing {
+
+using Ints = std::vector<std::int64_t>;
+
+/// An fp32 tensor of `shape` holding `values` (row-major).
+Tensor f32(Shape shape, std::vector<float> values);
+/// A 1-D int64 tensor holding `values` (shapes, axes, indices as ONNX ops take them).
+Tensor i64(std::vector<std::int64_t> values);
+/// An int64 tensor of `shape` holding `values`.
+Tensor i64(Shape shape, std::vector<std::int64_t> values);
+/// An fp32 tensor of `shape` holding start, start + 1, ... in row-major order.
+Tensor iota_f32(Shape shape, float start = 0);
 
 /// Uniform random values in [lo, hi) (integers: rounded), deterministic for a seed.
 Tensor random_tensor(DType dtype, Shape shape, double lo = -1.0, double hi = 1.0,
@@ -45,8 +58,8 @@ std::shared_ptr<Graph> make_x_to_y_graph(std::string name);
 ValueInfo batched_nchw(std::string name, std::int64_t c, std::int64_t h, std::int64_t w);
 
 /// Sets (or, with nullptr, unsets) an environment variable for its scope and restores what was
-/// there on destruction, also when an assertion leaves the test early: for tests of switches
-/// such as REDWOOD_CUDA_TMA.
+/// there on destruction, also when an assertion leaves the test early: for tests of what the
+/// environment configures (REDWOOD_CACHE_DIR, REDWOOD_LOG).
 class ScopedEnv {
  public:
   ScopedEnv(std::string name, const char* value);
@@ -61,6 +74,22 @@ class ScopedEnv {
   bool had_ = false;
   std::string before_;
 };
+
+/// The message of the E that f throws ("" and a test failure when it throws nothing, or another
+/// exception).
+template <class E, class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "another exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return {};
+}
 
 /// ‖actual − expected‖₂ / ‖expected‖₂ over float tensors of one shape, compared as fp32 (infinity
 /// for a shape mismatch or a NaN anywhere; the plain norm of `actual` when `expected` is all 0).
@@ -94,3 +123,12 @@ InferResult run_batch(ModelRunner& runner, InferBatch batch);
 Tensor run_one(ModelRunner& runner, const Tensor& x);
 
 }  // namespace redwood::testing
+
+/// Expects `expr` to throw an E whose message holds every one of the strings that follow.
+#define EXPECT_THROWS_SAYING(expr, E, ...)                                                            \
+  do {                                                                                              \
+    const std::string said = ::redwood::testing::message_of<E>([&] { (void)(expr); });              \
+    for (const char* part : {__VA_ARGS__}) {                                                        \
+      EXPECT_NE(said.find(part), std::string::npos) << "'" << part << "' not in: " << said;         \
+    }                                                                                               \
+  } while (false)

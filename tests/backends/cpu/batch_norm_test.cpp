@@ -12,12 +12,11 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
-
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
 
 NodeSpec bn_spec(std::vector<Tensor> inputs, std::map<std::string, AttributeValue> attrs = {},
                  std::int64_t opset = 15) {

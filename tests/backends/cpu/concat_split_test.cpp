@@ -11,19 +11,12 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
+using testing::iota_f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor iota_f32(Shape shape, float start = 0) {
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  std::iota(v.begin(), v.end(), start);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 TEST(Concat, Axis0And1AndNegative) {
   const Tensor a = iota_f32({2, 2});      // [[0,1],[2,3]]

@@ -12,14 +12,12 @@
 namespace redwood {
 namespace {
 
+using testing::Ints;
+using testing::f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
-
-using Ints = std::vector<std::int64_t>;
-
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
 
 Tensor run_convt(std::vector<Tensor> inputs, std::map<std::string, AttributeValue> attrs) {
   NodeSpec spec;

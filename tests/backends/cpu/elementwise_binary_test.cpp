@@ -13,18 +13,13 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
+using testing::i64;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(Shape shape, std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>(std::move(shape), v);
-}
 
 Tensor run_binary(const std::string& op, const Tensor& a, const Tensor& b,
                   std::int64_t opset = 17) {

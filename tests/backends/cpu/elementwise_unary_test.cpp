@@ -11,15 +11,12 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 Tensor run_unary(const std::string& op, const Tensor& x,
                  std::map<std::string, AttributeValue> attrs = {}, std::int64_t opset = 17) {

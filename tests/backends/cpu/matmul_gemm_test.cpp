@@ -14,12 +14,11 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
-
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
 
 Tensor run_op(const std::string& op, std::vector<Tensor> inputs,
               std::map<std::string, AttributeValue> attrs = {}) {

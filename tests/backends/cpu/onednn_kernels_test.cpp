@@ -10,6 +10,7 @@
 namespace redwood {
 namespace {
 
+using testing::Ints;
 using testing::random_tensor;
 
 // inputs: (name, tensor, constant?)
@@ -47,8 +48,6 @@ void compare(const std::string& op, const std::vector<std::tuple<std::string, Te
   EXPECT_EQ(f.node_providers()[0], "onednn");
   testing::expect_close(f.run(feeds)[0], r.run(feeds)[0], 1e-4, 1e-4);
 }
-
-using Ints = std::vector<std::int64_t>;
 
 TEST(OneDnn, ConvGroupedDepthwiseDilatedStridedWithPostOps) {
   struct Case { Shape x; Shape w; std::int64_t group; Ints strides, dil, pads; const char* act; bool residual; };

@@ -15,9 +15,9 @@
 namespace redwood {
 namespace {
 
+using testing::Ints;
 using testing::OnnxBuilder;
 using testing::random_tensor;
-using Ints = std::vector<std::int64_t>;
 constexpr int kF = onnx::TensorProto::FLOAT;
 
 struct Model {

@@ -12,17 +12,12 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
+using testing::i64;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
-}
 
 Tensor pad(const Tensor& x, std::vector<std::int64_t> pads, const std::string& mode,
            Tensor value = Tensor()) {

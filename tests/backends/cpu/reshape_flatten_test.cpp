@@ -11,18 +11,11 @@
 namespace redwood {
 namespace {
 
+using testing::i64;
+using testing::iota_f32;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor iota_f32(Shape shape) {
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  std::iota(v.begin(), v.end(), 0.0f);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
-}
 
 Tensor reshape(const Tensor& x, std::vector<std::int64_t> shape, std::int64_t allowzero = 0) {
   NodeSpec spec = make_spec("Reshape", {x, i64(shape)});

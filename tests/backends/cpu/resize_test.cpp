@@ -14,19 +14,15 @@
 namespace redwood {
 namespace {
 
+using testing::Ints;
+using testing::f32;
+using testing::i64;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
 
-using Ints = std::vector<std::int64_t>;
 using Attrs = std::map<std::string, AttributeValue>;
-
-Tensor f32(Shape shape, std::vector<float> v) { return Tensor::from_vector<float>(std::move(shape), v); }
-Tensor i64(std::vector<std::int64_t> v) {
-  const std::int64_t n = static_cast<std::int64_t>(v.size());
-  return Tensor::from_vector<std::int64_t>({n}, v);
-}
 
 Tensor run_resize(std::vector<Tensor> inputs, Attrs attrs, std::int64_t opset = 13) {
   NodeSpec spec;

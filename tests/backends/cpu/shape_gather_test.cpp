@@ -11,16 +11,11 @@
 namespace redwood {
 namespace {
 
+using testing::iota_f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor iota_f32(Shape shape) {
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  std::iota(v.begin(), v.end(), 0.0f);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 std::vector<std::int64_t> shape_of(Shape in, std::map<std::string, AttributeValue> attrs = {}) {
   const Tensor y =

@@ -12,22 +12,13 @@
 namespace redwood {
 namespace {
 
+using testing::f32;
+using testing::i64;
+using testing::iota_f32;
 using testing::expect_close;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor iota_f32(Shape shape) {
-  std::vector<float> v(static_cast<std::size_t>(shape_numel(shape)));
-  std::iota(v.begin(), v.end(), 0.0f);
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
-Tensor i64(std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
-}
-Tensor f32(Shape shape, std::vector<float> v) {
-  return Tensor::from_vector<float>(std::move(shape), v);
-}
 
 Tensor slice(const Tensor& x, std::vector<std::int64_t> starts, std::vector<std::int64_t> ends,
              std::vector<std::int64_t> axes = {}, std::vector<std::int64_t> steps = {}) {

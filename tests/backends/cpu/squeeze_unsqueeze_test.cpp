@@ -9,13 +9,10 @@
 namespace redwood {
 namespace {
 
+using testing::i64;
 using testing::NodeSpec;
 using testing::make_spec;
 using testing::run_node;
-
-Tensor i64(std::vector<std::int64_t> v) {
-  return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v);
-}
 
 Shape run_shape(const std::string& op, Shape in, std::optional<std::vector<std::int64_t>> axes,
                 std::int64_t opset = 13) {
