@@ -5,6 +5,7 @@
 #include "core/onnx/onnx_import.hpp"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -112,7 +113,18 @@ std::vector<std::filesystem::path> list_node_tests(const std::filesystem::path& 
   return dirs;
 }
 
-ConformanceOutcome run_node_test(const std::filesystem::path& dir, const ExecutorOptions& options) {
+ConformanceTarget executor_target(const ExecutorOptions& options, std::string label) {
+  ConformanceTarget t;
+  t.label = std::move(label);
+  t.run = [options](std::shared_ptr<Graph> graph, const std::map<std::string, Tensor>& feeds) {
+    Executor executor(std::move(graph), options);
+    return executor.run(feeds);
+  };
+  t.has_op = [](const std::string& op) { return OpRegistry::instance().find(op, Device::kCpu) != nullptr; };
+  return t;
+}
+
+ConformanceOutcome run_node_test(const std::filesystem::path& dir, const ConformanceTarget& target) {
   ConformanceOutcome out;
   out.test = dir.filename().string();
   const auto model_file = dir / "model.onnx";
@@ -124,7 +136,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir, const Executo
   }
   std::vector<std::string> missing;
   for (const auto& op : ops) {
-    if (op != "Constant" && OpRegistry::instance().find(op, Device::kCpu) == nullptr) missing.push_back(op);
+    if (op != "Constant" && target.has_op && !target.has_op(op)) missing.push_back(op);
   }
   if (!missing.empty()) {
     out.reason = fmt::format("op {} not supported", fmt::join(missing, ", "));
@@ -161,8 +173,7 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir, const Executo
     return out;
   }
   try {
-    Executor executor(graph, options);
-    const std::vector<Tensor> actual = executor.run(feeds);
+    const std::vector<Tensor> actual = target.run(graph, feeds);
     if (actual.size() != expected.size()) {
       out.status = ConformanceStatus::kFailed;
       out.reason = fmt::format("{} outputs, expected {}", actual.size(), expected.size());
@@ -185,6 +196,61 @@ ConformanceOutcome run_node_test(const std::filesystem::path& dir, const Executo
     out.reason = e.what();
   }
   return out;
+}
+
+int expect_conformance(const std::filesystem::path& root, const ConformanceTarget& target,
+                       const std::vector<std::string>& required_ops) {
+  const auto dirs = list_node_tests(root);
+  if (dirs.empty()) {
+    ADD_FAILURE() << "no ONNX node tests under " << root << ": install Debian's libonnx-testdata (scripts/setup.sh does)";
+    return 0;
+  }
+  struct Row {
+    int passed = 0, failed = 0, skipped = 0;
+    std::set<std::string> reasons;
+  };
+  std::map<std::string, Row> rows;
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<std::string> failures;
+  for (const auto& dir : dirs) {
+    const ConformanceOutcome o = run_node_test(dir, target);
+    Row& row = rows[o.group];
+    switch (o.status) {
+      case ConformanceStatus::kPassed:
+        ++row.passed;
+        ++passed;
+        break;
+      case ConformanceStatus::kFailed:
+        ++row.failed;
+        ++failed;
+        failures.push_back(o.test + ": " + o.reason);
+        break;
+      case ConformanceStatus::kSkipped:
+        ++row.skipped;
+        ++skipped;
+        row.reasons.insert(o.reason.substr(0, 160));
+        break;
+    }
+  }
+  std::string table = fmt::format("{:<44} {:>6} {:>6} {:>7}\n", "op", "passed", "failed", "skipped");
+  std::string skips;
+  for (const auto& [group, row] : rows) {
+    if (row.passed + row.failed == 0) {
+      skips += fmt::format("  {:<42} {:>3} skipped: {}\n", group.substr(0, 42), row.skipped,
+                           fmt::join(row.reasons, " | "));
+      continue;
+    }
+    table += fmt::format("{:<44} {:>6} {:>6} {:>7}\n", group.substr(0, 44), row.passed, row.failed, row.skipped);
+    for (const auto& r : row.reasons) table += fmt::format("    skipped: {}\n", r);
+  }
+  std::printf("ONNX node tests (%s), %s: %d passed, %d failed, %d skipped\n%s\nGroups with every test skipped:\n%s",
+              root.c_str(), target.label.c_str(), passed, failed, skipped, table.c_str(), skips.c_str());
+  for (const auto& f : failures) ADD_FAILURE() << target.label << ": " << f;
+  for (const std::string& op : required_ops) {
+    auto it = rows.find(op);
+    EXPECT_TRUE(it != rows.end() && it->second.passed > 0) << target.label << ": " << op << ": no ONNX node test passed";
+  }
+  return passed;
 }
 
 }  // namespace redwood::testing
