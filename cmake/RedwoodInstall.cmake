@@ -12,8 +12,8 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(redwood_installed redwood_core redwood_memory redwood_runtime redwood_backend_cpu redwood_stage_objects
-    redwood_stages redwood_pipelines)
+set(redwood_installed redwood_core redwood_memory redwood_runtime redwood_backend_cpu redwood_cuda_passes
+    redwood_stage_objects redwood_stages redwood_pipelines)
 if(REDWOOD_HAVE_CUDA)
   list(APPEND redwood_installed redwood_backend_cuda)
 endif()

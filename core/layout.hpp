@@ -1,7 +1,7 @@
 #pragma once
-// Moving the channel axis of 4-D tensors: NCHW ↔ NHWC (channels last), for the GPU's NHWC groups
-// (core/passes/choose_gpu_layout.cpp lays out weights with it, the reference kernels of the rw.*Nhwc
-// ops and their tests convert activations). The same permutation turns convolution weights
+// Moving the channel axis of 4-D tensors: NCHW ↔ NHWC (channels last), with the channels padded or
+// cut to a count, e.g. for a backend that keeps activations channels-last. The same permutation
+// turns convolution weights
 // [K, C, R, S] into [K, R, S, C], and, through a reshape to [1, C, R, S], depthwise weights
 // [C, 1, R, S] into [R, S, C].
 

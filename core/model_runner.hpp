@@ -214,6 +214,9 @@ struct RunnerConfig {
   int device = 0;
   /// The precision of the convolutions on the GPU ("fp32", "tf32", "fp16", "bf16").
   std::string precision = "fp32";
+  /// The device backend's own switches by name, e.g. "wgmma" -> "off" (CUDA:
+  /// backends/cuda/cuda_options.hpp); the backend checks them (DeviceRunnerFactory::check_options).
+  std::map<std::string, std::string> device_options;
 };
 
 /// Concatenates parts on dim 0 into `out`'s first rows (contiguous, same dtype and trailing
@@ -268,6 +271,9 @@ struct DeviceRunnerFactory {
   std::function<memory::MemoryResource&()> pinned_memory;
   /// How many devices of this kind the process sees.
   std::function<int()> device_count;
+  /// Checks RunnerConfig::device_options: throws InvalidArgument naming an unknown option (and the
+  /// known ones) or a bad value. Host only, so a pipeline file is checked where no device is usable.
+  std::function<void(const std::map<std::string, std::string>& options)> check_options;
   /// Device `index`'s memory: in use (by every process) and in all; zeros when unknown.
   std::function<DeviceMemoryInfo(int index)> memory_info;
   /// Whether the device runs `node`, whose inputs have these dtypes and shapes (and values, where

@@ -1,6 +1,7 @@
 #include "core/op_registry.hpp"
 
 #include "core/error.hpp"
+#include "core/ops/schema.hpp"
 
 #include <algorithm>
 
@@ -22,6 +23,11 @@ void OpRegistry::add(const std::string& op_type, Device device, KernelFactory fa
 
 void OpRegistry::add(const std::string& op_type, Device device, const std::string& provider,
                      int priority, KernelFactory factory) {
+  // Redwood's own ops are declared before anything implements them (core/ops/schema.hpp).
+  RW_EXPECTS(!ops::is_redwood_op(op_type) || ops::find_schema(op_type) != nullptr, Error,
+             "a kernel for {} on {} (provider {}) is registered, but the op has no schema: declare it in "
+             "core/ops/schema.cpp",
+             op_type, device_name(device), provider);
   for (const auto& e : entries_) {
     RW_EXPECTS(!(e.op_type == op_type && e.device == device && e.provider == provider), Error,
                "op {} on {} is registered twice by provider {}", op_type, device_name(device),

@@ -10,7 +10,7 @@
 // On a GPU this takes the per-value conversion off the host's cores (the bottleneck of many
 // streams) and cuts the bytes copied to the device by four. normalize_picture() is what every
 // runner computes, bit for bit: the CPU runner calls it, and the CUDA kernel
-// (backends/cuda/kernels/picture_normalize.cu) rounds the product and the sum apart as it does.
+// (backends/cuda/kernels/data/picture_normalize.cu) rounds the product and the sum apart as it does.
 
 #include "core/graph/graph.hpp"
 #include "core/shape.hpp"

@@ -175,6 +175,20 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
           if (!known) p.fail("nodes", fmt::format("the model has no node '{}' (`redwood plan {} -v` lists them)", node, entry.path.string()));
         }
       }
+      if (p.has("cuda")) {
+        if (entry.device == "cpu") p.fail("cuda", "sets CUDA options; this model runs on the CPU (device: cuda or auto)");
+        entry.cuda_options = p.get<std::map<std::string, std::string>>("cuda", {});
+        // Checked here, where the file and line are known, by the CUDA backend where it is built
+        // (the names and values it takes: docs/cuda.md, "Options").
+        const auto cuda = device_runner_registry().find("cuda");
+        if (cuda != device_runner_registry().end() && cuda->second.check_options) {
+          try {
+            cuda->second.check_options(entry.cuda_options);
+          } catch (const InvalidArgument& e) {
+            p.fail("cuda", e.what());
+          }
+        }
+      }
       p.finish();
       models_[name] = std::move(entry);
     }

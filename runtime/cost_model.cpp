@@ -3,6 +3,7 @@
 #include "core/cache_dir.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/ops/names.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -82,7 +83,7 @@ NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, cons
 std::string CostHistory::key(const DeviceProfile& device, const std::string& precision, const Node& node,
                              const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs) {
   std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
-  if (node.has_attr("rw.activation")) op += "+" + node.attr_string("rw.activation", "");
+  if (node.has_attr(ops::attr::kActivation)) op += "+" + node.attr_string(ops::attr::kActivation, "");
   return fmt::format("{} {}|{}|{}|{}->{}", device.device, device.name, precision, op, describe(inputs),
                      describe(outputs));
 }

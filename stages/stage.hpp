@@ -66,6 +66,9 @@ struct ModelEntry {
   /// `nodes: {NAME: cpu|cuda}`: nodes pinned to a device whatever the partitioner's costs say
   /// (device cuda or auto; docs/planner.md).
   std::map<std::string, std::string> pinned;
+  /// `cuda: {NAME: on|off}`: the CUDA backend's switches for this model's GPU runners
+  /// (RunnerConfig::device_options; docs/cuda.md, "Options").
+  std::map<std::string, std::string> cuda_options;
 };
 using ModelTable = std::map<std::string, ModelEntry>;
 

@@ -56,6 +56,7 @@ struct InferArgs {
   std::string size;  // WxH for pictures fed to dynamic extents  // > 0: run on this many successive frames of the (one) video input
   std::string device = "cpu";
   std::string precision = "fp32";
+  std::vector<std::string> cuda;  // NAME=VALUE: the CUDA backend's switches
 };
 
 std::pair<std::string, std::string> split_assignment(const std::string& arg, const char* option) {
@@ -136,14 +137,28 @@ void check_save_dir(const std::string& dir) {
 }
 
 // The "cuda" model runner (GPU 0, one slot), or an error saying why this process has none.
-std::unique_ptr<ModelRunner> make_gpu_runner(std::shared_ptr<const Graph> graph, const std::string& precision) {
+// --cuda NAME=VALUE, checked by the CUDA backend where this build has one (before the model loads).
+std::map<std::string, std::string> cuda_options_of(const InferArgs& args) {
+  std::map<std::string, std::string> options;
+  for (const std::string& a : args.cuda) {
+    const auto [name, value] = split_assignment(a, "--cuda");
+    options[name] = value;
+  }
+  const auto it = device_runner_registry().find("cuda");
+  if (it != device_runner_registry().end() && it->second.check_options) it->second.check_options(options);
+  return options;
+}
+
+std::unique_ptr<ModelRunner> make_gpu_runner(std::shared_ptr<const Graph> graph, const InferArgs& args,
+                                             std::map<std::string, std::string> cuda_options) {
   const auto& registry = device_runner_registry();
   const auto it = registry.find("cuda");
   const std::string why = it == registry.end() ? "this Redwood was built without CUDA" : it->second.unavailable();
   RW_EXPECTS(why.empty(), Unsupported, "--device cuda: {}", why);
   RunnerConfig config;
   config.slots = 1;  // one batch at a time, as the CPU runs it
-  config.precision = precision;
+  config.precision = args.precision;
+  config.device_options = std::move(cuda_options);
   return it->second.make(std::move(graph), config);
 }
 
@@ -168,6 +183,9 @@ int run_infer(const InferArgs& args) {
              "--profile times the CPU executor's ops; on the GPU, redwood_gpu_bench --profile does");
 
   if (!args.save_dir.empty()) check_save_dir(args.save_dir);
+  RW_EXPECTS(args.cuda.empty() || args.device == "cuda", InvalidArgument,
+             "--cuda sets options of the CUDA backend; this run is on the {} (add --device cuda)", args.device);
+  std::map<std::string, std::string> cuda_options = cuda_options_of(args);
 
   const auto load_start = std::chrono::steady_clock::now();
   // The GPU's context is made while the model is read: the two overlap.
@@ -179,7 +197,7 @@ int run_infer(const InferArgs& args) {
   if (args.device == "cpu") {
     executor = std::make_unique<Executor>(graph);
   } else {
-    gpu = make_gpu_runner(graph, args.precision);
+    gpu = make_gpu_runner(graph, args, std::move(cuda_options));
   }
   const std::chrono::duration<double, std::milli> load_ms = std::chrono::steady_clock::now() - load_start;
   fmt::print("model: {} (opset {}, {} nodes), loaded in {:.1f} ms{}\n", args.model, graph->opset,
@@ -329,6 +347,8 @@ Command make_infer_command() {
                     "run on this many successive frames of the video --input, printing each")->default_val(0);
     sub->add_option("--device", args->device, "cpu, or cuda (GPU 0, Redwood's CUDA kernels)")->default_val("cpu");
     sub->add_option("--precision", args->precision, "on the GPU: fp32, tf32, fp16 or bf16")->default_val("fp32");
+    sub->add_option("--cuda", args->cuda,
+                    "NAME=on|off: a CUDA option (docs/cuda.md, Options: wgmma, tma, narrow_conv, pdl, ...)");
     return sub;
   };
   c.run = [args] { return run_infer(*args); };

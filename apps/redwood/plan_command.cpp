@@ -13,6 +13,7 @@
 #include "apps/redwood/plan_cache_info.hpp"
 #include "apps/redwood/plan_partition.hpp"
 #include "core/error.hpp"
+#include "core/ops/names.hpp"
 #include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
 
@@ -154,10 +155,10 @@ int run_plan(PlanArgs& args) {
       for (std::size_t i : executor.shape_folded_nodes()) fmt::print("      {}\n", g.nodes[i].where());
     }
   }
-  // "Conv+HardSwish+residual": the op with its fused epilogue (backends/cpu/reference/epilogue.hpp).
+  // "Conv+HardSwish+residual": the op with its fused epilogue (core/ops/epilogue.hpp).
   auto label = [](const Node& n) {
     std::string op = n.op_type;
-    if (n.has_attr("rw.activation")) op += "+" + n.attr_string("rw.activation", "");
+    if (n.has_attr(ops::attr::kActivation)) op += "+" + n.attr_string(ops::attr::kActivation, "");
     const bool epilogue = op.rfind("Conv", 0) == 0 || n.op_type == "Gemm" || n.op_type == "MatMul";
     if (epilogue && n.has_input(3)) op += "+residual";
     return op;

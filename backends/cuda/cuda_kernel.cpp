@@ -58,7 +58,7 @@ void CudaKernel::run(KernelContext& ctx) {
     device_inputs[i] = t.device() == Device::kCuda ? t : to_device(t, stream.get());
     in_args[i] = {device_inputs[i].raw_data(), t.dtype(), t.shape()};
   }
-  const PlanInfo info{ctx.node, descs, precision_, 0};
+  const PlanInfo info{ctx.node, descs, precision_, 0, options_};
   const std::vector<TensorDesc> out_descs = plan(info);
   RW_EXPECTS(out_descs.size() == ctx.outputs.size(), InvalidArgument, "{}: planned {} outputs, the node has {}",
              ctx.node.where(), out_descs.size(), ctx.outputs.size());

@@ -18,6 +18,7 @@
 // Kernel::run() (the generic executor's entry) is implemented on top: host inputs are copied to
 // the device, planned, launched, and the outputs copied back. The per-kernel tests use it.
 
+#include "backends/cuda/cuda_options.hpp"
 #include "core/kernel_info.hpp"
 #include "core/op_registry.hpp"
 
@@ -48,6 +49,8 @@ struct PlanInfo {
   std::span<const TensorDesc> inputs;  // an absent optional input has dtype kUndefined
   Precision precision = Precision::kFp32;
   std::int64_t opset = 0;
+  /// The runner's switches (which kernel families the tuners may pick from, cuda_options.hpp).
+  CudaOptions options{};
 
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i].defined(); }
   /// Input i, which must be present (InvalidArgument naming the node otherwise).
@@ -93,9 +96,13 @@ class CudaKernel : public Kernel {
 
   void set_precision(Precision p) { precision_ = p; }
   Precision precision() const { return precision_; }
+  /// The switches run() plans with (the runner passes its own in PlanInfo).
+  void set_options(const CudaOptions& o) { options_ = o; }
+  const CudaOptions& options() const { return options_; }
 
  private:
   Precision precision_ = Precision::kFp32;
+  CudaOptions options_{};
 };
 
 /// Registers a CudaKernel type constructible from (const Node&, const KernelInfo&) for op_type.

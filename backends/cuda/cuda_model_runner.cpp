@@ -13,7 +13,7 @@
 //   queue the slot for completion, return
 //
 // A batch with a `picture` (core/picture_input.hpp) brings input 0 as 8-bit pixels: they are
-// copied into the slot's pixel buffer, and a kernel (kernels/picture_normalize.cu) writes the
+// copied into the slot's pixel buffer, and a kernel (kernels/data/picture_normalize.cu) writes the
 // model's fp32 input from them, outside the captured graph, just before its replay.
 //
 // With three slots, batch n+1's copy in, batch n's compute and batch n-1's copy out run at once
@@ -48,6 +48,21 @@ namespace redwood::cuda {
 namespace {
 
 std::size_t align_up(std::size_t n) { return (n + 255) / 256 * 256; }
+
+// A model runner's graph runner options: the config's precision and CUDA options.
+RunnerOptions runner_options(const RunnerConfig& config) {
+  RunnerOptions options;
+  options.precision = parse_precision(config.precision);
+  options.cuda = cuda_options_from(config.device_options);
+  return options;
+}
+
+// ", wgmma=off" for a runner's description where its options are not the defaults.
+std::string options_note(const CudaOptions& options) {
+  return options == CudaOptions{} ? std::string() : ", " + describe(options);
+}
+
+void check_options(const std::map<std::string, std::string>& options) { (void)cuda_options_from(options); }
 
 // The most bytes of one output's consecutive parts that come back in one copy, into one tensor:
 // one 8 MiB block of the frame pool, where a copy is long enough to run near the pinned peak.
@@ -148,8 +163,9 @@ class CudaModelRunner final : public ModelRunner {
       : ModelRunner(*graph),
         device_(config.device),
         ring_(config.slots),
-        runner_(set_device(config.device, std::move(graph)), RunnerOptions{.precision = parse_precision(config.precision)}),
-        description_(fmt::format("cuda:{} ({}), {}, {} slot(s)", config.device, device_name, config.precision, config.slots)),
+        runner_(set_device(config.device, std::move(graph)), runner_options(config)),
+        description_(fmt::format("cuda:{} ({}), {}, {} slot(s){}", config.device, device_name, config.precision,
+                                 config.slots, options_note(runner_.options().cuda))),
         recorder_(description_, config.slots, config.device, config.slots > 1),
         clock_(device_clock(config.device)) {
     for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>(runner_.options().max_plans));
@@ -581,9 +597,7 @@ NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape
   const std::string why = unavailable_reason(probe, config.device);
   RW_EXPECTS(why.empty(), Unsupported, "no usable CUDA device: {}", why);
   RW_CUDA_CHECK(cudaSetDevice(config.device));
-  RunnerOptions options;
-  options.precision = parse_precision(config.precision);
-  GraphRunner runner(std::move(graph), options);
+  GraphRunner runner(std::move(graph), runner_options(config));
   Plan& plan = runner.plan_for(input_shapes);
   cudaStream_t stream = runner.stream();
   // Replays for about 20 ms first: an idle GPU raises its clocks over the first milliseconds.
@@ -638,8 +652,15 @@ std::jthread warm_up(int device) {
 }
 
 [[maybe_unused]] const bool registered =
-    register_device_runner("cuda", {cuda_unavailable, make_cuda_runner, pinned_memory, cuda_device_count,
-                                    cuda_memory_info, supports, time_nodes, warm_up});
+    register_device_runner("cuda", {.unavailable = cuda_unavailable,
+                                    .make = make_cuda_runner,
+                                    .pinned_memory = pinned_memory,
+                                    .device_count = cuda_device_count,
+                                    .check_options = check_options,
+                                    .memory_info = cuda_memory_info,
+                                    .supports = supports,
+                                    .time_nodes = time_nodes,
+                                    .warm_up = warm_up});
 
 }  // namespace
 }  // namespace redwood::cuda

@@ -5,6 +5,8 @@
 #include "backends/cuda/device_arch.hpp"
 #include "backends/cuda/device_memory.hpp"
 #include "backends/cuda/kernel_select.hpp"
+#include "backends/cuda/kernels/pdl.cuh"
+#include "backends/cuda/passes/gpu_pipeline.hpp"
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -26,13 +28,15 @@ std::size_t align_up(std::size_t n) { return (n + kAlignment - 1) / kAlignment *
 
 }  // namespace
 
-Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision) {
-  const runtime::StepPlanner plan_step = [precision](const Graph& g, const Node& node,
-                                                     const std::vector<TensorDesc>& inputs) {
+Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision,
+                        const CudaOptions& options) {
+  const runtime::StepPlanner plan_step = [precision, options](const Graph& g, const Node& node,
+                                                              const std::vector<TensorDesc>& inputs) {
     SelectedKernel selected = select_cuda_kernel(g, node, inputs);
     selected.kernel->set_precision(precision);
+    selected.kernel->set_options(options);
     runtime::StepPlan planned;
-    planned.outputs = selected.kernel->plan(PlanInfo{node, inputs, precision, g.opset});
+    planned.outputs = selected.kernel->plan(PlanInfo{node, inputs, precision, g.opset, options});
     planned.workspace_bytes = selected.kernel->workspace_bytes();
     planned.provider = std::move(selected.provider);
     planned.kernel = std::move(selected.kernel);
@@ -73,6 +77,7 @@ void Plan::launch_steps(cudaStream_t stream) {
   // A failed runtime call elsewhere leaves its error for cudaGetLastError: clear it, so that each
   // launch check reports only its own kernel's failure.
   cudaGetLastError();
+  const kernels::ProgrammaticLaunchScope pdl(pdl_);
   for (std::size_t i = 0; i < schedule_.steps.size(); ++i) {
     cuda_kernel(schedule_.steps[i]).launch(LaunchArgs{step_inputs_[i], step_outputs_[i], stream, step_workspaces_[i]});
   }
@@ -86,6 +91,7 @@ std::vector<double> Plan::time_steps(cudaStream_t stream, int runs) {
   for (std::size_t i = 0; i <= n; ++i) marks.emplace_back(true);
   std::vector<std::vector<double>> times(n);
   launch_steps(stream);  // warm-up: caches, clocks
+  const kernels::ProgrammaticLaunchScope pdl(pdl_);
   for (int r = 0; r < runs; ++r) {
     cudaGetLastError();
     marks[0].record(stream);
@@ -125,16 +131,20 @@ std::optional<DType> nhwc_storage(const RunnerOptions& options) {
 }
 
 bool space_to_depth_stem(const RunnerOptions& options) {
-  if (!options.space_to_depth_stem || !nhwc_storage(options).has_value()) return false;
-  const char* env = std::getenv("REDWOOD_CUDA_S2D_STEM");
-  return env == nullptr || std::string_view(env) != "0";
+  return options.cuda.space_to_depth_stem && nhwc_storage(options).has_value();
 }
 
-bool fuse_conv_shortcuts(const RunnerOptions& options) {
-  const char* env = std::getenv("REDWOOD_CUDA_FUSE_SHORTCUT");
-  const std::string_view v = env != nullptr ? env : "";
-  if (v == "1" || v == "0") return v == "1";
-  return options.fuse_conv_shortcuts;
+std::vector<passes::NamedPass> runner_pipeline(const RunnerOptions& options) {
+  // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
+  // and at fp16/bf16/tf32/fp32 with NHWC activations between convolutions (choose_gpu_layout).
+  // At tf32 the NHWC groups hold tf32-rounded operands (exact for wgmma's truncating tf32).
+  const std::optional<DType> storage = nhwc_storage(options);
+  passes::GpuPipelineOptions p;
+  p.nhwc_storage = storage;
+  p.round_tf32 = storage.has_value() && options.precision == Precision::kTf32;
+  p.space_to_depth_stem = space_to_depth_stem(options);
+  p.fuse_shortcuts = options.cuda.fuse_conv_shortcuts;
+  return passes::gpu_pipeline(p);
 }
 
 GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions options)
@@ -163,14 +173,7 @@ GraphRunner::GraphRunner(std::shared_ptr<const Graph> graph, RunnerOptions optio
     graph_ = std::move(optimized);
   } else if (options_.optimize) {
     auto copy = std::make_shared<Graph>(*graph);
-    // Without form_regions (its fused regions are for the CPU providers), with elementwise chains,
-    // and at fp16/bf16/tf32 with NHWC activations between convolutions (choose_gpu_layout).
-    // At tf32 the NHWC groups hold tf32-rounded operands (exact for wgmma's truncating tf32).
-    const std::optional<DType> storage = nhwc_storage(options_);
-    // And the stem by space-to-depth (space_to_depth_stem).
-    pass_records_ = passes::optimize(
-        *copy, passes::gpu_pipeline(storage, storage.has_value() && options_.precision == Precision::kTf32,
-                                    space_to_depth_stem(options_), fuse_conv_shortcuts(options_)));
+    pass_records_ = passes::optimize(*copy, runner_pipeline(options_));
     if (plan_cache_) plan_cache_->save_optimized(*copy, pass_records_);
     graph_ = std::move(copy);
   } else {
@@ -207,7 +210,8 @@ const void* GraphRunner::upload_initializer(const std::string& name, const Tenso
 
 std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_shapes, cudaStream_t stream) {
   std::unique_ptr<Plan> plan(new Plan());
-  plan->schedule_ = build_schedule(*graph_, input_shapes, options_.precision);
+  plan->schedule_ = build_schedule(*graph_, input_shapes, options_.precision, options_.cuda);
+  plan->pdl_ = options_.cuda.pdl;
   Schedule& s = plan->schedule_;
   // Host-computed values that device steps read go into one per-plan buffer.
   std::size_t constant_bytes = 0;
@@ -263,6 +267,7 @@ std::unique_ptr<Plan> GraphRunner::make_plan(const std::vector<Shape>& input_sha
   if (budget.ms_left > 0) {
     if (plan_cache_) plan_cache_->before_tuning();
     runtime::PickRecorder picks;
+    const kernels::ProgrammaticLaunchScope pdl(plan->pdl_);
     for (std::size_t i = 0; i < s.steps.size(); ++i) {
       cuda_kernel(s.steps[i]).tune(LaunchArgs{plan->step_inputs_[i], plan->step_outputs_[i], stream, plan->step_workspaces_[i]},
                               budget);

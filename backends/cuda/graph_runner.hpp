@@ -57,17 +57,9 @@ struct RunnerOptions {
   /// products, "3xTF32": fp32-accurate, though not fp32 FMAs). Off: every kernel reads and writes
   /// fp32 NCHW, only the matrix operands are rounded (exact fp32 on CUDA cores at fp32).
   bool nhwc = true;
-  /// With nhwc: a few-channel stride-2 convolution reading the network's image (the ResNet stem,
-  /// 7x7/2 over 3 channels) runs as a stride-1 convolution over the image's 2x2 space-to-depth,
-  /// which the input conversion writes, where that shrinks its padded K-dim (choose_gpu_layout's
-  /// space_to_depth_stem; docs/cuda.md, "The stem by space-to-depth"). The environment's
-  /// REDWOOD_CUDA_S2D_STEM=0 turns it off too.
-  bool space_to_depth_stem = true;
-  /// With nhwc: a ResNet block's 1x1 downsample convolution runs inside the 1x1 convolution whose
-  /// residual it is, as a second input over which the K-dim goes on (passes::fuse_conv_shortcut),
-  /// so its output is never written nor read back (docs/cuda.md, "Projection shortcuts"). The
-  /// environment's REDWOOD_CUDA_FUSE_SHORTCUT=0 turns it off, =1 on, whatever this says.
-  bool fuse_conv_shortcuts = true;
+  /// The backend's switches: kernel families the tuners may pick from, programmatic launch, and
+  /// the NHWC rewrites (the stem by space-to-depth, fused projection shortcuts); cuda_options.hpp.
+  CudaOptions cuda{};
   /// Plans kept per runner (and per slot of a model runner), one per set of input shapes: beyond,
   /// the least recently used goes (its CUDA graph and workspace freed, its stream idle), so a
   /// stream of ever-new shapes cannot take the GPU's memory. Enough for every batch size of a
@@ -87,14 +79,13 @@ struct RunnerOptions {
 /// when it is off.
 std::optional<DType> nhwc_storage(const RunnerOptions& options);
 
-/// Whether the runner's layout pass takes the stem by space-to-depth under these options and the
-/// environment (RunnerOptions::space_to_depth_stem): with the NHWC groups, unless the option is
-/// off or REDWOOD_CUDA_S2D_STEM is "0".
+/// Whether the runner's layout pass takes the stem by space-to-depth under these options: with the
+/// NHWC groups and CudaOptions::space_to_depth_stem.
 bool space_to_depth_stem(const RunnerOptions& options);
 
-/// Whether the runner's pipeline fuses projection shortcuts: the environment's
-/// REDWOOD_CUDA_FUSE_SHORTCUT (1 or 0) where set, else RunnerOptions::fuse_conv_shortcuts.
-bool fuse_conv_shortcuts(const RunnerOptions& options);
+/// The optimizer's pipeline of a runner with these options (passes/gpu_pipeline.hpp): the NHWC
+/// groups in nhwc_storage(options), tf32 rounding at precision tf32, and the CUDA options' rewrites.
+std::vector<passes::NamedPass> runner_pipeline(const RunnerOptions& options);
 
 /// Where each node of a graph runs and where each device value lives, for one set of input
 /// shapes (runtime/schedule.hpp): each step's kernel is a CudaKernel.
@@ -102,9 +93,10 @@ using Schedule = runtime::Schedule;
 
 /// Builds the schedule of `graph` for the given input shapes (the graph's input order), each
 /// device step the highest-priority CUDA kernel that accepts it (select_cuda_kernel), planned at
-/// `precision`. Throws Unsupported naming the node that no CUDA kernel accepts, InvalidArgument
-/// for bad shapes.
-Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision);
+/// `precision` with `options`. Throws Unsupported naming the node that no CUDA kernel accepts,
+/// InvalidArgument for bad shapes.
+Schedule build_schedule(const Graph& graph, const std::vector<Shape>& input_shapes, Precision precision,
+                        const CudaOptions& options = {});
 
 /// A step's kernel as the CUDA kernel the CUDA schedule gave it.
 CudaKernel& cuda_kernel(const Schedule::Step& step);
@@ -134,6 +126,7 @@ class Plan {
   Plan() = default;
   void launch_steps(cudaStream_t stream);
   Schedule schedule_;
+  bool pdl_ = true;  // CudaOptions::pdl: launches may ask for programmatic dependent launch
   std::unique_ptr<memory::ArenaResource> arena_;  // before the buffers: it outlives them
   DeviceBuffer workspace_;
   DeviceBuffer constants_;  // host-computed values that device steps read

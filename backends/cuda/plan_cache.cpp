@@ -42,14 +42,16 @@ std::string driver_version_from(const std::string& line) {
 }
 
 std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options) {
-  return {{"precision", std::string(precision_name(options.precision))},
-          {"optimize", on_off(options.optimize)},
-          {"nhwc", on_off(options.nhwc)},
-          {"space_to_depth_stem", on_off(space_to_depth_stem(options))},
-          {"fuse_conv_shortcuts", on_off(fuse_conv_shortcuts(options))},
-          // A budget spent mid-plan leaves defaults that the entry keeps, so another budget is
-          // another entry.
-          {"tune_budget_ms", fmt::format("{}", options.tune_budget_ms)}};
+  // Every CUDA option: they change the passes' graph or what the tuners pick from.
+  std::map<std::string, std::string> out = cuda_option_values(options.cuda);
+  out["precision"] = std::string(precision_name(options.precision));
+  out["optimize"] = on_off(options.optimize);
+  out["nhwc"] = on_off(options.nhwc);
+  // With the NHWC groups only (space_to_depth_stem(options)), so that the key says what was done.
+  out["space_to_depth_stem"] = on_off(space_to_depth_stem(options));
+  // A budget spent mid-plan leaves defaults that the entry keeps, so another budget is another entry.
+  out["tune_budget_ms"] = fmt::format("{}", options.tune_budget_ms);
+  return out;
 }
 
 runtime::PlanCacheKey plan_cache_key(const std::string& model_hash, const RunnerOptions& options, int device) {

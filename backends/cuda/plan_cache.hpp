@@ -13,9 +13,8 @@
 //
 // The key holds the GPU's name, compute capability and multiprocessor count, the driver (the
 // kernel module's version and the CUDA version it supports), the CUDA runtime, Redwood's version,
-// and the runner options that change the plan. Environment switches that narrow the tuners'
-// candidates (REDWOOD_CUDA_WGMMA=0, REDWOOD_CUDA_NARROW_CONV=0, ...) are not in the key: a pick
-// they rule out fails its check, and the file is rebuilt.
+// and the runner options that change the plan, every CUDA option among them (cuda_options.hpp):
+// runners whose options offer the tuners other candidates keep entries of their own.
 
 #include "backends/cuda/graph_runner.hpp"
 #include "core/passes/pass_manager.hpp"
@@ -34,8 +33,9 @@ namespace redwood::cuda {
 /// /proc/driver/nvidia/version, proprietary or open module; "unknown" when the line has none.
 std::string driver_version_from(const std::string& line);
 
-/// The options that change a plan, as a key holds them: precision, optimize, nhwc, the stem by
-/// space-to-depth and the fused shortcuts (both as the environment leaves them), the tuning budget.
+/// The options that change a plan, as a key holds them: precision, optimize, nhwc, every CUDA
+/// option (cuda_options.hpp; the stem by space-to-depth as it applies, with the NHWC groups), the
+/// tuning budget.
 std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options);
 
 /// The key of the model whose graph_hash() is `model_hash` on GPU `device` under `options`.

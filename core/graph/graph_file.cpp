@@ -3,6 +3,7 @@
 #include "core/cache_dir.hpp"
 #include "core/error.hpp"
 #include "core/mapped_file.hpp"
+#include "core/ops/schema.hpp"
 
 #include <fmt/format.h>
 
@@ -321,6 +322,14 @@ std::shared_ptr<Graph> read_graph_file(const std::filesystem::path& path, std::s
   if (data_bytes != size - data_offset) {
     r.fail(fmt::format("its data is {} bytes, not the {} it was written with: cut short or grown", size - data_offset,
                        data_bytes));
+  }
+  // Redwood's own ops as their schemas declare them (a file from another build, or edited).
+  for (const Node& n : graph->nodes) {
+    try {
+      ops::check_node(n);
+    } catch (const InvalidArgument& e) {
+      fail(e.what());
+    }
   }
   if (stamp != nullptr) *stamp = std::move(file_stamp);
   return graph;

@@ -13,6 +13,7 @@
 // ConvTranspose folds the same way; its weights are [Cin, Cout/group, k...], so output channel
 // oc = g * Cout/group + j scales W[ci][j] for the input channels ci of group g.
 
+#include "core/ops/names.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
 
@@ -51,7 +52,7 @@ void fold_conv_affine(Graph& g, std::vector<std::string>& log) {
       Node& conv = g.nodes[i];
       const bool transposed = conv.op_type == "ConvTranspose";
       if (dead[i] || (conv.op_type != "Conv" && !transposed) || !conv.domain.empty() || conv.outputs.size() != 1) continue;
-      if (conv.has_attr("rw.activation") || conv.inputs.size() > 3) continue;
+      if (conv.has_attr(ops::attr::kActivation) || conv.inputs.size() > 3) continue;
       const Tensor* w = detail::constant_f32(g, conv.has_input(1) ? conv.inputs[1] : "");
       const Tensor* b = conv.has_input(2) ? detail::constant_f32(g, conv.inputs[2]) : nullptr;
       if (w == nullptr || w->rank() < 3 || (conv.has_input(2) && b == nullptr)) continue;

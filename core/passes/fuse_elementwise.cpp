@@ -22,6 +22,7 @@
 // region-accepted nodes would split the region. So it only fuses what stays outside regions.
 
 #include "core/passes/graph_utils.hpp"
+#include "core/ops/names.hpp"
 #include "core/passes/pass_manager.hpp"
 
 #include <fmt/format.h>
@@ -33,9 +34,9 @@ namespace redwood::passes {
 namespace {
 
 bool is_unary(const std::string& op) {
-  static const std::set<std::string> ops{"Relu", "Sigmoid", "Tanh", "Sqrt", "HardSigmoid",
+  static const std::set<std::string> unary{"Relu", "Sigmoid", "Tanh", "Sqrt", "HardSigmoid",
                                          "HardSwish", "LeakyRelu", "Clip"};
-  return ops.count(op) != 0;
+  return unary.count(op) != 0;
 }
 
 bool is_binary(const std::string& op) {
@@ -153,12 +154,12 @@ void fuse_elementwise(Graph& g, std::vector<std::string>& log) {
     for (std::size_t m : members) taken[m] = true;
 
     Node& last = g.nodes[members.back()];
-    std::vector<std::string> inputs{x}, ops;
+    std::vector<std::string> inputs{x}, step_ops;
     std::vector<float> alphas, betas;
     std::vector<std::int64_t> operands, swapped;
     std::string names;
     for (const Step& s : steps) {
-      ops.push_back(s.op);
+      step_ops.push_back(s.op);
       alphas.push_back(s.alpha);
       betas.push_back(s.beta);
       swapped.push_back(s.swapped ? 1 : 0);
@@ -172,13 +173,13 @@ void fuse_elementwise(Graph& g, std::vector<std::string>& log) {
     }
     log.push_back(fmt::format("{} nodes ending at {} became rw.ElementwiseChain ({})", members.size(),
                               last.where(), names));
-    last.op_type = "rw.ElementwiseChain";
+    last.op_type = ops::kElementwiseChain;
     last.inputs = std::move(inputs);
-    last.attributes = {{"rw.steps", ops},
-                       {"rw.step_alpha", alphas},
-                       {"rw.step_beta", betas},
-                       {"rw.step_operand", operands},
-                       {"rw.step_swapped", swapped}};
+    last.attributes = {{ops::attr::kSteps, step_ops},
+                       {ops::attr::kStepAlpha, alphas},
+                       {ops::attr::kStepBeta, betas},
+                       {ops::attr::kStepOperand, operands},
+                       {ops::attr::kStepSwapped, swapped}};
     for (std::size_t k = 0; k + 1 < members.size(); ++k) dead[members[k]] = true;
   }
   detail::erase_nodes(g, dead);

@@ -1,5 +1,5 @@
 // Epilogue fusion: what follows a Conv, ConvTranspose, Gemm or MatMul folds into it as
-// attributes and one extra input (backends/cpu/reference/epilogue.hpp):
+// attributes and one extra input (core/ops/epilogue.hpp):
 //
 //   MatMul -> Add(constant [N])            bias, MatMul's input 2
 //   op -> Add(r)                            residual, input 3 (r of the output's very shape)
@@ -10,6 +10,7 @@
 // other reader. The fused node moves to the slot of the last node it absorbed, so that a residual
 // produced between the two is computed before it.
 
+#include "core/ops/names.hpp"
 #include "core/passes/graph_utils.hpp"
 #include "core/passes/pass_manager.hpp"
 
@@ -53,7 +54,7 @@ bool is_fusable_op(const Node& n) {
 void fuse_epilogue(Graph& g, std::vector<std::string>& log) {
   std::vector<bool> dead(g.nodes.size(), false);
   for (std::size_t start = 0; start < g.nodes.size(); ++start) {
-    if (dead[start] || !is_fusable_op(g.nodes[start]) || g.nodes[start].has_attr("rw.activation")) continue;
+    if (dead[start] || !is_fusable_op(g.nodes[start]) || g.nodes[start].has_attr(ops::attr::kActivation)) continue;
     std::size_t i = start;
     bool has_bias = g.nodes[i].op_type == "MatMul" ? g.nodes[i].has_input(2) : false;
     bool has_residual = g.nodes[i].has_input(3);
@@ -87,24 +88,24 @@ void fuse_epilogue(Graph& g, std::vector<std::string>& log) {
           break;
         }
       } else if (next.op_type == "Relu" || next.op_type == "Sigmoid" || next.op_type == "HardSwish") {
-        fused.attributes["rw.activation"] = next.op_type;
+        fused.attributes[ops::attr::kActivation] = next.op_type;
         what = "activation";
       } else if (next.op_type == "LeakyRelu") {
-        fused.attributes["rw.activation"] = next.op_type;
-        fused.attributes["rw.alpha"] = next.attr_float("alpha", 0.01f);
+        fused.attributes[ops::attr::kActivation] = next.op_type;
+        fused.attributes[ops::attr::kAlpha] = next.attr_float("alpha", 0.01f);
         what = "activation";
       } else if (next.op_type == "HardSigmoid") {
-        fused.attributes["rw.activation"] = next.op_type;
-        fused.attributes["rw.alpha"] = next.attr_float("alpha", 0.2f);
-        fused.attributes["rw.beta"] = next.attr_float("beta", 0.5f);
+        fused.attributes[ops::attr::kActivation] = next.op_type;
+        fused.attributes[ops::attr::kAlpha] = next.attr_float("alpha", 0.2f);
+        fused.attributes[ops::attr::kBeta] = next.attr_float("beta", 0.5f);
         what = "activation";
       } else if (next.op_type == "Clip") {
         float lo = next.attr_float("min", -INFINITY), hi = next.attr_float("max", INFINITY);
         if (next.has_input(1) && !detail::scalar_value(detail::constant_f32(g, next.inputs[1]), lo)) break;
         if (next.has_input(2) && !detail::scalar_value(detail::constant_f32(g, next.inputs[2]), hi)) break;
-        fused.attributes["rw.activation"] = std::string("Clip");
-        fused.attributes["rw.alpha"] = lo;
-        fused.attributes["rw.beta"] = hi;
+        fused.attributes[ops::attr::kActivation] = std::string("Clip");
+        fused.attributes[ops::attr::kAlpha] = lo;
+        fused.attributes[ops::attr::kBeta] = hi;
         what = "activation";
       } else {
         break;

@@ -21,18 +21,9 @@ std::vector<NamedPass> default_pipeline(bool regions) {
   return pipeline;
 }
 
-std::vector<NamedPass> gpu_pipeline(std::optional<DType> nhwc_storage, bool round_tf32, bool space_to_depth_stem,
-                                    bool fuse_shortcuts) {
+std::vector<NamedPass> chain_pipeline() {
   std::vector<NamedPass> pipeline = default_pipeline(false);
   pipeline.push_back({"fuse_elementwise", fuse_elementwise});
-  if (nhwc_storage.has_value()) {
-    const DType storage = *nhwc_storage;
-    pipeline.push_back(
-        {"choose_gpu_layout", [storage, round_tf32, space_to_depth_stem](Graph& g, std::vector<std::string>& log) {
-           choose_gpu_layout(g, log, storage, round_tf32, space_to_depth_stem);
-         }});
-    if (fuse_shortcuts) pipeline.push_back({"fuse_conv_shortcut", fuse_conv_shortcut});
-  }
   return pipeline;
 }
 

@@ -58,10 +58,12 @@ std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, 
   config.precision = model.precision;
   const auto on_cpu = [&] {
     device = "cpu";
+    config.device_options.clear();  // the CUDA backend's, not the CPU's
     for (int i = 0; i < model.instances; ++i) runners.push_back(make_cpu_runner(model.graph, config));
     return std::move(runners);
   };
   if (model.device == "cpu") return on_cpu();
+  config.device_options = model.cuda_options;
   const auto& registry = device_runner_registry();
   const auto it = registry.find("cuda");
   std::string reason = it == registry.end() ? "this Redwood was built without CUDA" : it->second.unavailable();

@@ -63,6 +63,8 @@ TEST_F(InferDevice, BadDeviceOptionsAreRefusedFirst) {
       {"--device tpu", "--device must be cpu or cuda (got 'tpu')"},
       {"--precision fp16", "--precision fp16 needs --device cuda"},
       {"--device cuda --profile", "--profile times the CPU executor's ops"},
+      {"--cuda wgmma=off", "--cuda sets options of the CUDA backend; this run is on the cpu (add --device cuda)"},
+      {"--device cuda --cuda wgmma", "--cuda 'wgmma': expected NAME=VALUE"},
   };
   for (const auto& [args, message] : cases) {
     const auto r = testing::run_launcher("infer " + model_ + " --random x=2x4 " + args);

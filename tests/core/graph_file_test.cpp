@@ -3,10 +3,12 @@
 // shipped model read back computes what the imported one computes, and a damaged file (cut
 // anywhere, bytes flipped, another format) is an error naming the file, never a crash.
 
+#include "backends/cuda/passes/gpu_pipeline.hpp"
 #include "core/error.hpp"
 #include "runtime/executor.hpp"
 #include "core/graph/graph_file.hpp"
 #include "core/graph/graph_hash.hpp"
+#include "core/ops/names.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "support/onnx_builder.hpp"
@@ -115,7 +117,8 @@ TEST(GraphFile, AModelAfterTheGpuPassesComesBack) {
   const auto file = testing::assets_dir() / "models" / "ch_PP-OCRv4_det_infer.onnx";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << file << " is missing (scripts/setup.sh fetches it)";
   Graph g = *load_onnx(file);
-  const auto records = passes::optimize(g, passes::gpu_pipeline(DType::kF16, false, true, true));
+  const auto records = passes::optimize(
+      g, passes::gpu_pipeline({.nhwc_storage = DType::kF16, .space_to_depth_stem = true, .fuse_shortcuts = true}));
   ASSERT_FALSE(records.empty());
   const auto dir = testing::temp_dir("graph-file-gpu");
   write_graph_file(dir / "det.rwgraph", g);
@@ -135,6 +138,21 @@ std::string read_error(const std::filesystem::path& file) {
     return e.what();
   }
   return "";
+}
+
+TEST(GraphFile, ARedwoodOpOutsideItsSchemaIsRefused) {
+  // Redwood's own ops are held to core/ops/schema.cpp when a saved graph is read back.
+  auto g = testing::make_x_to_y_graph("schema");
+  Node back = testing::make_node("back", ops::kToNchw, {"x"}, {"y"});  // without its required rw.channels
+  g->nodes.push_back(back);
+  const auto dir = testing::temp_dir("graph-file-schema");
+  write_graph_file(dir / "bad.rwgraph", *g);
+  const std::string e = read_error(dir / "bad.rwgraph");
+  EXPECT_NE(e.find("bad.rwgraph"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'back' (rw.ToNchw): attribute 'rw.channels' is required"), std::string::npos) << e;
+  g->nodes.back().attributes[ops::attr::kChannels] = std::int64_t{3};
+  write_graph_file(dir / "good.rwgraph", *g);
+  EXPECT_EQ(read_error(dir / "good.rwgraph"), "");
 }
 
 void write_bytes(const std::filesystem::path& file, const std::string& bytes) {

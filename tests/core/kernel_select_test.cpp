@@ -5,6 +5,7 @@
 #include "core/kernel_select.hpp"
 
 #include "core/error.hpp"
+#include "core/ops/schema.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -30,6 +31,11 @@ KernelFactory refusing(const char* why) {
 KernelFactory accepting() {
   return [](const Node&, const KernelInfo&) -> std::unique_ptr<Kernel> { return std::make_unique<Accepted>(); };
 }
+
+// Redwood's own op types need a schema before a kernel (core/ops/schema.hpp).
+RW_OP_SCHEMA(ops::OpSchema{.op_type = "rw.test.FallThrough", .doc = "kernel selection's test op", .variadic_inputs = true});
+RW_OP_SCHEMA(ops::OpSchema{.op_type = "rw.test.Refused", .doc = "kernel selection's test op", .variadic_inputs = true});
+RW_OP_SCHEMA(ops::OpSchema{.op_type = "rw.test.Wrong", .doc = "kernel selection's test op", .variadic_inputs = true});
 
 // rw.test.FallThrough: "fast" refuses, "steady" accepts, the reference accepts.
 RW_REGISTER_PROVIDER_KERNEL("rw.test.FallThrough", Device::kCpu, "fast", 20, refusing("no such shapes"));

@@ -2,7 +2,7 @@
 // shape of a batch of pixels, the reasons pixels cannot feed an input. The CPU runner's picture
 // batches: tests/core/model_runner_test.cpp; against the preprocess stage's own floats
 // (image_to_tensor): tests/stages/preprocess/image_tensor_test.cpp; the GPU's kernel and runner:
-// tests/backends/cuda/picture_normalize_test.cpp and cuda_model_runner_test.cpp.
+// tests/backends/cuda/kernels/data/picture_normalize_test.cpp and cuda_model_runner_test.cpp.
 
 #include "core/error.hpp"
 #include "core/picture_input.hpp"

@@ -1,4 +1,4 @@
-// A model's `device:` and `precision:` keys (docs/pipelines.md, models): values checked at their
+// A model's `device:`, `precision:` and `cuda:` keys (docs/pipelines.md, models): values checked at their
 // file:line:column, and `device: cuda` where no GPU is usable (this machine, CI) fails at load
 // naming the model, the place and CUDA's reason (or "built without CUDA"), while `device: auto`
 // falls back to the CPU. The GPU side (the "cuda" runner running a model) is in
@@ -111,6 +111,20 @@ TEST_F(ModelDevice, AutoWithoutAUsableGpuRunsOnTheCpu) {
   } else {
     GTEST_SKIP() << "a CUDA device is usable here, so auto picks it";
   }
+}
+
+TEST_F(ModelDevice, CudaOptionsAreCheckedWhereTheyAreWritten) {
+  if (!device_runner_registry().contains("cuda")) GTEST_SKIP() << "this Redwood was built without CUDA";
+  // Known options load (auto falls back to the CPU here, or runs on the GPU where one is usable).
+  Pipeline p(pipeline_text(faces("device: auto\n    cuda: {wgmma: off, pdl: false}")));
+  EXPECT_EQ(p.stream_names(), std::vector<std::string>{"a"});
+  const std::string unknown = load_error(faces("device: auto\n    cuda: {wgmmma: off}"));
+  EXPECT_NE(unknown.find(where(10, 11)), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("unknown CUDA option 'wgmmma' (known: wgmma, tma"), std::string::npos) << unknown;
+  const std::string value = load_error(faces("device: auto\n    cuda: {tma: sometimes}"));
+  EXPECT_NE(value.find("CUDA option 'tma': 'sometimes' is not a switch value"), std::string::npos) << value;
+  const std::string on_cpu = load_error(faces("device: cpu\n    cuda: {wgmma: off}"));
+  EXPECT_NE(on_cpu.find("sets CUDA options; this model runs on the CPU"), std::string::npos) << on_cpu;
 }
 
 }  // namespace

@@ -13,15 +13,16 @@ namespace redwood::testing {
 
 /// The device's name; registered on the first call.
 inline const char* stand_in_accelerator() {
-  static const bool registered = register_device_runner(
-      "test-accelerator",
-      {[] { return std::string(); },
-       [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
-       nullptr, [] { return 1; }, nullptr,
-       [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
-         return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
-       },
-       nullptr});
+  static const bool registered = [] {
+    DeviceRunnerFactory f;
+    f.unavailable = [] { return std::string(); };
+    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); };
+    f.device_count = [] { return 1; };
+    f.supports = [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
+      return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+    };
+    return register_device_runner("test-accelerator", std::move(f));
+  }();
   (void)registered;
   return "test-accelerator";
 }

@@ -6,10 +6,11 @@
 // disagree. region_accepts() is the static test a node passes to join a region.
 
 #include "core/graph/graph.hpp"
+#include "core/ops/names.hpp"
 
 namespace redwood::cpu::onednn {
 
-inline constexpr const char* kRegionOp = "rw.OneDnnRegion";
+inline constexpr const char* kRegionOp = ops::kOneDnnRegion;
 
 /// Whether `node` can be part of a oneDNN region: Conv/ConvTranspose (what make_conv takes),
 /// pooling, Add/Sub/Mul/Div, Relu/LeakyRelu/Clip/HardSwish/HardSigmoid/Sigmoid/Tanh, Concat on

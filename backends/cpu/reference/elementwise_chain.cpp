@@ -8,6 +8,7 @@
 
 #include "backends/cpu/reference/ew_loop.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
+#include "core/ops/names.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -121,7 +122,7 @@ void apply(const Step& s, std::int64_t first, std::int64_t n, float* y, const fl
 
 // The step list (a strings attribute; Node has no typed getter for those).
 std::vector<std::string> step_names(const Node& node) {
-  auto it = node.attributes.find("rw.steps");
+  auto it = node.attributes.find(ops::attr::kSteps);
   const auto* v = it == node.attributes.end() ? nullptr : std::get_if<std::vector<std::string>>(&it->second);
   RW_EXPECTS(v != nullptr, InvalidArgument, "{}: attribute rw.steps (strings) is missing or not strings",
              node.where());
@@ -132,10 +133,10 @@ class ElementwiseChainKernel final : public Kernel {
  public:
   ElementwiseChainKernel(const Node& node, const KernelInfo& info) {
     const auto ops = step_names(node);
-    const auto alpha = node.attr_floats("rw.step_alpha");
-    const auto beta = node.attr_floats("rw.step_beta");
-    const auto operand = node.attr_ints("rw.step_operand");
-    const auto swapped = node.attr_ints("rw.step_swapped");
+    const auto alpha = node.attr_floats(ops::attr::kStepAlpha);
+    const auto beta = node.attr_floats(ops::attr::kStepBeta);
+    const auto operand = node.attr_ints(ops::attr::kStepOperand);
+    const auto swapped = node.attr_ints(ops::attr::kStepSwapped);
     RW_EXPECTS(!ops.empty() && alpha.size() == ops.size() && beta.size() == ops.size() &&
                    operand.size() == ops.size() && swapped.size() == ops.size(),
                InvalidArgument,
@@ -219,6 +220,6 @@ class ElementwiseChainKernel final : public Kernel {
 
 }  // namespace
 
-RW_REGISTER_KERNEL("rw.ElementwiseChain", Device::kCpu, make_factory<ElementwiseChainKernel>());
+RW_REGISTER_KERNEL(ops::kElementwiseChain, Device::kCpu, make_factory<ElementwiseChainKernel>());
 
 }  // namespace redwood::cpu

@@ -1,4 +1,4 @@
-// Reference kernels of the internal NHWC ops that core/passes/choose_gpu_layout.cpp makes for the
+// Reference kernels of the internal NHWC ops that backends/cuda/passes/choose_gpu_layout.cpp makes for the
 // CUDA graph runner at fp16/bf16/tf32 (that file has the ops' contract): rw.ToNhwc, rw.ToNchw,
 // rw.ConvNhwc, rw.DepthwiseConvNhwc, rw.MaxPoolNhwc, rw.GlobalAveragePoolNhwc,
 // rw.ScaleChannelsNhwc. NHWC tensors are float16, bfloat16 or float (the tf32 groups; the
@@ -11,14 +11,15 @@
 // With `rw.round_tf32` = 1 (precision tf32; fp32 storage) that one rounding of an fp32 output is
 // to tf32 (round_to_tf32, as the CUDA kernels' cvt.rna.tf32.f32).
 // rw.ToNhwc with `rw.space_to_depth` = 2 (the stem by space-to-depth) lays out the 2x2
-// space-to-depth of its input (core/space_to_depth.hpp) instead of the input itself.
+// space-to-depth of its input (backends/cpu/reference/space_to_depth.hpp) instead of the input itself.
 
 #include "backends/cpu/reference/kernel_util.hpp"
 #include "core/kernel_info.hpp"
 #include "core/kernel_select.hpp"
 #include "core/layout.hpp"
-#include "core/space_to_depth.hpp"
-#include "core/tf32.hpp"
+#include "backends/cpu/reference/space_to_depth.hpp"
+#include "core/ops/names.hpp"
+#include "core/ops/tf32.hpp"
 
 #include <map>
 #include <string>
@@ -58,7 +59,7 @@ Tensor run_reference(const std::string& op, const Node& like, const std::vector<
 
 // y, rounded to tf32 in place when the node asks for it (rw.round_tf32) and y is fp32.
 Tensor round_output(const Node& node, Tensor y) {
-  if (node.attr_int("rw.round_tf32", 0) == 0 || y.dtype() != DType::kF32) return y;
+  if (node.attr_int(ops::attr::kRoundTf32, 0) == 0 || y.dtype() != DType::kF32) return y;
   y = y.contiguous();
   float* v = y.data<float>();
   for (std::int64_t i = 0; i < y.numel(); ++i) v[i] = round_to_tf32(v[i]);
@@ -77,8 +78,8 @@ class ToNhwcKernel final : public Kernel {
   ToNhwcKernel(const Node& node, const KernelInfo&)
       : node_(node),
         to_(onnx_storage(node)),
-        channels_(node.attr_int("rw.channels", 0)),
-        space_to_depth_(node.attr_int("rw.space_to_depth", 0)) {
+        channels_(node.attr_int(ops::attr::kChannels, 0)),
+        space_to_depth_(node.attr_int(ops::attr::kSpaceToDepth, 0)) {
     RW_EXPECTS(space_to_depth_ == 0 || space_to_depth_ == 2, InvalidArgument,
                "{}: rw.space_to_depth must be 2 (2x2 blocks) or absent, not {}", node_.where(), space_to_depth_);
   }
@@ -88,7 +89,7 @@ class ToNhwcKernel final : public Kernel {
                "{}: input must be float NCHW, not {}", node_.where(), x.description());
     if (space_to_depth_ != 0) {
       // The convolution after it was rewritten for this input extent (its pads depend on it).
-      const auto hw = node_.attr_ints("rw.space_to_depth_hw");
+      const auto hw = node_.attr_ints(ops::attr::kSpaceToDepthHw);
       RW_EXPECTS(hw.size() == 2 && hw[0] == x.shape()[2] && hw[1] == x.shape()[3], InvalidArgument,
                  "{}: the space-to-depth stem was planned for a {}x{} input (rw.space_to_depth_hw), not {}",
                  node_.where(), hw.size() == 2 ? hw[0] : -1, hw.size() == 2 ? hw[1] : -1, shape_str(x.shape()));
@@ -108,7 +109,7 @@ class ToNhwcKernel final : public Kernel {
 
 class ToNchwKernel final : public Kernel {
  public:
-  ToNchwKernel(const Node& node, const KernelInfo&) : node_(node), channels_(node.attr_int("rw.channels", 0)) {}
+  ToNchwKernel(const Node& node, const KernelInfo&) : node_(node), channels_(node.attr_int(ops::attr::kChannels, 0)) {}
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     expect_nhwc(node_, x, "input");
@@ -136,7 +137,7 @@ Tensor weight_channels(const Tensor& w, std::int64_t from, std::int64_t count) {
 }
 
 // rw.ConvNhwc (W [K, R, S, Cp] in the storage type) and rw.DepthwiseConvNhwc (W fp32 [R, S, C]).
-// rw.ConvNhwc's input 4 (the projection shortcut, core/passes/fuse_conv_shortcut.cpp): X2 NHWC
+// rw.ConvNhwc's input 4 (the projection shortcut, backends/cuda/passes/fuse_conv_shortcut.cpp): X2 NHWC
 // [N, H2, W2, C2], W [K, 1, 1, C + C2]; y = act(conv(x, W[.., :C]) + conv(x2, W[.., C:]) at
 // stride rw.shortcut_strides + bias + residual), the first product summed in fp32 as the residual
 // of the second.
@@ -198,11 +199,11 @@ class ConvNhwcKernel final : public Kernel {
       ins[3] = sum;
     }
     const Tensor y = run_reference("Conv", node_, ins,
-                                   {{"strides", node_.attr_ints("rw.shortcut_strides", {1, 1})},
+                                   {{"strides", node_.attr_ints(ops::attr::kShortcutStrides, {1, 1})},
                                     {"pads", std::vector<std::int64_t>{0, 0, 0, 0}}});
     RW_EXPECTS(y.shape() == main.shape(), InvalidArgument,
                "{}: the shortcut input {} at stride {} does not give the output's extent {}", node_.where(),
-               shape_str(x2.shape()), node_.attr_ints("rw.shortcut_strides", {1, 1}).at(0), shape_str(main.shape()));
+               shape_str(x2.shape()), node_.attr_ints(ops::attr::kShortcutStrides, {1, 1}).at(0), shape_str(main.shape()));
     return to_channels_last(y, k, x.dtype());
   }
 
@@ -272,12 +273,12 @@ KernelFactory conv_factory(bool depthwise) {
 
 }  // namespace
 
-RW_REGISTER_KERNEL("rw.ToNhwc", Device::kCpu, make_factory<ToNhwcKernel>());
-RW_REGISTER_KERNEL("rw.ToNchw", Device::kCpu, make_factory<ToNchwKernel>());
-RW_REGISTER_KERNEL("rw.ConvNhwc", Device::kCpu, conv_factory(false));
-RW_REGISTER_KERNEL("rw.DepthwiseConvNhwc", Device::kCpu, conv_factory(true));
-RW_REGISTER_KERNEL("rw.MaxPoolNhwc", Device::kCpu, make_factory<MaxPoolNhwcKernel>());
-RW_REGISTER_KERNEL("rw.GlobalAveragePoolNhwc", Device::kCpu, make_factory<GlobalAveragePoolNhwcKernel>());
-RW_REGISTER_KERNEL("rw.ScaleChannelsNhwc", Device::kCpu, make_factory<ScaleChannelsNhwcKernel>());
+RW_REGISTER_KERNEL(ops::kToNhwc, Device::kCpu, make_factory<ToNhwcKernel>());
+RW_REGISTER_KERNEL(ops::kToNchw, Device::kCpu, make_factory<ToNchwKernel>());
+RW_REGISTER_KERNEL(ops::kConvNhwc, Device::kCpu, conv_factory(false));
+RW_REGISTER_KERNEL(ops::kDepthwiseConvNhwc, Device::kCpu, conv_factory(true));
+RW_REGISTER_KERNEL(ops::kMaxPoolNhwc, Device::kCpu, make_factory<MaxPoolNhwcKernel>());
+RW_REGISTER_KERNEL(ops::kGlobalAveragePoolNhwc, Device::kCpu, make_factory<GlobalAveragePoolNhwcKernel>());
+RW_REGISTER_KERNEL(ops::kScaleChannelsNhwc, Device::kCpu, make_factory<ScaleChannelsNhwcKernel>());
 
 }  // namespace redwood::cpu

@@ -11,7 +11,7 @@ namespace redwood::cuda::kernels {
 /// Up to this many dimensions in the strided kernels (transpose, slice, broadcast, reduce).
 inline constexpr int kMaxDims = 8;
 
-/// Fused activation codes, the order of redwood::cpu::Activation (backends/cpu/reference/epilogue.hpp).
+/// Fused activation codes, the order of redwood::ops::Activation (core/ops/epilogue.hpp).
 enum Act : int { kActNone, kActRelu, kActClip, kActHardSigmoid, kActHardSwish, kActSigmoid, kActLeakyRelu };
 
 /// y = act(acc + bias[channel] + residual[i]); bias and residual may be null.
@@ -31,7 +31,7 @@ struct ConvShape {
   int oh, ow;            // output extent
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
   int groups;
-  // rw.ConvNhwc's projection shortcut only (input 4, core/passes/fuse_conv_shortcut.cpp): a 1×1
+  // rw.ConvNhwc's projection shortcut only (input 4, backends/cuda/passes/fuse_conv_shortcut.cpp): a 1×1
   // stride-1 convolution whose K-dim goes on over a second input x2 [N, h2, w2, c2] sampled at
   // stride2 (a ResNet downsample's input), so K-dim = c + c2; c2 = 0 without one.
   int c2 = 0, h2 = 0, w2 = 0, stride2 = 1;

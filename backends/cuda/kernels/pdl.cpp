@@ -1,7 +1,7 @@
 // Whether kernels are launched with programmatic dependent launch (pdl.cuh): on where the current
-// GPU is sm_90 or newer and stream capture takes such launches (the probe in pdl_probe.cu), unless
-// REDWOOD_CUDA_PDL=0. Decided once per process, logged once at debug level (at warn when the
-// probe fails on a GPU that should support it).
+// GPU is sm_90 or newer and stream capture takes such launches (the probe in pdl_probe.cu).
+// Decided once per process, logged once at debug level (at warn when the probe fails on a GPU
+// that should support it); a ProgrammaticLaunchScope turns it off for one thread's launches.
 
 #include "backends/cuda/kernels/pdl.cuh"
 
@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
-#include <cstring>
 
 namespace redwood::cuda::kernels {
 namespace {
@@ -23,8 +21,6 @@ struct Decision {
 };
 
 Decision decide() {
-  const char* env = std::getenv("REDWOOD_CUDA_PDL");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return {false, "off: REDWOOD_CUDA_PDL=0"};
   const DeviceInfo* gpu = nullptr;
   try {
     gpu = &current_cuda_device();
@@ -56,9 +52,14 @@ const Decision& decision() {
   return d;
 }
 
+thread_local bool t_allowed = true;  // the innermost ProgrammaticLaunchScope's say
+
 }  // namespace
 
-bool programmatic_launch_enabled() { return decision().enabled; }
+bool programmatic_launch_enabled() { return t_allowed && decision().enabled; }
+
+ProgrammaticLaunchScope::ProgrammaticLaunchScope(bool allowed) : previous_(t_allowed) { t_allowed = allowed; }
+ProgrammaticLaunchScope::~ProgrammaticLaunchScope() { t_allowed = previous_; }
 
 std::string programmatic_launch_status() { return decision().status; }
 

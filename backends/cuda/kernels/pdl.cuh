@@ -21,8 +21,10 @@
 // the multiprocessors this one's last wave leaves idle and wait there in pdl_wait().
 //
 // Launch with launch_kernel() (below), which asks for the programmatic launch when
-// programmatic_launch_enabled() (pdl.cpp: on where GPU 0 is sm_90 or newer and a probe finds that
-// stream capture into a CUDA graph takes such launches; REDWOOD_CUDA_PDL=0 turns it off).
+// programmatic_launch_enabled() (pdl.cpp: on where the current GPU is sm_90 or newer and a probe
+// finds that stream capture into a CUDA graph takes such launches, unless a
+// ProgrammaticLaunchScope on the launching thread says no: the graph runner holds one for its
+// CudaOptions::pdl).
 
 #include <cuda_runtime_api.h>
 
@@ -44,9 +46,23 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-/// Whether launch_kernel asks for programmatic dependent launch (decided once per process, on
-/// the first call; see programmatic_launch_status()).
+/// Whether launch_kernel asks for programmatic dependent launch: the process's decision (made once,
+/// on the first call; see programmatic_launch_status()), unless a ProgrammaticLaunchScope on this
+/// thread turns it off.
 bool programmatic_launch_enabled();
+
+/// While alive, launches on this thread ask for programmatic launch only if `allowed` (and the
+/// process's decision allows it); scopes nest, the innermost wins.
+class ProgrammaticLaunchScope {
+ public:
+  explicit ProgrammaticLaunchScope(bool allowed);
+  ~ProgrammaticLaunchScope();
+  ProgrammaticLaunchScope(const ProgrammaticLaunchScope&) = delete;
+  ProgrammaticLaunchScope& operator=(const ProgrammaticLaunchScope&) = delete;
+
+ private:
+  bool previous_;
+};
 
 /// Why programmatic launch is on or off, for logs and the benchmark: "on (…)" or "off: <reason>".
 std::string programmatic_launch_status();

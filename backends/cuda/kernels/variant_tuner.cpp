@@ -1,7 +1,7 @@
 #include "backends/cuda/kernels/variant_tuner.hpp"
 
 #include "backends/cuda/cuda_check.hpp"
-#include "backends/cuda/kernels/nhwc_storage.hpp"
+#include "backends/cuda/kernels/nhwc/nhwc_storage.hpp"
 #include "backends/cuda/stream.hpp"
 #include "core/error.hpp"
 

@@ -2,6 +2,7 @@
 // on a GPU, whole models through the runner against the reference executor at every precision,
 // with CUDA graph replay of new inputs and a second input shape.
 
+#include "backends/cuda/passes/gpu_pipeline.hpp"
 #include "backends/cuda/graph_runner.hpp"
 #include "runtime/executor.hpp"
 #include "core/onnx/onnx_import.hpp"
@@ -58,7 +59,7 @@ TEST_P(ModelSchedule, PlacesEveryNodeAndPacksTheWorkspace) {
   const std::pair<DType, Precision> configs[] = {{DType::kF16, Precision::kFp16}, {DType::kF32, Precision::kTf32}};
   for (const auto& [storage, precision] : configs) {
     Graph optimized = *graph;
-    for (const PassRecord& r : passes::optimize(optimized, passes::gpu_pipeline(storage, false, true))) {
+    for (const PassRecord& r : passes::optimize(optimized, passes::gpu_pipeline({.nhwc_storage = storage, .space_to_depth_stem = true}))) {
       if (r.pass != "choose_gpu_layout") continue;
       for (const std::string& c : r.changes) std::printf("%s layout: %s\n", GetParam().name.c_str(), c.c_str());
     }

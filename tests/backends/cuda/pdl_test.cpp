@@ -2,8 +2,9 @@
 // kernels launched through launch_kernel keep a programmatic edge between them; and a long chain
 // of dependent kernels over the same two buffers (each reads what the one before wrote and
 // overwrites what the one before read: both hazards pdl_wait() guards) gives exact results, from
-// the stream and from a graph. With REDWOOD_CUDA_PDL=0 (or a GPU before sm_90) the edge test skips
-// saying why, and the chain must still be exact.
+// the stream and from a graph. On a GPU before sm_90 the edge test skips saying why, and the chain
+// must still be exact. A ProgrammaticLaunchScope that says no (CudaOptions::pdl off) leaves no
+// programmatic edge in a capture.
 
 #include "backends/cuda/device_tensor.hpp"
 #include "backends/cuda/kernels/launchers.hpp"
@@ -31,28 +32,58 @@ TEST(ProgrammaticLaunch, StatusSaysWhetherAndWhy) {
   }
 }
 
+// Two launches (y = |-x|) captured into a graph on a stream of its own: the graph and stream for
+// the caller to run and free.
+struct CapturedPair {
+  Tensor x = to_device(redwood::testing::random_tensor(DType::kF32, {1000}, -1, 1, 5));
+  Tensor mid = device_empty(DType::kF32, {1000}), y = device_empty(DType::kF32, {1000});
+  cudaStream_t stream = nullptr;
+  cudaGraph_t graph = nullptr;
+
+  CapturedPair() {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    kernels::launch_unary(kernels::UnaryOp::kNeg, x.data<float>(), mid.data<float>(), 1000, 0, 0, stream);
+    kernels::launch_unary(kernels::UnaryOp::kAbs, mid.data<float>(), y.data<float>(), 1000, 0, 0, stream);
+    EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  }
+  ~CapturedPair() {
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+};
+
 TEST(ProgrammaticLaunch, CaptureKeepsTheProgrammaticEdge) {
   RW_SKIP_WITHOUT_GPU();
   if (!kernels::programmatic_launch_enabled()) GTEST_SKIP() << kernels::programmatic_launch_status();
-  const Tensor x = to_device(redwood::testing::random_tensor(DType::kF32, {1000}, -1, 1, 5));
-  Tensor mid = device_empty(DType::kF32, {1000}), y = device_empty(DType::kF32, {1000});
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  kernels::launch_unary(kernels::UnaryOp::kNeg, x.data<float>(), mid.data<float>(), 1000, 0, 0, stream);
-  kernels::launch_unary(kernels::UnaryOp::kAbs, mid.data<float>(), y.data<float>(), 1000, 0, 0, stream);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  EXPECT_EQ(kernels::programmatic_edge_count(graph), 1) << "the second launch depends programmatically on the first";
+  CapturedPair pair;
+  ASSERT_NE(pair.graph, nullptr);
+  EXPECT_EQ(kernels::programmatic_edge_count(pair.graph), 1) << "the second launch depends programmatically on the first";
   cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  const Tensor got = to_host(y), in = to_host(x);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, pair.graph, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, pair.stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(pair.stream), cudaSuccess);
+  const Tensor got = to_host(pair.y), in = to_host(pair.x);
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(got.data<float>()[i], std::fabs(in.data<float>()[i])) << i;
   cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  cudaStreamDestroy(stream);
+}
+
+TEST(ProgrammaticLaunch, AScopeTurnsItOffForItsThread) {
+  RW_SKIP_WITHOUT_GPU();
+  const bool process = kernels::programmatic_launch_enabled();
+  {
+    const kernels::ProgrammaticLaunchScope off(false);
+    EXPECT_FALSE(kernels::programmatic_launch_enabled());
+    {
+      const kernels::ProgrammaticLaunchScope on(true);  // the innermost scope wins, within the process's say
+      EXPECT_EQ(kernels::programmatic_launch_enabled(), process);
+    }
+    EXPECT_FALSE(kernels::programmatic_launch_enabled());
+    CapturedPair pair;
+    ASSERT_NE(pair.graph, nullptr);
+    EXPECT_EQ(kernels::programmatic_edge_count(pair.graph), 0);
+  }
+  EXPECT_EQ(kernels::programmatic_launch_enabled(), process);
 }
 
 // 2·kSteps kernels: b = a + one, a = b + one, ... over 2^20 elements; a kernel that wrote before

@@ -8,10 +8,10 @@
 // The files themselves (format, keys, corruption, atomic writes) are tests/runtime/plan_cache_test.cpp.
 
 #include "backends/cuda/graph_runner.hpp"
-#include "backends/cuda/kernels/conv_kernels.hpp"
-#include "backends/cuda/kernels/conv_nhwc.hpp"
-#include "backends/cuda/kernels/conv_tuning.hpp"
-#include "backends/cuda/kernels/nhwc.hpp"
+#include "backends/cuda/kernels/conv/conv_kernels.hpp"
+#include "backends/cuda/kernels/conv_nhwc/conv_nhwc.hpp"
+#include "backends/cuda/kernels/conv/conv_tuning.hpp"
+#include "backends/cuda/kernels/nhwc/nhwc.hpp"
 #include "backends/cuda/kernels/variant_tuner.hpp"
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
@@ -100,17 +100,22 @@ TEST(PlanCacheTuners, NhwcConvAndDepthwisePicksAreChecked) {
   // kernel only add to the set).
   const ConvShape shape{1, 64, 28, 28, 64, 3, 3, 28, 28, 1, 1, 1, 1, 1, 1, 1};
   const auto candidates =
-      kernels::nhwc_conv_candidates(shape, multiprocessor_count(), false, false, kernels::NhwcStorage::kF16);
+      kernels::nhwc_conv_candidates(shape, multiprocessor_count(), {}, kernels::NhwcStorage::kF16);
   ASSERT_FALSE(candidates.empty());
   nlohmann::json nhwc = {
       {"key",
        {{"n", 1},       {"c", 64},       {"h", 28},   {"w", 28},     {"k", 64},     {"r", 3},      {"s", 3},
         {"stride_h", 1}, {"stride_w", 1}, {"pad_h", 1}, {"pad_w", 1}, {"dil_h", 1},  {"dil_w", 1},  {"oh", 28},
-        {"ow", 28},      {"storage", "fp16"}, {"split_tf32", false}, {"c2", 0}, {"h2", 0}, {"w2", 0}, {"stride2", 1}}},
+        {"ow", 28},      {"storage", "fp16"}, {"split_tf32", false}, {"c2", 0}, {"h2", 0}, {"w2", 0}, {"stride2", 1},
+        {"families", {{"wgmma", false}, {"tma", false}, {"narrow", false}}}}},
       {"config",
        {{"tile", kernels::nhwc_conv_tiles()[static_cast<std::size_t>(candidates.front().tile)].name},
         {"splits", candidates.front().splits}}}};
   EXPECT_NO_THROW(check_tuned_pick("conv_nhwc", nhwc, 0));
+  // The families the pick was made among (CudaOptions' say) are part of its key.
+  nlohmann::json no_families = nhwc;
+  no_families["key"].erase("families");
+  expect_refused("conv_nhwc", no_families, "\"families\" is missing");
   nhwc["key"]["storage"] = "int8";
   expect_refused("conv_nhwc", nhwc, "\"storage\" is \"int8\", none of fp16, bf16, fp32");
 

@@ -1,16 +1,16 @@
 // The stem by space-to-depth on the GPU (docs/cuda.md, "The stem by space-to-depth"):
-// rw.ToNhwc with rw.space_to_depth (kernels/nhwc_space_to_depth.cu) against its reference kernel
+// rw.ToNhwc with rw.space_to_depth (kernels/nhwc/nhwc_space_to_depth.cu) against its reference kernel
 // bit for bit (it only rounds each value once) at fp16, bf16 and fp32 (also rounded to tf32), for
 // even W (float2 reads) and odd extents, 1 to 4 channels, padding channels; then small stem
 // networks through the GraphRunner with the rewrite on and off against the CPU reference executor
 // on the original graph (the 7x7/2 stem on 224x224 and on 37x33, the 3x3/2 and 5x5/2 stems): at
 // fp16 and bf16 within the precision's bound, and at tf32 and fp32 (fp32 storage, where only the
 // 7x7 stems are taken) within 1.5 times the plain stem's error. Then, host only, the runner's
-// switch (RunnerOptions and REDWOOD_CUDA_S2D_STEM).
+// switch (CudaOptions::space_to_depth_stem).
 
 #include "backends/cuda/graph_runner.hpp"
 #include "core/error.hpp"
-#include "core/space_to_depth.hpp"
+#include "backends/cuda/passes/space_to_depth.hpp"
 #include "runtime/executor.hpp"
 #include "gpu_test_support.hpp"
 #include "provider_run.hpp"
@@ -27,8 +27,9 @@
 namespace redwood::cuda {
 namespace {
 
+using redwood::testing::Ints;
+
 using Attrs = std::map<std::string, AttributeValue>;
-using Ints = std::vector<std::int64_t>;
 
 const char* name_of(DType s) { return s == DType::kF16 ? "fp16" : s == DType::kBF16 ? "bf16" : "fp32"; }
 
@@ -165,7 +166,7 @@ TEST(SpaceToDepthStem, StemNetworksMatchTheReference) {
       RunnerOptions on;
       on.precision = p;
       RunnerOptions off = on;
-      off.space_to_depth_stem = false;
+      off.cuda.space_to_depth_stem = false;
       GraphRunner with(graph, on), without(graph, off);
       EXPECT_EQ(took_space_to_depth(with), taken);
       EXPECT_FALSE(took_space_to_depth(without));
@@ -190,9 +191,8 @@ TEST(SpaceToDepthStem, StemNetworksMatchTheReference) {
   }
 }
 
-TEST(SpaceToDepthStem, TheSwitchFollowsTheOptionsAndTheEnvironment) {
+TEST(SpaceToDepthStem, TheSwitchFollowsTheOptions) {
   // Host only: which runner options take the stem by space-to-depth.
-  const redwood::testing::ScopedEnv env("REDWOOD_CUDA_S2D_STEM", nullptr);
   RunnerOptions o;
   for (const Precision p : {Precision::kFp16, Precision::kBf16, Precision::kTf32, Precision::kFp32}) {
     o.precision = p;
@@ -200,12 +200,9 @@ TEST(SpaceToDepthStem, TheSwitchFollowsTheOptionsAndTheEnvironment) {
     o.nhwc = false;
     EXPECT_FALSE(space_to_depth_stem(o)) << precision_name(p) << " without NHWC groups";
     o.nhwc = true;
-    o.space_to_depth_stem = false;
+    o.cuda.space_to_depth_stem = false;
     EXPECT_FALSE(space_to_depth_stem(o)) << precision_name(p) << " switched off";
-    o.space_to_depth_stem = true;
-    env.set("0");
-    EXPECT_FALSE(space_to_depth_stem(o)) << precision_name(p) << " with REDWOOD_CUDA_S2D_STEM=0";
-    env.set(nullptr);
+    o.cuda.space_to_depth_stem = true;
   }
 }
 

@@ -19,8 +19,8 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_tensor.hpp"
-#include "backends/cuda/kernels/conv_nhwc.hpp"
-#include "backends/cuda/kernels/conv_nhwc_narrow.hpp"
+#include "backends/cuda/kernels/conv_nhwc/conv_nhwc.hpp"
+#include "backends/cuda/kernels/conv_nhwc/conv_nhwc_narrow.hpp"
 #include "core/error.hpp"
 
 #include "bench_support.hpp"
@@ -90,7 +90,7 @@ int run(const std::vector<Layer>& layers, int samples, int reps, float warmup_ms
     const Shape out_shape = {l.n, l.oh(), l.ow(), l.k};
     const Tensor res = l.residual ? cuda::to_device(random_input(out_shape, 4).cast(storage_type)) : Tensor();
     const Tensor y = cuda::device_empty(storage_type, out_shape);
-    const std::vector<NhwcConvConfig> candidates = cuda::kernels::nhwc_conv_candidates(p, sms, wgmma, true);
+    const std::vector<NhwcConvConfig> candidates = cuda::kernels::nhwc_conv_candidates(p, sms, {.wgmma = wgmma, .tma = wgmma, .narrow = true});
     std::size_t ws_bytes = 0;
     for (const NhwcConvConfig& c : candidates) {
       ws_bytes = std::max(ws_bytes, cuda::kernels::nhwc_conv_workspace_bytes(p, c));

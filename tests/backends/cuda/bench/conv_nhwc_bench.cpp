@@ -27,15 +27,15 @@
 // --families: also, per layer, every (tile, split) candidate of rw.ConvNhwc launched directly
 // (launch_conv_nhwc, the same fp16 operands, split-K counters from the pool as the op uses), and
 // the fastest of each kernel family side by side: mma.sync (conv_nhwc_mma.cuh) and, on a compute
-// capability 9.0 GPU of a build with sm_90, Hopper wgmma (conv_nhwc_wgmma.cuh) and the
-// warp-specialized persistent wgmma tiles (conv_nhwc_wgmma_ws.cuh; "ws", unless
-// REDWOOD_CUDA_WGMMA_WS=0 hides them). One JSON line ("mode": "conv_nhwc_families") per layer.
+// capability 9.0 GPU of a build with sm_90, Hopper wgmma (conv_nhwc_wgmma.cuh) and the TMA-fed
+// wgmma tiles (conv_nhwc_wgmma_tma.cuh, where the layer fits them). One JSON line ("mode":
+// "conv_nhwc_families") per layer.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/cuda_kernel.hpp"
 #include "backends/cuda/device_tensor.hpp"
-#include "backends/cuda/kernels/conv_kernels.hpp"
-#include "backends/cuda/kernels/conv_nhwc.hpp"
+#include "backends/cuda/kernels/conv/conv_kernels.hpp"
+#include "backends/cuda/kernels/conv_nhwc/conv_nhwc.hpp"
 #include "core/error.hpp"
 #include "core/layout.hpp"
 
@@ -165,7 +165,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   const bool wgmma = k::nhwc_wgmma_usable();
   const DType s = x_nhwc.dtype();
   const k::NhwcStorage storage = s == DType::kF32 ? k::NhwcStorage::kF32 : k::NhwcStorage::kF16;
-  const auto cands = k::nhwc_conv_candidates(p, sms, wgmma, false, storage);
+  const auto cands = k::nhwc_conv_candidates(p, sms, {.wgmma = wgmma, .tma = wgmma}, storage);
   std::size_t ws_bytes = 0;
   long long tiles = 0;
   for (const auto& c : cands) {
@@ -181,7 +181,7 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
   if (residual) RW_CUDA_CHECK(cudaMemsetAsync(r.raw_data(), 0, r.nbytes(), stream));
   k::Epilogue e;
   e.act = k::kActRelu;
-  FamilyBest best[4];  // mma.sync, wgmma, warp-specialized wgmma, TMA-fed wgmma
+  FamilyBest best[3];  // mma.sync, wgmma, TMA-fed wgmma
   const auto& all = k::nhwc_conv_tiles();
   bool first = true;
   for (const auto& c : cands) {
@@ -198,22 +198,19 @@ void time_families(const Layer& l, const Tensor& x_nhwc, const Tensor& w_nhwc, c
     std::sort(ms.begin(), ms.end());
     const double med = ms[ms.size() / 2];
     const k::NhwcTile& t = all[static_cast<std::size_t>(c.tile)];
-    FamilyBest& b = best[t.tma >= 0 ? 3 : t.ws >= 0 ? 2 : t.wgmma >= 0 ? 1 : 0];
+    FamilyBest& b = best[t.tma >= 0 ? 2 : t.wgmma >= 0 ? 1 : 0];
     if (b.pick == "-" || med < b.ms) b = {med, fmt::format("{}/{}", t.name, c.splits)};
   }
   auto tf = [&](const FamilyBest& b) { return b.ms > 0 ? l.flops() / b.ms * 1e-9 : 0.0; };
-  std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s) | ws %8.4f ms "
-              "%6.1f TFLOP/s (%s) | tma %8.4f ms %6.1f TFLOP/s (%s)%s\n",
+  std::printf("  %-26s mma.sync %8.4f ms %6.1f TFLOP/s (%s) | wgmma %8.4f ms %6.1f TFLOP/s (%s) | tma %8.4f ms "
+              "%6.1f TFLOP/s (%s)%s\n",
               "families", best[0].ms, tf(best[0]), best[0].pick.c_str(), best[1].ms, tf(best[1]), best[1].pick.c_str(),
-              best[2].ms, tf(best[2]), best[2].pick.c_str(), best[3].ms, tf(best[3]), best[3].pick.c_str(),
-              wgmma ? "" : " [wgmma not available here]");
+              best[2].ms, tf(best[2]), best[2].pick.c_str(), wgmma ? "" : " [wgmma not available here]");
   std::printf("{\"mode\": \"conv_nhwc_families\", \"storage\": \"%s\", \"layer\": \"%s\", \"mma_ms\": %.5f, "
               "\"mma_tflops\": %.1f, \"mma_pick\": \"%s\", \"wgmma_ms\": %.5f, \"wgmma_tflops\": %.1f, "
-              "\"wgmma_pick\": \"%s\", \"ws_ms\": %.5f, \"ws_tflops\": %.1f, \"ws_pick\": \"%s\", \"tma_ms\": %.5f, "
-              "\"tma_tflops\": %.1f, \"tma_pick\": \"%s\"}\n",
+              "\"wgmma_pick\": \"%s\", \"tma_ms\": %.5f, \"tma_tflops\": %.1f, \"tma_pick\": \"%s\"}\n",
               std::string(dtype_name(s)).c_str(), l.name().c_str(), best[0].ms, tf(best[0]), best[0].pick.c_str(),
-              best[1].ms, tf(best[1]), best[1].pick.c_str(), best[2].ms, tf(best[2]), best[2].pick.c_str(), best[3].ms,
-              tf(best[3]), best[3].pick.c_str());
+              best[1].ms, tf(best[1]), best[1].pick.c_str(), best[2].ms, tf(best[2]), best[2].pick.c_str());
   std::fflush(stdout);
 }
 

@@ -1,4 +1,4 @@
-// redwood_nhwc_bench: the NHWC companion kernels (backends/cuda/kernels/nhwc.cpp) at fp16 and
+// redwood_nhwc_bench: the NHWC companion kernels (backends/cuda/kernels/nhwc/nhwc.cpp) at fp16 and
 // bf16 against the fp32 NCHW kernels they replace, each pair in the same process, at the batch-32
 // shapes of MobileNetV3-Large and ResNet-50 (224×224):
 //

@@ -18,7 +18,8 @@
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
-#include "backends/cuda/kernels/matmul.hpp"
+#include "backends/cuda/kernels/matmul/matmul.hpp"
+#include "backends/cuda/passes/gpu_pipeline.hpp"
 #include "core/error.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "core/passes/pass_manager.hpp"

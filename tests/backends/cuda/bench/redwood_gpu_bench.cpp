@@ -19,6 +19,8 @@
 // two events): per op type, the slowest steps, and the launch gaps of a replay, on stderr.
 // --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16/tf32 (RunnerOptions::nhwc), for
 // comparing with the NHWC activations that are the default there (16-bit; fp32 at tf32).
+// --cuda NAME=off (repeatable) sets a CUDA option (backends/cuda/cuda_options.hpp: wgmma, tma,
+// pdl, ...), to compare a kernel family or rewrite against the default in the same session.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
@@ -124,12 +126,14 @@ void print_profile(const Graph& g, cuda::Plan& plan, cudaStream_t stream, int ru
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: redwood_gpu_bench MODEL.onnx [--batch N] [--precision fp32|tf32|fp16|bf16] "
-                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose] [--profile] [--no-nhwc]\n");
+                         "[--shape C,H,W] [--runs N] [--warmup N] [--check] [--cpu-runs N] [--verbose] [--profile] [--no-nhwc] "
+                         "[--cuda NAME=on|off ...]\n");
     return 2;
   }
   std::string model = argv[1], precision = "fp32", dims;
   int batch = 1, runs = 50, warmup = 20, cpu_runs = 0;
   bool check = false, verbose = false, profile = false, nhwc = true;
+  cuda::CudaOptions cuda_options;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return redwood::bench::option_value(argc, argv, i); };
@@ -143,6 +147,7 @@ int run(int argc, char** argv) {
     else if (a == "--verbose") verbose = true;
     else if (a == "--profile") profile = true;
     else if (a == "--no-nhwc") nhwc = false;
+    else if (a == "--cuda") cuda::set_cuda_option(cuda_options, next());
     else throw InvalidArgument(fmt::format("unknown option '{}'", a));
   }
   auto graph = load_onnx(model);
@@ -160,6 +165,7 @@ int run(int argc, char** argv) {
   cuda::RunnerOptions options;
   options.precision = cuda::parse_precision(precision);
   options.nhwc = nhwc;
+  options.cuda = cuda_options;
   cuda::GraphRunner runner(graph, options);
   const Tensor x = random_input(shape, 1);
   const std::string input = graph->inputs[0].name;
@@ -227,12 +233,12 @@ int run(int argc, char** argv) {
   std::printf("{\"model\": \"%s\", \"batch\": %d, \"precision\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
               "\"p90_ms\": %.4f, \"flops\": %.6g, \"min_bytes\": %.6g, \"steps\": %zu, \"workspace_mib\": %.1f, "
               "\"rel_l2\": %.3g, \"host_median_ms\": %.4f, \"cpu_median_ms\": %.4f, \"cpu_min_ms\": %.4f, "
-              "\"cpu_runs\": %d, \"cpu_threads\": %u, \"cpu_vs_gpu_rel_l2\": %.3g}\n",
+              "\"cpu_runs\": %d, \"cpu_threads\": %u, \"cpu_vs_gpu_rel_l2\": %.3g, \"cuda_options\": \"%s\"}\n",
               model.c_str(), batch, precision.c_str(), ms[ms.size() / 2], ms.front(), ms[ms.size() * 9 / 10],
               plan_flops(runner.graph(), s), (weights + io) * static_cast<double>(width), s.steps.size(),
               s.workspace.workspace_bytes / 1048576.0, error, host_ms[host_ms.size() / 2],
               cpu_ms.empty() ? -1.0 : cpu_ms[cpu_ms.size() / 2], cpu_ms.empty() ? -1.0 : cpu_ms.front(), cpu_runs,
-              std::thread::hardware_concurrency(), cpu_vs_gpu);
+              std::thread::hardware_concurrency(), cpu_vs_gpu, cuda::describe(cuda_options).c_str());
   return 0;
 }
 
