@@ -16,10 +16,15 @@ std::string describe(cudaError_t err, const char* call, const char* file, int li
 }  // namespace
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  // The error is reported here: taken off the thread's last error, so that a later launch check
+  // (RW_CUDA_CHECK_LAUNCH reads cudaGetLastError) does not blame its kernel for it. Sticky errors
+  // (a kernel fault) stay whatever this does.
+  cudaGetLastError();
   throw CudaError(describe(err, call, file, line));
 }
 
 void warn_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  cudaGetLastError();  // as throw_cuda_error
   redwood::log().warn("{}", describe(err, call, file, line));
 }
 

@@ -7,6 +7,7 @@ namespace {
 
 void check(cudaError_t e, const char* call) {
   if (e != cudaSuccess) {
+    cudaGetLastError();  // reported here, not left for a later launch check to find
     throw Error(fmt::format("{} failed: {} ({})", call, cudaGetErrorName(e), cudaGetErrorString(e)));
   }
 }
@@ -65,8 +66,16 @@ void* DeviceResource::do_allocate(std::size_t bytes, std::size_t alignment, Stre
              kind(), name(), alignment);
   if (!counters_.try_reserve(bytes, limit_)) out_of_memory(kind(), name(), bytes, limit_, counters_.in_use());
   int current = 0;
-  RW_CUDA_TRY(cudaGetDevice(&current));
-  if (current != device_) RW_CUDA_TRY(cudaSetDevice(device_));
+  if (const cudaError_t e = cudaGetDevice(&current); e != cudaSuccess) {
+    counters_.unreserve(bytes);
+    check(e, "cudaGetDevice");
+  }
+  if (current != device_) {
+    if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+      counters_.unreserve(bytes);
+      check(e, "cudaSetDevice(device_)");
+    }
+  }
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes);
   if (current != device_) cudaSetDevice(current);

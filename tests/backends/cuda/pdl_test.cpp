@@ -43,8 +43,17 @@ struct CapturedPair {
   CapturedPair() {
     EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
     EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), cudaSuccess);
-    kernels::launch_unary(kernels::UnaryOp::kNeg, x.data<float>(), mid.data<float>(), 1000, 0, 0, stream);
-    kernels::launch_unary(kernels::UnaryOp::kAbs, mid.data<float>(), y.data<float>(), 1000, 0, 0, stream);
+    try {
+      kernels::launch_unary(kernels::UnaryOp::kNeg, x.data<float>(), mid.data<float>(), 1000, 0, 0, stream);
+      kernels::launch_unary(kernels::UnaryOp::kAbs, mid.data<float>(), y.data<float>(), 1000, 0, 0, stream);
+    } catch (...) {
+      // A capture left open would refuse every later allocation and synchronization on this
+      // thread, failing the tests after this one for this one's sake.
+      cudaStreamEndCapture(stream, &graph);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaStreamDestroy(stream);
+      throw;
+    }
     EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   }
   ~CapturedPair() {
