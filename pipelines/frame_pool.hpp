@@ -48,7 +48,7 @@ class FramePool {
 
  private:
   static void reset(Frame& f) {
-    f.image.release();
+    f.image = {};
     f.memory = nullptr;
     f.tensors.clear();
     f.transforms.clear();

@@ -237,9 +237,9 @@ class Run {
     const auto period = std::chrono::duration<double>(fps > 0 ? 1.0 / fps : 0.0);
     while (!stop_readers_ && (options_.max_frames <= 0 || seq < options_.max_frames)) {
       FramePtr f = frames_.acquire();  // a recycled Frame once warmed up
-      // The picture's buffer comes from the frame pool (the source writes into it).
+      // The frame's buffers come from the frame pool: the picture the source reads, then what
+      // the stages add.
       f->memory = &memory_;
-      f->image = frame_mat(&memory_);
       Clock::time_point due{};
       if (paced) {
         due = start_ + std::chrono::duration_cast<Clock::duration>(period * (streams_[i].start_phase + static_cast<double>(seq)));
@@ -247,9 +247,9 @@ class Run {
         if (stop_readers_) break;
       }
       try {
-        ReadStatus status = source.read(f->image, f->pts_ms, stop_readers_);
+        ReadStatus status = source.read(f->image, f->pts_ms, f->memory, stop_readers_);
         if (status != ReadStatus::kFrame && pipeline_options_.loop && !stop_readers_ && seq > 0 && source.rewind()) {
-          status = source.read(f->image, f->pts_ms, stop_readers_);
+          status = source.read(f->image, f->pts_ms, f->memory, stop_readers_);
         }
         if (status != ReadStatus::kFrame) break;
       } catch (const std::exception& e) {

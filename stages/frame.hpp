@@ -4,8 +4,8 @@
 // stage at a time (the flow graph hands the pointer on), so nothing in it is locked.
 
 #include "core/tensor.hpp"
-
-#include <opencv2/core.hpp>
+#include "stages/geometry.hpp"
+#include "stages/picture.hpp"
 
 #include <array>
 #include <chrono>
@@ -26,16 +26,16 @@ struct ImageTransform {
   float scale_x = 1.f, scale_y = 1.f;
   float pad_x = 0.f, pad_y = 0.f;
   int tensor_width = 0, tensor_height = 0;
-  cv::Point2f to_picture(cv::Point2f p) const { return {(p.x - pad_x) / scale_x, (p.y - pad_y) / scale_y}; }
+  PointF to_picture(PointF p) const { return {(p.x - pad_x) / scale_x, (p.y - pad_y) / scale_y}; }
 };
 
 /// One thing found in a frame: a text region, a face. Coordinates are picture pixels.
 struct Detection {
   std::string kind;                  // "text", "face"
   float score = 0.f;
-  cv::Rect2f box;                    // axis-aligned bounds
-  std::vector<cv::Point2f> quad;     // text: the rotated region, clockwise from top-left
-  std::vector<cv::Point2f> keypoints;
+  RectF box;                         // axis-aligned bounds
+  std::vector<PointF> quad;          // text: the rotated region, clockwise from top-left
+  std::vector<PointF> keypoints;
   std::string text;                  // text recognized in the region (empty when none ran)
   float text_score = 0.f;
 };
@@ -58,7 +58,7 @@ struct Frame {
   std::chrono::system_clock::time_point captured;  // the same moment on the wall clock (for messages)
   Clock::time_point admitted_at;  // when it entered the graph (after the source's queue)
   std::vector<StageMark> stage_done;  // one per stage that ran on it, in pipeline order
-  cv::Mat image;                  // 8-bit BGR
+  Picture image;                  // 8-bit BGR
   FrameMemory* memory = nullptr;  // the pipeline's buffer pool (stages/frame_memory.hpp); null: heap
   std::map<std::string, Tensor> tensors;
   std::map<std::string, ImageTransform> transforms;  // by tensor key, from preprocess

@@ -3,10 +3,14 @@
 #include "memory/host_resource.hpp"
 #include "memory/tiered.hpp"
 #include "memory/tracing_resource.hpp"
+#include "stages/picture_cv.hpp"
+
+#include <opencv2/core.hpp>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace redwood {
@@ -128,6 +132,31 @@ Tensor FrameMemory::empty(DType dtype, Shape shape) {
   });
 }
 
+Picture FrameMemory::picture(int width, int height, int channels) {
+  Picture p;
+  p.width = width;
+  p.height = height;
+  p.channels = channels;
+  p.stride = p.row_bytes();
+  if (width < 0 || height < 0 || channels < 1 ||
+      (height > 0 && p.stride > std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(height))) {
+    return Picture::allocate(width, height, channels);  // which reports the bad extents
+  }
+  const std::size_t block = std::max<std::size_t>(p.stride * static_cast<std::size_t>(height), 1);
+  try {
+    p.data = static_cast<std::uint8_t*>(state_->calls().allocate(block, kAlignment));
+  } catch (const memory::OutOfMemory&) {
+    ++state_->fallbacks;
+    return Picture::allocate(width, height, channels);
+  }
+  // The release travels in the shared pointer's control block: the one heap allocation a pool
+  // picture costs.
+  p.owner = std::shared_ptr<void>(p.data, [state = state_, block](void* data) {
+    state->calls().deallocate(data, block, kAlignment, nullptr);
+  });
+  return p;
+}
+
 Tensor FrameMemory::zeros(DType dtype, Shape shape) {
   Tensor t = empty(dtype, std::move(shape));
   std::memset(t.raw_data(), 0, t.nbytes());
@@ -163,6 +192,10 @@ Tensor frame_tensor(FrameMemory* memory, DType dtype, Shape shape) {
 
 Tensor frame_tensor_zeros(FrameMemory* memory, DType dtype, Shape shape) {
   return memory ? memory->zeros(dtype, std::move(shape)) : Tensor::zeros(dtype, std::move(shape));
+}
+
+Picture frame_picture(FrameMemory* memory, int width, int height, int channels) {
+  return memory ? memory->picture(width, height, channels) : Picture::allocate(width, height, channels);
 }
 
 cv::Mat frame_mat(FrameMemory* memory) {

@@ -6,28 +6,32 @@
 //   HostResource (posix_memalign),  ◄── chunks, only while warming up (upstream counters)
 //   or pinned memory (a GPU model)
 //        ▲
-//   TieredResource "frames"  ◄── allocate / free per buffer: pictures (cv::Mat through
-//                                mat_allocator()), tensors (empty/zeros), freed when the last
-//                                Mat or Tensor handle to them goes; requests up to 64 KiB and
-//                                up to 640 KiB in buddy tiers of their own, whose chunks are
-//                                blocks of the base pool (memory/tiered.hpp), so that small
-//                                buffers do not split the large blocks pictures need
+//   TieredResource "frames"  ◄── allocate / free per buffer: pictures (picture(), and cv::Mat
+//                                through mat_allocator()), tensors (empty/zeros), freed when the
+//                                last Picture, Mat or Tensor handle to them goes; requests up to
+//                                64 KiB and up to 640 KiB in buddy tiers of their own, whose
+//                                chunks are blocks of the base pool (memory/tiered.hpp), so that
+//                                small buffers do not split the large blocks pictures need
 //
 // A Frame carries a pointer to its pipeline's FrameMemory; stages ask it for buffers (or the
 // plain heap when a frame has none, as in unit tests of a single stage). Every buffer keeps the
 // pool alive (shared state), so a tensor or picture that outlives the pipeline stays valid.
 //
-// OpenCV's Mat::create falls back to its default allocator if ours throws (pool exhausted): the
-// frame still runs, its buffer comes from the heap, and `fallbacks` counts it.
+// When the pool is exhausted, a buffer comes from the heap instead: the frame still runs, and
+// `fallbacks` counts it (OpenCV's Mat::create falls back to its default allocator when ours
+// throws).
 
 #include "core/tensor.hpp"
 #include "memory/resource.hpp"
 #include "memory/tiered.hpp"
-
-#include <opencv2/core.hpp>
+#include "stages/picture.hpp"
 
 #include <cstdint>
 #include <memory>
+
+namespace cv {
+class MatAllocator;
+}  // namespace cv
 
 namespace redwood {
 
@@ -43,7 +47,7 @@ struct FrameMemoryConfig {
 struct FrameMemoryStats {
   memory::PoolStats pool;      // the buddy pool (allocations, in use, high water, upstream calls)
   memory::PoolStats upstream;  // its upstream: every call here is a system allocation
-  std::uint64_t fallbacks = 0; // pictures that went to the heap because the pool refused them
+  std::uint64_t fallbacks = 0; // buffers that went to the heap because the pool refused them
 };
 
 class FrameMemory {
@@ -62,7 +66,10 @@ class FrameMemory {
   Tensor empty(DType dtype, Shape shape);
   /// The same, zero-filled.
   Tensor zeros(DType dtype, Shape shape);
-  /// Set as a cv::Mat's `allocator` before create()/read(), the Mat's buffer comes from the pool.
+  /// A picture in pool memory (rows contiguous); pixels uninitialized.
+  Picture picture(int width, int height, int channels);
+  /// Set as a cv::Mat's `allocator` before create()/read(), the Mat's buffer comes from the pool
+  /// (frame_mat() in stages/picture_cv.hpp does it).
   cv::MatAllocator* mat_allocator();
 
   FrameMemoryStats stats() const;
@@ -76,7 +83,7 @@ class FrameMemory {
 /// Pool tensor when `memory` is given, else a plain heap tensor.
 Tensor frame_tensor(FrameMemory* memory, DType dtype, Shape shape);
 Tensor frame_tensor_zeros(FrameMemory* memory, DType dtype, Shape shape);
-/// A Mat header whose buffer, once created, comes from `memory` (when given).
-cv::Mat frame_mat(FrameMemory* memory);
+/// A pool picture when `memory` is given, else a plain heap picture (Picture::allocate).
+Picture frame_picture(FrameMemory* memory, int width, int height, int channels);
 
 }  // namespace redwood

@@ -41,8 +41,8 @@ std::vector<Anchor> blazeface_anchors(int input_size) {
   return anchors;
 }
 
-static float iou(const cv::Rect2f& a, const cv::Rect2f& b) {
-  const float inter = (a & b).area();
+static float iou(const RectF& a, const RectF& b) {
+  const float inter = intersection(a, b).area();
   const float uni = a.area() + b.area() - inter;
   return uni > 0 ? inter / uni : 0.f;
 }
@@ -76,8 +76,8 @@ std::vector<FaceDetection> decode_blazeface(const float* scores, const float* bo
     const float w = r[2] / s, h = r[3] / s;
     FaceDetection d;
     d.score = score;
-    d.box = cv::Rect2f(cx - w / 2, cy - h / 2, w, h);
-    for (int k = 0; k < 6; ++k) d.keypoints.emplace_back(r[4 + 2 * k] / s + anchors[i].cx, r[5 + 2 * k] / s + anchors[i].cy);
+    d.box = RectF{cx - w / 2, cy - h / 2, w, h};
+    for (int k = 0; k < 6; ++k) d.keypoints.push_back({r[4 + 2 * k] / s + anchors[i].cx, r[5 + 2 * k] / s + anchors[i].cy});
     found.push_back(std::move(d));
   }
   return non_max_suppression(std::move(found), o.iou_threshold);
@@ -145,9 +145,9 @@ class BlazeFaceStage final : public Stage {
         Detection d;
         d.kind = "face";
         d.score = fd.score;
-        const auto to_pic = [&](cv::Point2f n) { return tf.to_picture({n.x * tf.tensor_width, n.y * tf.tensor_height}); };
-        const cv::Point2f tl = to_pic(fd.box.tl()), br = to_pic(fd.box.br());
-        d.box = cv::Rect2f(tl, br) & cv::Rect2f(0, 0, static_cast<float>(f->image.cols), static_cast<float>(f->image.rows));
+        const auto to_pic = [&](PointF n) { return tf.to_picture({n.x * tf.tensor_width, n.y * tf.tensor_height}); };
+        d.box = intersection(RectF::spanning(to_pic(fd.box.top_left()), to_pic(fd.box.bottom_right())),
+                             RectF{0, 0, static_cast<float>(f->image.width), static_cast<float>(f->image.height)});
         for (const auto& k : fd.keypoints) d.keypoints.push_back(to_pic(k));
         f->detections.push_back(std::move(d));
       }

@@ -3,7 +3,7 @@
 // feature maps, box and 6 keypoint offsets relative to each anchor in input pixels, sigmoid
 // scores, then non-maximum suppression.
 
-#include <opencv2/core.hpp>
+#include "stages/geometry.hpp"
 
 #include <vector>
 
@@ -19,8 +19,8 @@ struct Anchor {
 std::vector<Anchor> blazeface_anchors(int input_size);
 
 struct FaceDetection {
-  cv::Rect2f box;                    // normalized [0, 1] of the model input
-  std::vector<cv::Point2f> keypoints;  // 6, normalized
+  RectF box;                      // normalized [0, 1] of the model input
+  std::vector<PointF> keypoints;  // 6, normalized
   float score = 0.f;
 };
 

@@ -11,16 +11,18 @@
 
 #include "stages/postprocess/db_text.hpp"
 
+#include "stages/picture_cv.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <array>
 
 namespace redwood {
 
-std::vector<cv::Point2f> order_quad(std::vector<cv::Point2f> pts) {
+std::vector<PointF> order_quad(std::vector<PointF> pts) {
   // PP-OCR's get_mini_boxes: sort by x, then the left pair by y and the right pair by y.
   std::sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.x < b.x; });
   const auto [tl, bl] = pts[0].y <= pts[1].y ? std::pair{pts[0], pts[1]} : std::pair{pts[1], pts[0]};
@@ -51,13 +53,13 @@ std::vector<TextQuad> decode_db(const float* prob, int height, int width, const 
     const float d = w * h * o.unclip_ratio / (2.f * (w + h));
     const cv::RotatedRect grown(rect.center, cv::Size2f(w + 2 * d, h + 2 * d), rect.angle);
     if (std::min(grown.size.width, grown.size.height) < o.min_size + 2) continue;
-    std::vector<cv::Point2f> pts(4);
-    grown.points(pts.data());
-    for (auto& p : pts) {
-      p.x = std::clamp(p.x, 0.f, static_cast<float>(width));
-      p.y = std::clamp(p.y, 0.f, static_cast<float>(height));
+    std::array<cv::Point2f, 4> corners;
+    grown.points(corners.data());
+    std::vector<PointF> pts(4);
+    for (std::size_t k = 0; k < 4; ++k) {
+      pts[k] = {std::clamp(corners[k].x, 0.f, static_cast<float>(width)), std::clamp(corners[k].y, 0.f, static_cast<float>(height))};
     }
-    quads.push_back({order_quad(pts), score});
+    quads.push_back({order_quad(std::move(pts)), score});
   }
   std::sort(quads.begin(), quads.end(), [](const TextQuad& a, const TextQuad& b) {
     if (std::abs(a.points[0].y - b.points[0].y) > 10.f) return a.points[0].y < b.points[0].y;
@@ -107,13 +109,15 @@ class DbTextStage final : public Stage {
         Detection d;
         d.kind = "text";
         d.score = q.score;
-        for (const auto& p : q.points) {
-          cv::Point2f pic = tf.to_picture({p.x * sx, p.y * sy});
-          pic.x = std::clamp(pic.x, 0.f, static_cast<float>(f->image.cols - 1));
-          pic.y = std::clamp(pic.y, 0.f, static_cast<float>(f->image.rows - 1));
+        std::array<cv::Point2f, 4> corners;  // the quad's (decode_db gives 4), for OpenCV's bounding box
+        for (std::size_t k = 0; k < corners.size(); ++k) {
+          PointF pic = tf.to_picture({q.points[k].x * sx, q.points[k].y * sy});
+          pic.x = std::clamp(pic.x, 0.f, static_cast<float>(f->image.width - 1));
+          pic.y = std::clamp(pic.y, 0.f, static_cast<float>(f->image.height - 1));
           d.quad.push_back(pic);
+          corners[k] = to_cv(pic);
         }
-        d.box = cv::boundingRect(d.quad);
+        d.box = from_cv(cv::Rect2f(cv::boundingRect(corners)));
         f->detections.push_back(std::move(d));
       }
     }

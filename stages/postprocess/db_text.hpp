@@ -4,7 +4,7 @@
 // probability inside is high enough, and grow it ("unclip") by area * ratio / perimeter, since
 // the network is trained on shrunk text kernels.
 
-#include <opencv2/core.hpp>
+#include "stages/geometry.hpp"
 
 #include <vector>
 
@@ -19,7 +19,7 @@ struct DbOptions {
 };
 
 struct TextQuad {
-  std::vector<cv::Point2f> points;  // 4, clockwise from top-left, map coordinates
+  std::vector<PointF> points;  // 4, clockwise from top-left, map coordinates
   float score = 0.f;
 };
 
@@ -28,6 +28,6 @@ struct TextQuad {
 std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& options);
 
 /// Orders 4 points clockwise from the top-left one.
-std::vector<cv::Point2f> order_quad(std::vector<cv::Point2f> points);
+std::vector<PointF> order_quad(std::vector<PointF> points);
 
 }  // namespace redwood

@@ -9,15 +9,18 @@
 
 #include "stages/postprocess/text_crops.hpp"
 
+#include "stages/picture_cv.hpp"
 #include "stages/stage.hpp"
 
 #include <opencv2/imgproc.hpp>
 
+#include <array>
 #include <cmath>
 
 namespace redwood {
 
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& q, FrameMemory* memory) {
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<PointF>& quad, FrameMemory* memory) {
+  const std::array<cv::Point2f, 4> q{to_cv(quad.at(0)), to_cv(quad.at(1)), to_cv(quad.at(2)), to_cv(quad.at(3))};
   const float w = std::max(cv::norm(q[0] - q[1]), cv::norm(q[2] - q[3]));
   const float h = std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2]));
   const int cw = std::max(1, static_cast<int>(std::lround(w))), ch = std::max(1, static_cast<int>(std::lround(h)));
@@ -77,7 +80,7 @@ class TextCropsStage final : public Stage {
     for (Frame* f : frames) {
       std::vector<cv::Mat> crops;
       for (const Detection& d : f->detections) {
-        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(f->image, d.quad, f->memory));
+        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(as_mat(f->image), d.quad, f->memory));
       }
       f->tensors[output_] = crops_to_tensor(crops, options_, f->memory);
     }

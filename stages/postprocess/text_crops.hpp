@@ -5,6 +5,7 @@
 
 #include "core/tensor.hpp"
 #include "stages/frame_memory.hpp"
+#include "stages/geometry.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -21,8 +22,9 @@ struct TextCropOptions {
   float std = 0.5f;
 };
 
-/// The quad's content, warped upright (8-bit BGR); with `memory`, in that pool.
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<cv::Point2f>& quad, FrameMemory* memory = nullptr);
+/// The content of the quad (4 corners, clockwise from top-left), warped upright (8-bit BGR);
+/// with `memory`, in that pool.
+cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<PointF>& quad, FrameMemory* memory = nullptr);
 
 /// [K, 3, height, max_width] float tensor of the given crops (K may be 0); with `memory`, the
 /// tensor and the resized crops come from that pool.

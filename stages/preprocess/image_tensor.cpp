@@ -1,6 +1,7 @@
 #include "stages/preprocess/image_tensor.hpp"
 
 #include "core/error.hpp"
+#include "stages/picture_cv.hpp"
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>

@@ -28,6 +28,7 @@
 //     layout: auto        # nchw, nhwc
 //     normalize_on: auto  # stage, model
 
+#include "stages/picture_cv.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 #include "stages/stage.hpp"
 
@@ -135,8 +136,9 @@ class PreprocessStage final : public Stage {
   void do_process(std::span<Frame* const> frames) override {
     for (Frame* f : frames) {
       ImageTransform tf;
-      f->tensors[output_] = on_model_ ? image_to_pixels(f->image, input_, options_, &tf, f->memory)
-                                      : image_to_tensor(f->image, input_, options_, &tf, f->memory);
+      const cv::Mat bgr = as_mat(f->image);
+      f->tensors[output_] = on_model_ ? image_to_pixels(bgr, input_, options_, &tf, f->memory)
+                                      : image_to_tensor(bgr, input_, options_, &tf, f->memory);
       f->transforms[output_] = tf;
     }
   }

@@ -54,7 +54,7 @@ class Writer {
     out_.push_back(',');
     key(k);
   }
-  void points(const std::vector<cv::Point2f>& pts) {
+  void points(const std::vector<PointF>& pts) {
     out_.push_back('[');
     for (std::size_t i = 0; i < pts.size(); ++i) {
       if (i) out_.push_back(',');
@@ -91,9 +91,9 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
   w.next("pts_ms");
   w.number(r1(f.pts_ms));
   w.next("width");
-  w.integer(f.image.cols);
+  w.integer(f.image.width);
   w.next("height");
-  w.integer(f.image.rows);
+  w.integer(f.image.height);
   w.next("latency_ms");
   w.number(r1(latency_ms));
   w.next("timestamps");

@@ -17,6 +17,7 @@
 // that could not be written count as failed.
 
 #include "core/thread_name.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/sink/sink.hpp"
 
 #include <fmt/format.h>
@@ -64,7 +65,7 @@ class VideoSink final : public Sink {
     }
     auto it = files_.find(f.stream);
     if (it == files_.end()) it = files_.emplace(f.stream, open(f)).first;
-    cv::Mat canvas = f.image.clone();
+    cv::Mat canvas = as_mat(f.image).clone();
     draw(canvas, f.detections);
     {
       std::lock_guard lock(mutex_);
@@ -113,7 +114,7 @@ class VideoSink final : public Sink {
     std::filesystem::path parent = std::filesystem::path(file.path).parent_path();
     std::error_code ec;
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    if (ec || !file.writer.open(file.path, fourcc_, fps_, f.image.size())) {
+    if (ec || !file.writer.open(file.path, fourcc_, fps_, cv::Size(f.image.width, f.image.height))) {
       throw IoError(fmt::format("video sink: cannot write '{}'{}", file.path, ec ? ": " + ec.message() : ""));
     }
     return file;
@@ -122,14 +123,15 @@ class VideoSink final : public Sink {
   static void draw(cv::Mat& canvas, const std::vector<Detection>& detections) {
     for (const Detection& d : detections) {
       const cv::Scalar colour = d.kind == "face" ? cv::Scalar(0, 255, 0) : cv::Scalar(0, 0, 255);
+      const cv::Rect2f box = to_cv(d.box);
       if (d.quad.size() == 4) {
-        std::vector<cv::Point> q(d.quad.begin(), d.quad.end());
+        const std::vector<cv::Point> q{to_cv(d.quad[0]), to_cv(d.quad[1]), to_cv(d.quad[2]), to_cv(d.quad[3])};
         cv::polylines(canvas, q, true, colour, 2);
       } else {
-        cv::rectangle(canvas, d.box, colour, 2);
+        cv::rectangle(canvas, box, colour, 2);
       }
-      for (const auto& k : d.keypoints) cv::circle(canvas, k, 2, {255, 0, 0}, -1);
-      if (!d.text.empty()) cv::putText(canvas, d.text, d.box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2);
+      for (const auto& k : d.keypoints) cv::circle(canvas, to_cv(k), 2, {255, 0, 0}, -1);
+      if (!d.text.empty()) cv::putText(canvas, d.text, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2);
     }
   }
 

@@ -5,6 +5,8 @@
 //     path: ../data/pictures
 //     loop: false
 
+#include "stages/frame_memory.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/preprocess/image_tensor.hpp"
 #include "stages/source/source.hpp"
 
@@ -34,17 +36,19 @@ class ImageFolderSource final : public Source {
 
   bool live() const override { return false; }
 
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) override {
     while (!stop) {
       if (next_ >= files_.size()) {
         if (!loop_) return ReadStatus::kEnd;
         next_ = 0;
       }
       pts_ms = static_cast<double>(count_);
-      // Copied into `image` so that the picture lands in the buffer (and pool) the caller gave. A
-      // file that is no picture is skipped; one OpenCV refuses (a forged header) is an IoError.
-      read_image(files_[next_++]).copyTo(image);
-      if (!image.empty()) {
+      // Copied into a picture from `memory`, so that it lands in the caller's pool. A file that
+      // is no picture is skipped; one OpenCV refuses (a forged header) is an IoError.
+      const cv::Mat decoded = read_image(files_[next_++]);
+      if (!decoded.empty()) {
+        image = frame_picture(memory, decoded.cols, decoded.rows, decoded.channels());
+        decoded.copyTo(as_mat(image));
         ++count_;
         return ReadStatus::kFrame;
       }

@@ -12,8 +12,7 @@
 
 #include "core/registry.hpp"
 #include "stages/params.hpp"
-
-#include <opencv2/core.hpp>
+#include "stages/picture.hpp"
 
 #include <atomic>
 #include <functional>
@@ -23,6 +22,8 @@
 
 namespace redwood {
 
+class FrameMemory;
+
 enum class ReadStatus { kFrame, kEnd };
 
 class Source {
@@ -30,10 +31,11 @@ class Source {
   virtual ~Source() = default;
   /// Frames arrive at their own pace (drop when behind) rather than on demand.
   virtual bool live() const = 0;
-  /// Reads the next frame into `image` (8-bit BGR) and its time in the stream. May block (a live
-  /// source waits for its next frame, a reconnecting one for its backoff) but returns kEnd soon
-  /// after `stop` becomes true.
-  virtual ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) = 0;
+  /// Reads the next frame into `image` (8-bit BGR) and its time in the stream. The picture's
+  /// buffer comes from `memory` (frame_picture(); null: the heap), the pipeline's frame pool. May
+  /// block (a live source waits for its next frame, a reconnecting one for its backoff) but
+  /// returns kEnd soon after `stop` becomes true.
+  virtual ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) = 0;
   /// Frames per second the source was recorded at (0: unknown), for realtime pacing of files.
   virtual double frame_rate() const { return 0; }
   /// Starts over from the first frame (files); false when the source cannot.

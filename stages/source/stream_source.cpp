@@ -20,6 +20,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "stages/frame_memory.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/source/source.hpp"
 
 #include <fmt/format.h>
@@ -57,9 +59,9 @@ class StreamSource final : public Source {
     return static_cast<double>(outage_us_.load() + ongoing) / 1000.0;
   }
 
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) override {
     while (!stop) {
-      if (capture_ && capture_->isOpened() && capture_->read(image) && !image.empty()) {
+      if (capture_ && capture_->isOpened() && read_picture(image, memory)) {
         const auto now = SteadyClock::now();
         if (lost_) {
           // Frames again: report the gap, from the last good frame (or the loss) to now.
@@ -109,6 +111,27 @@ class StreamSource final : public Source {
   }
 
  private:
+  /// Reads the next picture into a buffer from `memory` of the last picture's size, into which
+  /// OpenCV's reader copies its frame (it keeps a buffer of the right size and type). A picture
+  /// of another size or type (the first one, or the stream changed) comes in a Mat of its own,
+  /// from `memory` too, which the picture keeps. False when no frame came.
+  bool read_picture(Picture& image, FrameMemory* memory) {
+    cv::Mat into;
+    if (last_width_ > 0) {
+      image = frame_picture(memory, last_width_, last_height_, 3);
+      into = as_mat(image);
+    }
+    if (memory) into.allocator = memory->mat_allocator();
+    if (!capture_->read(into) || into.empty()) {
+      image = {};
+      return false;
+    }
+    if (into.data != image.data) image = from_mat(std::move(into));
+    last_width_ = image.channels == 3 ? image.width : 0;
+    last_height_ = image.height;
+    return true;
+  }
+
   /// Opens the URL on a thread of its own and waits for it, or for `stop`: FFmpeg's open blocks
   /// up to open_timeout_ms and cannot be interrupted. An abandoned open ends on its thread, which
   /// owns the capture until then; nothing waits for it. nullptr: not opened (or stopped).
@@ -144,6 +167,7 @@ class StreamSource final : public Source {
   std::string url_;
   int initial_ms_, max_ms_, max_reconnects_, open_timeout_ms_, read_timeout_ms_;
   std::shared_ptr<cv::VideoCapture> capture_;  // null: not open
+  int last_width_ = 0, last_height_ = 0;       // of the last BGR picture read (0: none yet)
   bool tried_ = false;      // the first open is not a reconnection
   bool had_frame_ = false;  // a frame ever arrived
   bool lost_ = false;       // in an outage: no frame since the connection failed

@@ -10,6 +10,8 @@
 //     fps: 0          # 0: as fast as the pipeline takes them
 //     live: false
 
+#include "stages/frame_memory.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/source/source.hpp"
 
 #include <opencv2/imgproc.hpp>
@@ -39,21 +41,22 @@ class SyntheticSource final : public Source {
     return true;
   }
 
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) override {
     if (stop || (frames_ > 0 && next_ >= frames_)) return ReadStatus::kEnd;
     if (fps_ > 0) {
       const auto due = start_ + std::chrono::duration<double>(static_cast<double>(next_) / fps_);
       std::this_thread::sleep_until(std::chrono::time_point_cast<std::chrono::steady_clock::duration>(due));
     }
-    image.create(height_, width_, CV_8UC3);
+    image = frame_picture(memory, width_, height_, 3);
+    cv::Mat bgr = as_mat(image);
     for (int y = 0; y < height_; ++y) {
-      auto* row = image.ptr<cv::Vec3b>(y);
+      auto* row = bgr.ptr<cv::Vec3b>(y);
       for (int x = 0; x < width_; ++x) {
         row[x] = cv::Vec3b(static_cast<uchar>((x + next_) & 255), static_cast<uchar>(y & 255),
                            static_cast<uchar>((x + y) & 255));
       }
     }
-    cv::putText(image, std::to_string(next_), {8, height_ / 2}, cv::FONT_HERSHEY_SIMPLEX, 1.0, {255, 255, 255}, 2);
+    cv::putText(bgr, std::to_string(next_), {8, height_ / 2}, cv::FONT_HERSHEY_SIMPLEX, 1.0, {255, 255, 255}, 2);
     pts_ms = fps_ > 0 ? 1000.0 * static_cast<double>(next_) / fps_ : static_cast<double>(next_);
     ++next_;
     return ReadStatus::kFrame;

@@ -1,6 +1,7 @@
 #include "stages/source/video_decoder.hpp"
 
 #include "core/error.hpp"
+#include "stages/frame_memory.hpp"
 
 #include <fmt/format.h>
 
@@ -140,7 +141,7 @@ VideoDecoder::~VideoDecoder() = default;
 
 void VideoDecoder::set_threads(int threads) { s_->threads = std::max(0, threads); }
 
-bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
+bool VideoDecoder::read(Picture& bgr, double& pts_ms, FrameMemory* memory) {
   AVFrame* f = s_->frame;
   for (;;) {
     if (!s_->next_frame()) return false;
@@ -156,9 +157,11 @@ bool VideoDecoder::read(cv::Mat& bgr, double& pts_ms) {
     throw IoError(fmt::format("video '{}': FFmpeg cannot convert its {}x{} {} pictures to BGR", s_->path.string(),
                               f->width, f->height, av_get_pix_fmt_name(static_cast<AVPixelFormat>(f->format))));
   }
-  bgr.create(f->height, f->width, CV_8UC3);
+  if (bgr.width != f->width || bgr.height != f->height || bgr.channels != 3 || bgr.owner.use_count() != 1) {
+    bgr = frame_picture(memory, f->width, f->height, 3);
+  }
   std::uint8_t* dst[4] = {bgr.data, nullptr, nullptr, nullptr};
-  int dst_stride[4] = {static_cast<int>(bgr.step[0]), 0, 0, 0};
+  int dst_stride[4] = {static_cast<int>(bgr.stride), 0, 0, 0};
   sws_scale(s_->sws, f->data, f->linesize, 0, f->height, dst, dst_stride);
   const std::int64_t ts = State::timestamp(f);
   pts_ms = ts == AV_NOPTS_VALUE ? 0.0 : static_cast<double>(ts - s_->start_time()) * av_q2d(s_->video()->time_base) * 1000.0;

@@ -10,13 +10,15 @@
 // picture is converted straight into the caller's buffer (the frame pool), with the same
 // conversion OpenCV uses (swscale, bicubic flags), so the pixels are OpenCV's.
 
-#include <opencv2/core.hpp>
+#include "stages/picture.hpp"
 
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 
 namespace redwood {
+
+class FrameMemory;
 
 class VideoDecoder {
  public:
@@ -30,10 +32,11 @@ class VideoDecoder {
   /// Decoder threads (0: FFmpeg's own choice, one per core), taken when the decoder starts: at
   /// the first read. 1 until set.
   void set_threads(int threads);
-  /// Decodes the next picture into `bgr` (made 8-bit BGR at the picture's size; a Mat with a
-  /// pool allocator keeps it) and its time in the stream, in ms from its start. False at the
-  /// end of the file. A packet FFmpeg cannot decode is skipped and counted (corrupt_packets()).
-  bool read(cv::Mat& bgr, double& pts_ms);
+  /// Decodes the next picture into `bgr` (8-bit BGR at the picture's size: in the buffer `bgr`
+  /// has when it is that size and no other picture shares it, else in a new one from `memory`,
+  /// the heap when null) and its time in the stream, in ms from its start. False at the end of
+  /// the file. A packet FFmpeg cannot decode is skipped and counted (corrupt_packets()).
+  bool read(Picture& bgr, double& pts_ms, FrameMemory* memory = nullptr);
   /// Back to the first frame (a seek, the decoder and its threads kept; the file is reopened
   /// only when it cannot seek). The next read() returns the first frame again.
   void rewind();

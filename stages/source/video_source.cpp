@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "stages/frame_memory.hpp"
 #include "stages/source/source.hpp"
 #include "stages/source/video_decoder.hpp"
 
@@ -73,29 +74,30 @@ class VideoSource final : public Source {
     }
   }
 
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) override {
     if (stop) return ReadStatus::kEnd;
     if (!started_) prepare();
     if (prepare_error_) std::rethrow_exception(std::exchange(prepare_error_, nullptr));
     if (holding_) {
-      held_.copyTo(image);  // into the frame pool's buffer
+      image = frame_picture(memory, held_.width, held_.height, held_.channels);  // the frame pool's buffer
+      copy_pixels(held_, image);
       pts_ms = held_pts_;
       holding_ = false;
-      held_.release();
+      held_ = {};
       return ReadStatus::kFrame;
     }
     if (frames_in_pass_ == 0 && !skip_to_start()) return no_frame();
-    return read_frame(image, pts_ms);
+    return read_frame(image, pts_ms, memory);
   }
 
  private:
-  ReadStatus read_frame(cv::Mat& image, double& pts_ms) {
-    if (!decoder_->read(image, pts_ms)) {
+  ReadStatus read_frame(Picture& image, double& pts_ms, FrameMemory* memory) {
+    if (!decoder_->read(image, pts_ms, memory)) {
       if (frames_in_pass_ == 0) return no_frame();
       end_of_pass();
       if (!loop_) return ReadStatus::kEnd;
       rewind();
-      if (!skip_to_start() || !decoder_->read(image, pts_ms)) return ReadStatus::kEnd;
+      if (!skip_to_start() || !decoder_->read(image, pts_ms, memory)) return ReadStatus::kEnd;
     }
     ++frames_in_pass_;
     return ReadStatus::kFrame;
@@ -125,7 +127,7 @@ class VideoSource final : public Source {
 
   // Decodes and drops the frames before start_frame (exact, where a seek lands on a key frame).
   bool skip_to_start() {
-    cv::Mat dropped;
+    Picture dropped;
     double pts = 0;
     for (int i = 0; i < start_frame_; ++i) {
       if (!decoder_->read(dropped, pts)) return false;
@@ -158,7 +160,7 @@ class VideoSource final : public Source {
   std::unique_ptr<VideoDecoder> decoder_;
   bool started_ = false;
   double begin_at_ = 0;
-  cv::Mat held_;  // prepare()'s frame, until the first read
+  Picture held_;  // prepare()'s frame (on the heap), until the first read
   double held_pts_ = 0;
   bool holding_ = false;
   std::exception_ptr prepare_error_;

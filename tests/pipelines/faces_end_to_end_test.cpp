@@ -72,7 +72,7 @@ struct Captured {
   std::int64_t seq = 0;
   ImageTransform transform;
   int width = 0, height = 0;
-  std::vector<cv::Rect2f> boxes;
+  std::vector<RectF> boxes;
   std::vector<float> raw;  // Redwood's raw outputs, in the order of face_post's scores then boxes
 };
 std::mutex g_faces_mutex;
@@ -91,7 +91,7 @@ class FaceCapture final : public Stage {
   void do_process(std::span<Frame* const> frames) override {
     for (Frame* f : frames) {
       write_npy(g_capture_dir / (std::to_string(f->seq) + ".npy"), f->tensors.at("face_in"));
-      Captured c{f->seq, f->transforms.at("face_in"), f->image.cols, f->image.rows, {}, {}};
+      Captured c{f->seq, f->transforms.at("face_in"), f->image.width, f->image.height, {}, {}};
       for (const auto& d : f->detections) c.boxes.push_back(d.box);
       for (const char* key : {"s16", "s8", "b16", "b8"}) {
         const auto v = f->tensors.at(key).to_float_vector();
@@ -104,8 +104,8 @@ class FaceCapture final : public Stage {
 };
 RW_REGISTER_STAGE("test_face_capture", FaceCapture);
 
-float iou(const cv::Rect2f& a, const cv::Rect2f& b) {
-  const float inter = (a & b).area();
+float iou(const RectF& a, const RectF& b) {
+  const float inter = intersection(a, b).area();
   const float uni = a.area() + b.area() - inter;
   return uni > 0 ? inter / uni : 0.f;
 }
@@ -190,18 +190,18 @@ TEST(PipelineFacesEndToEnd, BoxesAgreeWithOnnxRuntime) {
       const float theirs = i < scores.size() ? scores[i] : boxes[i - scores.size()];
       max_raw_diff = std::max(max_raw_diff, std::abs(c.raw[i] - theirs));
     }
-    std::vector<cv::Rect2f> reference;
+    std::vector<RectF> reference;
     const ImageTransform& tf = c.transform;
     for (const FaceDetection& fd : decode_blazeface(scores.data(), boxes.data(), anchors, input_size, options)) {
-      const auto to_pic = [&](cv::Point2f n) { return tf.to_picture({n.x * tf.tensor_width, n.y * tf.tensor_height}); };
-      reference.push_back(cv::Rect2f(to_pic(fd.box.tl()), to_pic(fd.box.br())) &
-                          cv::Rect2f(0, 0, static_cast<float>(c.width), static_cast<float>(c.height)));
+      const auto to_pic = [&](PointF n) { return tf.to_picture({n.x * tf.tensor_width, n.y * tf.tensor_height}); };
+      reference.push_back(intersection(RectF::spanning(to_pic(fd.box.top_left()), to_pic(fd.box.bottom_right())),
+                                       RectF{0, 0, static_cast<float>(c.width), static_cast<float>(c.height)}));
     }
     ASSERT_EQ(c.boxes.size(), reference.size()) << "frame " << c.seq << ": Redwood found " << c.boxes.size()
                                                 << " face(s), ONNX Runtime " << reference.size();
-    for (const cv::Rect2f& mine : c.boxes) {
+    for (const RectF& mine : c.boxes) {
       float best = 0.f;
-      for (const cv::Rect2f& theirs : reference) best = std::max(best, iou(mine, theirs));
+      for (const RectF& theirs : reference) best = std::max(best, iou(mine, theirs));
       EXPECT_GE(best, 0.9f) << "frame " << c.seq;
       min_iou = std::min(min_iou, best);
       sum_iou += best;

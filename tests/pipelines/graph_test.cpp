@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -252,9 +253,10 @@ class ThrowingSource final : public Source {
  public:
   explicit ThrowingSource(Params&) {}
   bool live() const override { return false; }
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>&) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>&) override {
     if (n_ == 2) throw std::runtime_error("corrupt packet");
-    image = cv::Mat(8, 8, CV_8UC3, cv::Scalar::all(0));
+    image = frame_picture(memory, 8, 8, 3);
+    std::memset(image.data, 0, image.stride * image.height);
     pts_ms = static_cast<double>(n_++);
     return ReadStatus::kFrame;
   }

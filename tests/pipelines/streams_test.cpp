@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -44,11 +45,11 @@ class SlowStartSource final : public Source {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     prepared_ = true;
   }
-  ReadStatus read(cv::Mat& image, double& pts_ms, const std::atomic<bool>& stop) override {
+  ReadStatus read(Picture& image, double& pts_ms, FrameMemory* memory, const std::atomic<bool>& stop) override {
     prepare();
     if (stop || n_ >= frames_) return ReadStatus::kEnd;
-    image.create(8, 8, CV_8UC3);
-    image.setTo(cv::Scalar::all(n_));
+    image = frame_picture(memory, 8, 8, 3);
+    std::memset(image.data, n_, image.stride * image.height);
     pts_ms = 50.0 * n_++;
     return ReadStatus::kFrame;
   }

@@ -12,6 +12,7 @@
 #include "pipelines/config.hpp"
 #include "pipelines/pipeline.hpp"
 #include "redwood/config.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/stage.hpp"
 
 #include <opencv2/core.hpp>
@@ -39,7 +40,7 @@ class MeanBrightness final : public redwood::Stage {
  private:
   void do_process(std::span<redwood::Frame* const> frames) override {
     for (redwood::Frame* frame : frames) {
-      const cv::Scalar mean = cv::mean(frame->image);
+      const cv::Scalar mean = cv::mean(redwood::as_mat(frame->image));  // a view of the frame's pixels, not a copy
       const double value = (mean[0] + mean[1] + mean[2]) / 3.0;
       frame->tensors[output_] = redwood::Tensor::from_vector<float>({1}, {static_cast<float>(value)});
       ++g_frames;

@@ -10,7 +10,11 @@
 namespace redwood {
 namespace {
 
-std::vector<float> map_with(int h, int w, cv::Rect r, float p) {
+struct Region {
+  int x, y, width, height;
+};
+
+std::vector<float> map_with(int h, int w, Region r, float p) {
   std::vector<float> m(static_cast<std::size_t>(h) * w, 0.f);
   for (int y = r.y; y < r.y + r.height; ++y)
     for (int x = r.x; x < r.x + r.width; ++x) m[static_cast<std::size_t>(y) * w + x] = p;

@@ -19,7 +19,7 @@ Frame sample_frame() {
   f.read_at = Clock::now();
   f.admitted_at = f.read_at + std::chrono::microseconds(300);
   f.captured = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764423000123));
-  f.image = cv::Mat(576, 768, CV_8UC3);
+  f.image = Picture::allocate(768, 576, 3);
   f.stage_done.push_back({"det", f.read_at + std::chrono::milliseconds(41)});
   Detection text;
   text.kind = "text";

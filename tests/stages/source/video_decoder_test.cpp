@@ -3,6 +3,7 @@
 // thread count it is given, and clear errors for files it cannot read.
 
 #include "core/error.hpp"
+#include "stages/picture_cv.hpp"
 #include "stages/source/video_decoder.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
@@ -33,13 +34,14 @@ TEST(VideoDecoder, SamePicturesTimesAndRateAsOpenCv) {
   EXPECT_DOUBLE_EQ(decoder.frame_rate(), capture.get(cv::CAP_PROP_FPS));
   EXPECT_EQ(decoder.declared_frames(), static_cast<std::int64_t>(capture.get(cv::CAP_PROP_FRAME_COUNT)));
   for (int i = 0; i < 40; ++i) {
-    cv::Mat expected, got;
+    cv::Mat expected;
+    Picture got;
     double pts = -1;
     ASSERT_TRUE(capture.read(expected));
     ASSERT_TRUE(decoder.read(got, pts)) << "frame " << i;
-    ASSERT_EQ(got.type(), CV_8UC3);
-    ASSERT_EQ(got.size(), expected.size());
-    EXPECT_EQ(cv::norm(got, expected, cv::NORM_INF), 0) << "frame " << i;
+    ASSERT_EQ(got.channels, 3);
+    ASSERT_EQ(as_mat(got).size(), expected.size());
+    EXPECT_EQ(cv::norm(as_mat(got), expected, cv::NORM_INF), 0) << "frame " << i;
     EXPECT_NEAR(pts, capture.get(cv::CAP_PROP_POS_MSEC), 1e-6) << "frame " << i;
   }
 }
@@ -47,10 +49,9 @@ TEST(VideoDecoder, SamePicturesTimesAndRateAsOpenCv) {
 TEST(VideoDecoder, ReadsToTheEndAndRewindsToTheFirstFrame) {
   if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
   VideoDecoder decoder(clip());
-  cv::Mat first, frame;
+  Picture first, frame;
   double pts = 0;
   ASSERT_TRUE(decoder.read(first, pts));
-  first = first.clone();
   std::int64_t frames = 1;
   while (decoder.read(frame, pts)) ++frames;
   EXPECT_EQ(frames, decoder.declared_frames());
@@ -58,7 +59,7 @@ TEST(VideoDecoder, ReadsToTheEndAndRewindsToTheFirstFrame) {
   EXPECT_FALSE(decoder.read(frame, pts));  // stays at the end
   decoder.rewind();
   ASSERT_TRUE(decoder.read(frame, pts));
-  EXPECT_EQ(cv::norm(frame, first, cv::NORM_INF), 0);
+  EXPECT_EQ(cv::norm(as_mat(frame), as_mat(first), cv::NORM_INF), 0);
   EXPECT_EQ(pts, 0.0);
 }
 
@@ -74,22 +75,22 @@ TEST(VideoDecoder, SeeksToExactlyTheFrameAskedFor) {
     in_order.push_back(m.clone());
   }
   VideoDecoder decoder(clip());
-  cv::Mat frame;
+  Picture frame;
   double pts = 0;
   for (int index : {397, 5, 0, 250, 123}) {
     ASSERT_TRUE(decoder.seek_frame(index));
     ASSERT_TRUE(decoder.read(frame, pts)) << index;
-    EXPECT_EQ(cv::norm(frame, in_order[static_cast<std::size_t>(index)], cv::NORM_INF), 0) << "frame " << index;
+    EXPECT_EQ(cv::norm(as_mat(frame), in_order[static_cast<std::size_t>(index)], cv::NORM_INF), 0) << "frame " << index;
     EXPECT_NEAR(pts, index * 1000.0 / decoder.frame_rate(), 1e-6) << index;
     ASSERT_TRUE(decoder.read(frame, pts));
-    EXPECT_EQ(cv::norm(frame, in_order[static_cast<std::size_t>(index) + 1], cv::NORM_INF), 0) << "frame " << index + 1;
+    EXPECT_EQ(cv::norm(as_mat(frame), in_order[static_cast<std::size_t>(index) + 1], cv::NORM_INF), 0) << "frame " << index + 1;
   }
   EXPECT_FALSE(decoder.seek_frame(-1));
 }
 
 TEST(VideoDecoder, DecodesOnTheThreadsItIsGiven) {
   if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
-  cv::Mat frame;
+  Picture frame;
   double pts = 0;
   const int before = thread_count();
   {
