@@ -51,13 +51,13 @@
 // rw.ScaleChannelsNhwc) gets `rw.round_tf32` = 1: its kernel rounds its stored fp32 outputs to
 // tf32. rw.GlobalAveragePoolNhwc's fp32 NCHW output (squeeze-excite) is left as it is.
 //
-// The stem by space-to-depth (space_to_depth_stem, the runner's RunnerOptions::space_to_depth_stem):
+// The stem by space-to-depth (space_to_depth_stem, the runner's CudaOptions::space_to_depth_stem):
 // a convolution of the group with stride 2, dilation 1, at most 4 input channels
 // and a kernel of at least 3x3, whose input enters through a conversion (the network's image) and
 // whose H and W the value info knows, becomes a stride-1 convolution over the 2x2 space-to-depth
-// of its input (backends/cuda/passes/space_to_depth.hpp has the algebra) when that shrinks its padded K-dim
-// R·S·Cp: ResNet's 7x7/2 stem over 3 channels (7·7·8 = 392 at 16-bit storage) becomes 4x4/1 over
-// 12 channels padded to 16 (256). Its input comes from its own rw.ToNhwc with
+// of its input (space_to_depth.hpp, this folder, has the algebra) when that shrinks its padded
+// K-dim R·S·Cp: ResNet's 7x7/2 stem over 3 channels (7·7·8 = 392 at 16-bit storage) becomes
+// 4x4/1 over 12 channels padded to 16 (256). Its input comes from its own rw.ToNhwc with
 // `rw.space_to_depth` = 2 and `rw.space_to_depth_hw` = [H, W] (the input extent the pads were
 // computed for; the kernels reject another), which writes S [N, ceil(H/2), ceil(W/2), Cp] with
 // channel (dy·2 + dx)·C + c of pixel (Y, X) = x[n, c, 2Y + dy, 2X + dx] (0 past the input and

@@ -130,7 +130,7 @@ TEST(FuseConvShortcut, LeavesADownsampleOthersReadAndCanBeTurnedOff) {
   EXPECT_EQ(with_shortcut(*off), nullptr);
   EXPECT_EQ(convs(*off), 4u);
   EXPECT_EQ(passes::gpu_pipeline({.nhwc_storage = DType::kF16}).back().name, "choose_gpu_layout");
-  // The pass-level default: off (the CUDA runner asks for it, RunnerOptions::fuse_conv_shortcuts).
+  // The pass-level default: off (the CUDA runner asks for it, CudaOptions::fuse_conv_shortcuts).
   EXPECT_EQ(passes::gpu_pipeline({.nhwc_storage = DType::kF16}).back().name, "choose_gpu_layout");
   EXPECT_EQ(passes::gpu_pipeline({.nhwc_storage = DType::kF16, .fuse_shortcuts = true}).back().name, "fuse_conv_shortcut");
   // No layout, no fusion: it only rewrites rw.ConvNhwc nodes.
