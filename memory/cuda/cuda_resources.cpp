@@ -65,26 +65,28 @@ void* DeviceResource::do_allocate(std::size_t bytes, std::size_t alignment, Stre
   RW_EXPECTS(alignment <= 256, InvalidArgument, "{} '{}': alignment {} exceeds cudaMalloc's 256",
              kind(), name(), alignment);
   if (!counters_.try_reserve(bytes, limit_)) out_of_memory(kind(), name(), bytes, limit_, counters_.in_use());
+  // cudaGetDevice, cudaSetDevice to this resource's GPU, cudaMalloc: the first that fails gives
+  // the reservation back and names itself.
   int current = 0;
-  if (const cudaError_t e = cudaGetDevice(&current); e != cudaSuccess) {
-    counters_.unreserve(bytes);
-    check(e, "cudaGetDevice");
-  }
-  if (current != device_) {
-    if (const cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
-      counters_.unreserve(bytes);
-      check(e, "cudaSetDevice(device_)");
-    }
+  cudaError_t e = cudaGetDevice(&current);
+  const char* call = "cudaGetDevice";
+  if (e == cudaSuccess && current != device_) {
+    e = cudaSetDevice(device_);
+    call = "cudaSetDevice(device_)";
   }
   void* p = nullptr;
-  const cudaError_t e = cudaMalloc(&p, bytes);
-  if (current != device_) cudaSetDevice(current);
+  if (e == cudaSuccess) {
+    e = cudaMalloc(&p, bytes);
+    call = "cudaMalloc";
+    if (current != device_) cudaSetDevice(current);
+  }
   if (e != cudaSuccess) {
     counters_.unreserve(bytes);
-    cudaGetLastError();
-    if (e == cudaErrorMemoryAllocation)
+    if (e == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
       out_of_memory(kind(), name(), bytes, limit_, counters_.in_use(), "cudaMalloc failed");
-    check(e, "cudaMalloc");
+    }
+    check(e, call);
   }
   return p;
 }

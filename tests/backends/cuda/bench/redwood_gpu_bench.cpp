@@ -20,7 +20,7 @@
 // --no-nhwc keeps fp32 NCHW tensors between kernels at fp16/bf16/tf32 (RunnerOptions::nhwc), for
 // comparing with the NHWC activations that are the default there (16-bit; fp32 at tf32).
 // --cuda NAME=off (repeatable) sets a CUDA option (backends/cuda/cuda_options.hpp: wgmma, tma,
-// pdl, ...), to compare a kernel family or rewrite against the default in the same session.
+// pdl, ...), to time a kernel family or rewrite against the defaults.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/graph_runner.hpp"
