@@ -29,6 +29,7 @@ bool rank4(const Graph& g, const std::string& v) {
 bool resize_accepts(const Graph& g, const Node& n) {
   if (g.opset < 11 || n.attr_string("mode", "nearest") != "nearest") return false;
   if (n.has_attr("axes") || n.attr_int("antialias", 0) != 0) return false;
+  if (n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") return false;  // sizes are not the output
   const std::string coords = n.attr_string("coordinate_transformation_mode", "half_pixel");
   const std::string rounding = n.attr_string("nearest_mode", "round_prefer_floor");
   // With integer factors oneDNN's nearest (source = round((dst + 0.5) / k - 0.5)) is ONNX's

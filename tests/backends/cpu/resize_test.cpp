@@ -1,6 +1,8 @@
-// Resize: hand-computed values for the models' cases (PP-OCR det's nearest/asymmetric/floor x2,
-// opset 10's legacy nearest), every coordinate transformation and nearest mode against a naive
-// per-element implementation, N-d linear, and the rejections.
+// Resize and Upsample: hand-computed values for the models' cases (PP-OCR det's
+// nearest/asymmetric/floor x2, opset 10's legacy nearest), every coordinate transformation and
+// nearest mode against a naive per-element implementation, N-d linear, the cases ONNX's node tests
+// leave out (antialias, keep_aspect_ratio_policy, half_pixel_symmetric, tf_crop_and_resize with
+// nearest and axes, Upsample), and the rejections.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@ namespace {
 
 using testing::Ints;
 using testing::f32;
+using testing::iota_f32;
 using testing::i64;
 using testing::expect_close;
 using testing::NodeSpec;
@@ -207,22 +210,104 @@ void expect_unsupported_naming(Fn fn, const std::string& what) {
 
 TEST(Resize, RejectsAtLoad) {
   const Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
-  const Tensor scales = f32({4}, {1, 1, 2, 2});
-  expect_unsupported_naming([&] { resize_scales(x, {1, 1, 2, 2}, {{"mode", std::string("cubic")}}); },
-                            "cubic");
-  expect_unsupported_naming(
-      [&] {
-        run_resize({x, f32({8}, {0, 0, 0, 0, 1, 1, 1, 1}), Tensor(), i64({1, 1, 3, 3})},
-                   {{"mode", std::string("linear")},
-                    {"coordinate_transformation_mode", std::string("tf_crop_and_resize")}});
-      },
-      "tf_crop_and_resize");
+  expect_unsupported_naming([&] { resize_scales(x, {1, 1, 2, 2}, {{"mode", std::string("area")}}); },
+                            "area");
   expect_unsupported_naming(
       [&] { resize_scales(x, {1, 1, 2, 2}, {{"nearest_mode", std::string("round_half_even")}}); },
       "round_half_even");
   expect_unsupported_naming(
-      [&] { run_resize({x, Tensor(), scales}, {{"antialias", std::int64_t{1}}}, 18); }, "antialias");
+      [&] { run_resize({x, Tensor(), Tensor(), i64({1, 1, 3, 3})}, {{"keep_aspect_ratio_policy", std::string("fit")}}, 18); },
+      "fit");
+  // Resize-10 has no cubic mode.
+  EXPECT_THROWS_SAYING(run_resize({x, f32({4}, {1, 1, 2, 2})}, {{"mode", std::string("cubic")}}, 10),
+                       Unsupported, "cubic", "opset 11");
   EXPECT_THROW(resize_scales(x.cast(DType::kF16), {1, 1, 2, 2}, {}), Unsupported);
+}
+
+// The expected values of the cases below come from ONNX's reference implementation
+// (onnx/reference/ops/op_resize.py) on the same inputs.
+TEST(Resize, AntialiasStretchesTheKernelWhenShrinking) {
+  const Tensor x = f32({4, 6}, {0, 1, 4, 2, 2, 4, 1, 0, 1, 4, 2, 2, 4, 1, 0, 1, 4, 2, 2, 4, 1, 0, 1, 4});
+  expect_close(run_resize({x, Tensor(), Tensor(), i64({2, 3})},
+                          {{"mode", std::string("linear")}, {"antialias", std::int64_t{1}}}, 18),
+               f32({2, 3}, {0.96875f, 2.234375f, 2.671875f, 2.28125f, 1.140625f, 2.453125f}));
+  // Cubic: axis 0 keeps its extent (the plain 4-tap kernel), axis 1 halves (8 taps).
+  expect_close(run_resize({x, Tensor(), f32({2}, {1, 0.5f})},
+                          {{"mode", std::string("cubic")}, {"antialias", std::int64_t{1}}}, 18),
+               f32({4, 3}, {0.822265625f, 2.748046875f, 2.912109375f, 0.384765625f, 2.248046875f,
+                            2.349609375f, 2.31640625f, 0.671875f, 2.87109375f, 2.87109375f, 0.671875f,
+                            2.31640625f}));
+}
+
+TEST(Resize, KeepAspectRatioPolicy) {
+  const Tensor x = f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  // not_larger: scale min(3/2, 3/4) = 0.75 for both axes, extents round(1.5) = 2 and 3.
+  expect_close(run_resize({x, Tensor(), Tensor(), i64({3, 3})},
+                          {{"keep_aspect_ratio_policy", std::string("not_larger")}}, 18),
+               f32({2, 3}, {1, 2, 4, 5, 6, 8}));
+  // not_smaller: scale 1.5, extents 3 and 6.
+  expect_close(run_resize({x, Tensor(), Tensor(), i64({3, 3})},
+                          {{"mode", std::string("linear")},
+                           {"keep_aspect_ratio_policy", std::string("not_smaller")}},
+                          18),
+               f32({3, 6}, {1, 1.5f, 2.1666667f, 2.8333333f, 3.5f, 4, 3, 3.5f, 4.1666665f, 4.8333335f,
+                            5.5f, 6, 5, 5.5f, 6.1666665f, 6.8333335f, 7.5f, 8}));
+}
+
+TEST(Resize, HalfPixelSymmetricCentresTheRoundedOutput) {
+  // 5 * 0.7 = 3.5 rounds down to 3 outputs, shifted by 2.5 * (1 - 3 / 3.5) against half_pixel.
+  const Tensor x = f32({1, 5}, {1, 4, 2, 8, 5});
+  const Tensor scales = f32({2}, {1, 0.7f});
+  expect_close(run_resize({x, Tensor(), scales},
+                          {{"mode", std::string("linear")},
+                           {"coordinate_transformation_mode", std::string("half_pixel_symmetric")}},
+                          19),
+               f32({1, 3}, {2.7142856f, 2.0f, 6.7142859f}));
+  expect_close(run_resize({x, Tensor(), scales}, {{"mode", std::string("linear")}}, 19),
+               f32({1, 3}, {1.6428572f, 2.7142856f, 7.7857141f}));
+}
+
+TEST(Resize, TfCropAndResizeNearestExtrapolates) {
+  // roi rows [0.2, 1.3], columns [-0.1, 0.9]: row 2 and column 0 fall outside the image.
+  const Tensor x = iota_f32({3, 4});
+  const Attrs attrs{{"mode", std::string("nearest")},
+                    {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                    {"extrapolation_value", -1.0f}};
+  expect_close(run_resize({x, f32({4}, {0.2f, -0.1f, 1.3f, 0.9f}), Tensor(), i64({3, 3})}, attrs),
+               f32({3, 3}, {-1, 1, 3, -1, 5, 7, -1, -1, -1}));
+  // With axes, the roi speaks of the listed axes only.
+  expect_close(run_resize({x, f32({2}, {-0.1f, 0.9f}), Tensor(), i64({3})},
+                          {{"mode", std::string("nearest")},
+                           {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                           {"extrapolation_value", -1.0f},
+                           {"axes", Ints{1}}},
+                          18),
+               f32({3, 3}, {-1, 1, 3, -1, 5, 7, -1, 9, 11}));
+  EXPECT_THROWS_SAYING(run_resize({x, f32({2}, {0, 1}), Tensor(), i64({3, 3})}, attrs), InvalidArgument,
+                       "roi", "start and an end");
+  EXPECT_THROWS_SAYING(run_resize({x, Tensor(), Tensor(), i64({3, 3})}, attrs), InvalidArgument, "roi");
+}
+
+TEST(Upsample, IsResize10ByAnotherName) {
+  const Tensor x = f32({1, 1, 2, 2}, {1, 2, 3, 4});
+  NodeSpec spec;
+  spec.op_type = "Upsample";
+  spec.inputs = {x};
+  spec.attributes = {{"mode", std::string("linear")}, {"scales", std::vector<float>{1, 1, 2, 2}}};
+  spec.opset = 7;
+  // Asymmetric coordinates: the last row and column repeat the edge.
+  expect_close(run_node(spec).at(0),
+               f32({1, 1, 4, 4}, {1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4}));
+  spec.opset = 9;
+  spec.inputs = {x, f32({4}, {1, 1, 1, 2})};
+  spec.attributes = {};
+  expect_close(run_node(spec).at(0), f32({1, 1, 2, 4}, {1, 1, 2, 2, 3, 3, 4, 4}));
+
+  spec.opset = 7;
+  spec.inputs = {x};
+  EXPECT_THROWS_SAYING(run_node(spec), Unsupported, "scales attribute is required");
+  spec.attributes = {{"mode", std::string("cubic")}, {"scales", std::vector<float>{1, 1, 2, 2}}};
+  EXPECT_THROWS_SAYING(run_node(spec), Unsupported, "cubic");
 }
 
 TEST(Resize, RejectsBadInputs) {
