@@ -1,4 +1,5 @@
-// MaxPool, AveragePool (ONNX opsets 1-22) and GlobalAveragePool over 1, 2 or 3 spatial axes.
+// MaxPool, AveragePool (ONNX opsets 1-22) over 1, 2 or 3 spatial axes; GlobalAveragePool and
+// GlobalMaxPool over any number.
 //
 // MaxPool: kernel_shape, strides, pads, dilations, ceil_mode, auto_pad; float and uint8. The
 // optional Indices output is rejected at load (and with it storage_order, which only orders
@@ -145,10 +146,11 @@ class PoolKernel final : public Kernel {
   bool count_include_pad_ = false;
 };
 
-// GlobalAveragePool: the mean of each [N, C] plane, as [N, C, 1, ...].
-class GlobalAveragePoolKernel final : public Kernel {
+// GlobalAveragePool / GlobalMaxPool: the mean / the largest value of each [N, C] plane, as
+// [N, C, 1, ...]; NaN for an empty plane.
+class GlobalPoolKernel final : public Kernel {
  public:
-  GlobalAveragePoolKernel(const Node& node, const KernelInfo& info) {
+  GlobalPoolKernel(const Node& node, const KernelInfo& info, PoolMode mode) : mode_(mode) {
     expect_dtype(node, info.input_dtypes.empty() ? DType::kUndefined : info.input_dtypes[0],
                  {DType::kF32}, "X");
   }
@@ -170,27 +172,37 @@ class GlobalAveragePoolKernel final : public Kernel {
     parallel_for(planes, std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, plane)),
                  [&](std::int64_t begin, std::int64_t end) {
                    for (std::int64_t p = begin; p < end; ++p) {
-                     // double: a 640 x 640 plane summed in float would lose digits.
-                     double sum = 0.0;
                      const float* src = xp + p * plane;
-                     for (std::int64_t i = 0; i < plane; ++i) sum += src[i];
-                     yp[p] = plane > 0 ? static_cast<float>(sum / double(plane))
-                                       : std::numeric_limits<float>::quiet_NaN();
+                     if (plane == 0) {
+                       yp[p] = std::numeric_limits<float>::quiet_NaN();
+                     } else if (mode_ == PoolMode::kMax) {
+                       yp[p] = *std::max_element(src, src + plane);
+                     } else {
+                       // double: a 640 x 640 plane summed in float would lose digits.
+                       double sum = 0.0;
+                       for (std::int64_t i = 0; i < plane; ++i) sum += src[i];
+                       yp[p] = static_cast<float>(sum / double(plane));
+                     }
                    }
                  });
   }
+
+ private:
+  PoolMode mode_;
 };
 
+template <typename K>
 KernelFactory pool_factory(PoolMode mode) {
   return [mode](const Node& node, const KernelInfo& info) -> std::unique_ptr<Kernel> {
-    return std::make_unique<PoolKernel>(node, info, mode);
+    return std::make_unique<K>(node, info, mode);
   };
 }
 
 }  // namespace
 
-RW_REGISTER_KERNEL("MaxPool", Device::kCpu, pool_factory(PoolMode::kMax));
-RW_REGISTER_KERNEL("AveragePool", Device::kCpu, pool_factory(PoolMode::kAverage));
-RW_REGISTER_KERNEL("GlobalAveragePool", Device::kCpu, make_factory<GlobalAveragePoolKernel>());
+RW_REGISTER_KERNEL("MaxPool", Device::kCpu, pool_factory<PoolKernel>(PoolMode::kMax));
+RW_REGISTER_KERNEL("AveragePool", Device::kCpu, pool_factory<PoolKernel>(PoolMode::kAverage));
+RW_REGISTER_KERNEL("GlobalAveragePool", Device::kCpu, pool_factory<GlobalPoolKernel>(PoolMode::kAverage));
+RW_REGISTER_KERNEL("GlobalMaxPool", Device::kCpu, pool_factory<GlobalPoolKernel>(PoolMode::kMax));
 
 }  // namespace redwood::cpu

@@ -1,6 +1,6 @@
-// MaxPool, AveragePool and GlobalAveragePool: hand-computed values, a naive pooling on random
-// shapes (pads, strides, dilations, ceil_mode, auto_pad, count_include_pad, 1-D to 3-D), and
-// the error paths.
+// MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool: hand-computed values, a naive
+// pooling on random shapes (pads, strides, dilations, ceil_mode, auto_pad, count_include_pad, 1-D
+// to 3-D), and the error paths.
 
 #include <gtest/gtest.h>
 
@@ -170,6 +170,12 @@ TEST(GlobalAveragePool, MatchesMean) {
   expect_close(run_pool("GlobalAveragePool", f32({1, 2, 3}, {1, 2, 3, 4, 5, 9}), {}), f32({1, 2, 1}, {2, 6}));
 }
 
+TEST(GlobalMaxPool, MaxOfEachPlane) {
+  expect_close(run_pool("GlobalMaxPool", f32({1, 2, 3}, {1, -2, 3, -4, -5, -9}), {}), f32({1, 2, 1}, {3, -4}));
+  expect_close(run_pool("GlobalMaxPool", f32({2, 1, 1, 2, 2}, {1, 7, 3, 4, -1, -2, -3, -4}), {}),
+               f32({2, 1, 1, 1, 1}, {7, -1}));
+}
+
 TEST(Pool, RejectsAtLoad) {
   const Tensor x = random_tensor(DType::kF32, {1, 1, 4, 4});
   NodeSpec indices = pool_spec("MaxPool", x, {{"kernel_shape", Ints{2, 2}}});
@@ -179,6 +185,7 @@ TEST(Pool, RejectsAtLoad) {
   EXPECT_THROW(run_pool("MaxPool", x, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{0, 1}}}), Unsupported);
   EXPECT_THROW(run_pool("AveragePool", x.cast(DType::kU8), {{"kernel_shape", Ints{2, 2}}}), Unsupported);
   EXPECT_THROW(run_pool("GlobalAveragePool", x.cast(DType::kF16), {}), Unsupported);
+  EXPECT_THROW(run_pool("GlobalMaxPool", x.cast(DType::kF16), {}), Unsupported);
 }
 
 TEST(Pool, RejectsBadShapes) {
