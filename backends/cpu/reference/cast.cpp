@@ -6,6 +6,8 @@
 // reference (test_cast_FLOAT_to_BFLOAT16) and as ONNX Runtime did then; NaN stays a quiet NaN.
 // Newer ONNX specs round to nearest even, which differs by one bfloat16 ulp (2^-8 relative).
 
+#include "backends/cpu/reference/cast.hpp"
+
 #include "backends/cpu/reference/kernel_util.hpp"
 
 #include <cstring>
@@ -25,37 +27,39 @@ class CastKernel final : public Kernel {
   CastKernel(const Node& node, const KernelInfo&) {
     RW_EXPECTS(node.has_attr("to"), InvalidArgument, "{}: attribute 'to' is required",
                node.where());
-    const auto onnx_type = static_cast<int>(node.attr_int("to", 0));
-    to_ = dtype_from_onnx(onnx_type);
-    RW_EXPECTS(to_ != DType::kUndefined, Unsupported,
-               "{}: cast to {} is not supported (supported: float, float16, bfloat16, int64, "
-               "int32, uint8, bool)",
-               node.where(), onnx_type_name(onnx_type));
+    to_ = dtype_attribute(node, "to");
   }
 
-  void run(KernelContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    if (x.dtype() == to_) {
-      ctx.outputs[0] = x;  // same type: the tensor itself (tensors are immutable)
-      return;
-    }
-    if (to_ == DType::kBF16) {
-      const Tensor f = x.dtype() == DType::kF32 ? x.contiguous() : x.cast(DType::kF32);
-      Tensor y = ctx.allocate_output(0, DType::kBF16, f.shape());
-      const float* in = f.data<float>();
-      BFloat16* out = y.data<BFloat16>();
-      for (std::int64_t i = 0; i < f.numel(); ++i) out[i] = truncate_to_bf16(in[i]);
-      ctx.outputs[0] = std::move(y);
-      return;
-    }
-    ctx.outputs[0] = x.cast(to_);
-  }
+  void run(KernelContext& ctx) override { ctx.outputs[0] = cast_to(ctx, ctx.input(0), to_); }
 
  private:
   DType to_ = DType::kUndefined;
 };
 
 }  // namespace
+
+DType dtype_attribute(const Node& node, const std::string& key) {
+  const auto onnx_type = static_cast<int>(node.attr_int(key, 0));
+  const DType dtype = dtype_from_onnx(onnx_type);
+  RW_EXPECTS(dtype != DType::kUndefined, Unsupported,
+             "{}: {} {} is not supported (supported: float, float16, bfloat16, int64, int32, uint8, "
+             "bool)",
+             node.where(), key, onnx_type_name(onnx_type));
+  return dtype;
+}
+
+Tensor cast_to(const KernelContext& ctx, const Tensor& x, DType to) {
+  if (x.dtype() == to) return x;  // same type: the tensor itself (tensors are immutable)
+  if (to == DType::kBF16) {
+    const Tensor f = x.dtype() == DType::kF32 ? x.contiguous() : x.cast(DType::kF32);
+    Tensor y = ctx.allocate_output(0, DType::kBF16, f.shape());
+    const float* in = f.data<float>();
+    BFloat16* out = y.data<BFloat16>();
+    for (std::int64_t i = 0; i < f.numel(); ++i) out[i] = truncate_to_bf16(in[i]);
+    return y;
+  }
+  return x.cast(to);
+}
 
 RW_REGISTER_KERNEL("Cast", Device::kCpu, make_factory<CastKernel>());
 
