@@ -1,8 +1,9 @@
 #pragma once
-// Numpy-style broadcasting loop for the binary elementwise reference kernels.
+// Numpy-style broadcasting loop for the elementwise reference kernels of two operands (binary
+// ops, and pairwise folds of variadic ones) and three (Where).
 //
 // The output is walked as `rows x inner`: dimensions of extent 1 in the output are dropped,
-// and neighbouring dimensions that both operands traverse the same way are merged, so that the
+// and neighbouring dimensions that every operand traverses the same way are merged, so that the
 // common cases end up as one flat loop with a unit or zero stride per operand:
 //
 //   same shape                 [N,C,H,W] + [N,C,H,W] -> 1 row of N*C*H*W, strides (1, 1)
@@ -16,63 +17,98 @@
 #include "backends/cpu/reference/kernel_util.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 
 namespace redwood::cpu::detail {
 
-/// The coalesced iteration of one broadcast: outer dimensions (outermost first) with each
-/// operand's element stride, then the inner run.
+/// The coalesced iteration of one broadcast of N operands: outer dimensions (outermost first)
+/// with each operand's element stride, then the inner run.
+template <std::size_t N>
 struct BroadcastPlan {
   Shape outer_dims;
-  Strides outer_a, outer_b;
+  std::array<Strides, N> outer;
   std::int64_t inner = 1;
-  std::int64_t inner_a = 0, inner_b = 0;  // 0 or 1
+  std::array<std::int64_t, N> inner_stride{};  // 0 or 1 each
 };
 
-/// Plans the walk of `out` (the broadcast of a and b, both contiguous).
-inline BroadcastPlan plan_broadcast(const Shape& a, const Shape& b, const Shape& out) {
+/// Plans the walk of `out` over contiguous operands of shapes `in`. `out` must be a broadcast of
+/// every operand; it may be larger than their joint broadcast (a dimension where every operand
+/// has extent 1 is walked with stride 0 for all), which lets a fold of many operands run
+/// pairwise in an output of the final shape.
+template <std::size_t N>
+BroadcastPlan<N> plan_broadcast(const std::array<Shape, N>& in, const Shape& out) {
   const std::size_t rank = out.size();
-  auto aligned = [&](const Shape& s) {
-    Shape r(rank, 1);
-    std::copy(s.begin(), s.end(), r.begin() + static_cast<std::ptrdiff_t>(rank - s.size()));
-    return r;
-  };
-  const Shape a_dims = aligned(a), b_dims = aligned(b);
-  const Strides a_str = contiguous_strides(a_dims), b_str = contiguous_strides(b_dims);
+  std::array<Shape, N> dims;
+  std::array<Strides, N> str;
+  for (std::size_t k = 0; k < N; ++k) {
+    dims[k] = Shape(rank, 1);
+    std::copy(in[k].begin(), in[k].end(),
+              dims[k].begin() + static_cast<std::ptrdiff_t>(rank - in[k].size()));
+    str[k] = contiguous_strides(dims[k]);
+  }
 
-  // Groups from the innermost out: (extent, stride of a, stride of b) of the group's innermost
-  // dimension. An outer dimension joins the group below when, for both operands, stepping it is
+  // Groups from the innermost out: the extent and each operand's stride of the group's innermost
+  // dimension. An outer dimension joins the group below when, for every operand, stepping it is
   // the same as stepping past the whole group (always true for a broadcast stride of 0 over 0).
   struct Group {
-    std::int64_t extent, sa, sb;
+    std::int64_t extent;
+    std::array<std::int64_t, N> stride;
   };
   std::vector<Group> groups;  // innermost first
   for (std::size_t d = rank; d-- > 0;) {
     if (out[d] == 1) continue;
-    const std::int64_t sa = a_dims[d] == 1 ? 0 : a_str[d];
-    const std::int64_t sb = b_dims[d] == 1 ? 0 : b_str[d];
+    std::array<std::int64_t, N> stride;
+    for (std::size_t k = 0; k < N; ++k) stride[k] = dims[k][d] == 1 ? 0 : str[k][d];
     if (!groups.empty()) {
       Group& g = groups.back();
-      if (sa == g.sa * g.extent && sb == g.sb * g.extent) {
+      bool joins = true;
+      for (std::size_t k = 0; k < N; ++k) joins = joins && stride[k] == g.stride[k] * g.extent;
+      if (joins) {
         g.extent *= out[d];
         continue;
       }
     }
-    groups.push_back({out[d], sa, sb});
+    groups.push_back({out[d], stride});
   }
 
-  BroadcastPlan plan;
+  BroadcastPlan<N> plan;
   if (groups.empty()) return plan;  // every extent is 1: one element
   plan.inner = groups.front().extent;
-  plan.inner_a = groups.front().sa;
-  plan.inner_b = groups.front().sb;
+  plan.inner_stride = groups.front().stride;
   for (std::size_t g = groups.size(); g-- > 1;) {
     plan.outer_dims.push_back(groups[g].extent);
-    plan.outer_a.push_back(groups[g].sa);
-    plan.outer_b.push_back(groups[g].sb);
+    for (std::size_t k = 0; k < N; ++k) plan.outer[k].push_back(groups[g].stride[k]);
   }
   return plan;
+}
+
+/// Walks the `total` output elements of `plan` in parallel chunks as runs: run(offsets, i, len)
+/// covers output elements [i, i + len), where operand k starts at element offsets[k] and steps
+/// by plan.inner_stride[k]. Chunks may start and end mid-row, so a run is a (row, column) segment.
+template <std::size_t N, typename Run>
+void for_each_broadcast_run(const BroadcastPlan<N>& plan, std::int64_t total, const Run& run) {
+  const std::int64_t inner = plan.inner;
+  const std::size_t outer_rank = plan.outer_dims.size();
+  parallel_for(total, std::int64_t{1} << 15, [&](std::int64_t begin, std::int64_t end) {
+    std::int64_t i = begin;
+    while (i < end) {
+      const std::int64_t row = i / inner;
+      const std::int64_t col = i % inner;
+      const std::int64_t len = std::min(inner - col, end - i);
+      std::array<std::int64_t, N> offsets;
+      for (std::size_t k = 0; k < N; ++k) offsets[k] = col * plan.inner_stride[k];
+      std::int64_t rem = row;
+      for (std::size_t d = outer_rank; d-- > 0;) {
+        const std::int64_t idx = rem % plan.outer_dims[d];
+        rem /= plan.outer_dims[d];
+        for (std::size_t k = 0; k < N; ++k) offsets[k] += idx * plan.outer[k][d];
+      }
+      run(offsets, i, len);
+      i += len;
+    }
+  });
 }
 
 // Output never aliases the inputs (outputs are freshly allocated); __restrict says so, which lets
@@ -97,36 +133,50 @@ template <typename A, typename B, typename O, typename Op>
 }
 
 /// out[i] = op(a[ia], b[ib]) over the broadcast of a and b. `a` and `b` must be contiguous;
-/// `out` must be contiguous with the broadcast shape.
+/// `out` must be contiguous with the broadcast shape (or a broadcast of it, see plan_broadcast).
 template <typename A, typename B, typename O, typename Op>
 void broadcast_binary(const Tensor& a, const Tensor& b, Tensor& out, const Op& op) {
-  const BroadcastPlan plan = plan_broadcast(a.shape(), b.shape(), out.shape());
+  const BroadcastPlan<2> plan = plan_broadcast<2>({a.shape(), b.shape()}, out.shape());
   const A* pa = a.data<A>();
   const B* pb = b.data<B>();
   O* po = out.data<O>();
-  const std::int64_t total = out.numel();
-  const std::int64_t inner = plan.inner;
-  const std::size_t outer_rank = plan.outer_dims.size();
+  for_each_broadcast_run(plan, out.numel(),
+                         [&](const std::array<std::int64_t, 2>& at, std::int64_t i,
+                             std::int64_t len) {
+                           binary_run(pa + at[0], plan.inner_stride[0], pb + at[1],
+                                      plan.inner_stride[1], po + i, len, op);
+                         });
+}
 
-  // Chunks may start and end mid-row, so work in (row, column) segments.
-  parallel_for(total, std::int64_t{1} << 15, [&](std::int64_t begin, std::int64_t end) {
-    std::int64_t i = begin;
-    while (i < end) {
-      const std::int64_t row = i / inner;
-      const std::int64_t col = i % inner;
-      const std::int64_t len = std::min(inner - col, end - i);
-      std::int64_t oa = col * plan.inner_a, ob = col * plan.inner_b;
-      std::int64_t rem = row;
-      for (std::size_t d = outer_rank; d-- > 0;) {
-        const std::int64_t idx = rem % plan.outer_dims[d];
-        rem /= plan.outer_dims[d];
-        oa += idx * plan.outer_a[d];
-        ob += idx * plan.outer_b[d];
-      }
-      binary_run(pa + oa, plan.inner_a, pb + ob, plan.inner_b, po + i, len, op);
-      i += len;
-    }
-  });
+template <typename A, typename B, typename C, typename O, typename Op>
+[[gnu::noinline]] void ternary_run(const A* __restrict a, std::int64_t sa, const B* __restrict b,
+                                   std::int64_t sb, const C* __restrict c, std::int64_t sc,
+                                   O* __restrict out, std::int64_t n, const Op& op) {
+  if (sa == 1 && sb == 1 && sc == 1) {
+    blocked_loop(n, [&](std::int64_t i) { out[i] = op(a[i], b[i], c[i]); });
+  } else {
+    blocked_loop(n, [&](std::int64_t i) { out[i] = op(a[i * sa], b[i * sb], c[i * sc]); });
+  }
+}
+
+/// out[i] = op(a[ia], b[ib], c[ic]) over the broadcast of a, b and c (Where); contiguity as for
+/// broadcast_binary.
+template <typename A, typename B, typename C, typename O, typename Op>
+void broadcast_ternary(const Tensor& a, const Tensor& b, const Tensor& c, Tensor& out,
+                       const Op& op) {
+  const BroadcastPlan<3> plan =
+      plan_broadcast<3>({a.shape(), b.shape(), c.shape()}, out.shape());
+  const A* pa = a.data<A>();
+  const B* pb = b.data<B>();
+  const C* pc = c.data<C>();
+  O* po = out.data<O>();
+  for_each_broadcast_run(plan, out.numel(),
+                         [&](const std::array<std::int64_t, 3>& at, std::int64_t i,
+                             std::int64_t len) {
+                           ternary_run(pa + at[0], plan.inner_stride[0], pb + at[1],
+                                       plan.inner_stride[1], pc + at[2], plan.inner_stride[2],
+                                       po + i, len, op);
+                         });
 }
 
 }  // namespace redwood::cpu::detail
