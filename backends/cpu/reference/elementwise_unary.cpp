@@ -1,10 +1,10 @@
 // Unary elementwise ops: Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh, Sqrt.
 //
 // Each op is a small functor built from the node's attributes at load; one kernel template
-// applies it over the (contiguous) input in parallel chunks. Float ops take float32; Relu and
-// Clip also take the integer types ONNX allows them that Redwood holds.
+// applies it over the input in parallel chunks (apply_unary, ew_unary.hpp). Float ops take
+// float32; Relu and Clip also take the integer types ONNX allows them that Redwood holds.
 
-#include "backends/cpu/reference/ew_loop.hpp"
+#include "backends/cpu/reference/ew_unary.hpp"
 #include "backends/cpu/reference/kernel_util.hpp"
 
 #include <algorithm>
@@ -13,28 +13,6 @@
 
 namespace redwood::cpu {
 namespace {
-
-constexpr std::int64_t kGrain = std::int64_t{1} << 15;
-
-// The output is freshly allocated, never the input: __restrict lets the loop vectorize (noinline
-// keeps that guarantee attached to the parameters; see ew_broadcast.hpp).
-template <typename T, typename Op>
-[[gnu::noinline]] void unary_run(const T* __restrict in, T* __restrict out, std::int64_t n,
-                                 const Op& op) {
-  detail::blocked_loop(n, [&](std::int64_t i) { out[i] = op(in[i]); });
-}
-
-template <typename T, typename Op>
-Tensor apply_unary(const KernelContext& ctx, const Tensor& input, const Op& op) {
-  const Tensor x = input.contiguous();
-  Tensor y = ctx.allocate_output(0, x.dtype(), x.shape());
-  const T* in = x.data<T>();
-  T* out = y.data<T>();
-  parallel_for(x.numel(), kGrain, [&](std::int64_t begin, std::int64_t end) {
-    unary_run(in + begin, out + begin, end - begin, op);
-  });
-  return y;
-}
 
 // ---- float32-only ops -------------------------------------------------------------------------
 
@@ -75,22 +53,6 @@ struct TanhOp {
 struct SqrtOp {
   explicit SqrtOp(const Node&) {}
   float operator()(float x) const { return std::sqrt(x); }  // negative -> NaN, as the spec says
-};
-
-template <typename Op>
-class FloatUnaryKernel final : public Kernel {
- public:
-  FloatUnaryKernel(const Node& node, const KernelInfo& info) : op_(node) {
-    if (!info.input_dtypes.empty()) expect_dtype(node, info.input_dtypes[0], {DType::kF32});
-  }
-  void run(KernelContext& ctx) override {
-    const Tensor& x = ctx.input(0);
-    dispatch<float>(x.dtype(), ctx.node,
-                    [&](auto) { ctx.outputs[0] = apply_unary<float>(ctx, x, op_); });
-  }
-
- private:
-  Op op_;
 };
 
 // ---- Relu: float and signed integers ----------------------------------------------------------
