@@ -84,17 +84,18 @@ TEST_F(InferCommand, BadInputsEndWithOneClearMessage) {
     std::string message;
   };
   std::ofstream(dir_ / "corrupt.onnx", std::ios::binary) << "\x08\x07garbage that is not a model";
-  OnnxBuilder erf(13);
-  erf.input("x", kFloat, {2});
-  erf.node("Erf", {"x"}, {"y"}, "erf_node");
-  erf.output("y", kFloat, {2});
-  erf.save(dir_ / "erf.onnx");
+  OnnxBuilder noise(13);
+  noise.input("x", kFloat, {2});
+  noise.node("RandomNormalLike", {"x"}, {"y"}, "noise_node");  // an ONNX op without a CPU kernel
+  noise.output("y", kFloat, {2});
+  noise.save(dir_ / "noise.onnx");
   write_npy(dir_ / "wide.npy", Tensor::zeros(DType::kF32, {2, 5}));
   write_npy(dir_ / "ints.npy", Tensor::zeros(DType::kI64, {2, 4}));
   const std::vector<Case> cases = {
       {"infer " + (dir_ / "missing.onnx").string(), "missing.onnx: no such file"},
       {"infer " + (dir_ / "corrupt.onnx").string(), "not a valid ONNX model"},
-      {"infer " + (dir_ / "erf.onnx").string() + " --random x=2", "node 'erf_node' (Erf): op Erf has no cpu kernel"},
+      {"infer " + (dir_ / "noise.onnx").string() + " --random x=2",
+       "node 'noise_node' (RandomNormalLike): op RandomNormalLike has no cpu kernel"},
       {"infer " + model_, "input 'x' (float[N, 4]) is not given"},
       {"infer " + model_ + " --input x=" + (dir_ / "wide.npy").string(), "dimension 1 differs"},
       {"infer " + model_ + " --input x=" + (dir_ / "ints.npy").string(), "expects float[N, 4] but was given int64[2, 4]"},
