@@ -11,16 +11,15 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
 
 namespace redwood::runtime {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::LogCapture;
 
 PlanCacheKey test_key() {
   PlanCacheKey key;
@@ -60,18 +59,6 @@ std::string read_text(const fs::path& file) {
 }
 
 void write_text(const fs::path& file, const std::string& text) { std::ofstream(file) << text; }
-
-// What the redwood logger writes while it lives.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) { log().sinks().push_back(sink_); }
-  ~LogCapture() { std::erase(log().sinks(), sink_); }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 TEST(PlanCacheKey, FileNameFollowsEveryField) {
   const PlanCacheKey key = test_key();

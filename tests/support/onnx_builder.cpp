@@ -47,13 +47,18 @@ OnnxBuilder& OnnxBuilder::output(const std::string& name, int onnx_type, const s
   return *this;
 }
 
-OnnxBuilder& OnnxBuilder::initializer(const std::string& name, const Tensor& value) {
-  auto* t = model_.mutable_graph()->add_initializer();
-  t->set_name(name);
-  t->set_data_type(dtype_to_onnx(value.dtype()));
-  for (auto d : value.shape()) t->add_dims(d);
+onnx::TensorProto OnnxBuilder::tensor_proto(const std::string& name, const Tensor& value) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(dtype_to_onnx(value.dtype()));
+  for (auto d : value.shape()) t.add_dims(d);
   const Tensor c = value.contiguous();
-  t->set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.nbytes()));
+  t.set_raw_data(std::string(static_cast<const char*>(c.raw_data()), c.nbytes()));
+  return t;
+}
+
+OnnxBuilder& OnnxBuilder::initializer(const std::string& name, const Tensor& value) {
+  *model_.mutable_graph()->add_initializer() = tensor_proto(name, value);
   return *this;
 }
 
@@ -79,6 +84,20 @@ void OnnxBuilder::set_attr(onnx::NodeProto& node, const std::string& key, const 
   a->set_name(key);
   a->set_type(onnx::AttributeProto::INTS);
   for (auto v : values) a->add_ints(v);
+}
+
+void OnnxBuilder::set_attr(onnx::NodeProto& node, const std::string& key, const Tensor& value) {
+  auto* a = node.add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = tensor_proto("", value);
+}
+
+void OnnxBuilder::set_attr(onnx::NodeProto& node, const std::string& key, const onnx::GraphProto& graph) {
+  auto* a = node.add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = graph;
 }
 
 std::string OnnxBuilder::bytes() const { return model_.SerializeAsString(); }

@@ -27,6 +27,12 @@ class OnnxBuilder {
                         const std::vector<std::string>& outputs, const std::string& name = "");
   static void set_attr(onnx::NodeProto& node, const std::string& key, std::int64_t value);
   static void set_attr(onnx::NodeProto& node, const std::string& key, const std::vector<std::int64_t>& values);
+  /// A tensor attribute (a Constant node's value).
+  static void set_attr(onnx::NodeProto& node, const std::string& key, const Tensor& value);
+  /// A graph attribute (an If's branch): another builder's graph.
+  static void set_attr(onnx::NodeProto& node, const std::string& key, const onnx::GraphProto& graph);
+  /// `value` as an ONNX tensor named `name`, its bytes in raw_data.
+  static onnx::TensorProto tensor_proto(const std::string& name, const Tensor& value);
 
   onnx::ModelProto& model() { return model_; }
   std::string bytes() const;

@@ -1,13 +1,16 @@
 #include "support/test_support.hpp"
 
+#include "core/log.hpp"
 #include "runtime/executor.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
 
 #include <future>
 
 #include <cmath>
 #include <numeric>
+#include <sstream>
 #include <cstdio>
 #include <sys/wait.h>
 #include <cstdlib>
@@ -104,6 +107,20 @@ Node make_node(std::string name, std::string op_type, std::vector<std::string> i
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   return n;
+}
+
+struct LogCapture::Sink {
+  std::ostringstream text;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text);
+};
+
+LogCapture::LogCapture() : sink_(std::make_unique<Sink>()) { log().sinks().push_back(sink_->sink); }
+
+LogCapture::~LogCapture() { std::erase(log().sinks(), sink_->sink); }
+
+std::string LogCapture::text() const {
+  sink_->sink->flush();
+  return sink_->text.str();
 }
 
 std::vector<Tensor> run_node(const NodeSpec& spec) {

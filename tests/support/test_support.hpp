@@ -75,6 +75,21 @@ class ScopedEnv {
   std::string before_;
 };
 
+/// What the redwood logger (core/log.hpp) writes while this lives, at the logger's level, for
+/// tests of warnings.
+class LogCapture {
+ public:
+  LogCapture();
+  ~LogCapture();
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string text() const;
+
+ private:
+  struct Sink;
+  std::unique_ptr<Sink> sink_;
+};
+
 /// The message of the E that f throws ("" and a test failure when it throws nothing, or another
 /// exception).
 template <class E, class F>
