@@ -1,8 +1,8 @@
 #include "core/graph/graph.hpp"
 
 #include "core/error.hpp"
+#include "core/graph/topological_order.hpp"
 
-#include <queue>
 #include <set>
 #include <unordered_map>
 
@@ -90,8 +90,7 @@ void Graph::sort_topologically() {
   for (const auto& in : inputs) available.insert(in.name);
   for (const auto& [n, t] : initializers) available.insert(n);
 
-  std::vector<std::size_t> pending(nodes.size(), 0);
-  std::vector<std::vector<std::size_t>> consumers(nodes.size());
+  std::vector<std::vector<std::size_t>> needs(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     for (const auto& in : nodes[i].inputs) {
       if (in.empty() || available.count(in)) continue;
@@ -99,31 +98,20 @@ void Graph::sort_topologically() {
       RW_EXPECTS(it != producer.end(), InvalidArgument,
                  "{}: input '{}' is neither a graph input, an initializer nor a node output",
                  nodes[i].where(), in);
-      ++pending[i];
-      consumers[it->second].push_back(i);
+      needs[i].push_back(it->second);
     }
   }
-  // Kahn's algorithm, keeping the file's order among ready nodes (a min-heap on index).
-  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (pending[i] == 0) ready.push(i);
+  const TopologicalOrder sorted = topological_order(needs);
+  if (!sorted.cycle.empty()) {
+    std::string path;
+    for (std::size_t i : sorted.cycle) path += nodes[i].where() + " -> ";
+    throw InvalidArgument(fmt::format("{}{}the nodes form a cycle: {}{}", source, source.empty() ? "" : ": ", path,
+                                      nodes[sorted.cycle[0]].where()));
   }
-  std::vector<Node> sorted;
-  sorted.reserve(nodes.size());
-  while (!ready.empty()) {
-    const std::size_t i = ready.top();
-    ready.pop();
-    for (std::size_t c : consumers[i]) {
-      if (--pending[c] == 0) ready.push(c);
-    }
-    sorted.push_back(std::move(nodes[i]));
-  }
-  if (sorted.size() != nodes.size()) {
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      RW_EXPECTS(pending[i] == 0, InvalidArgument, "{} is part of a cycle", nodes[i].where());
-    }
-  }
-  nodes = std::move(sorted);
+  std::vector<Node> ordered;
+  ordered.reserve(nodes.size());
+  for (std::size_t i : sorted.order) ordered.push_back(std::move(nodes[i]));
+  nodes = std::move(ordered);
 }
 
 }  // namespace redwood

@@ -79,8 +79,9 @@ class Graph {
 
   const ValueInfo* find_value(const std::string& value) const;
   const Tensor* find_initializer(const std::string& value) const;
-  /// Reorders nodes so that each comes after the producers of its inputs; throws InvalidArgument
-  /// naming a node whose input nothing produces, or a cycle.
+  /// Reorders nodes so that each comes after the producers of its inputs, keeping the present
+  /// order where it is valid (core/graph/topological_order.hpp); throws InvalidArgument naming a
+  /// node whose input nothing produces, or the nodes on a cycle.
   void sort_topologically();
 };
 
