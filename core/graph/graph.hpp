@@ -33,7 +33,7 @@ struct ValueInfo {
 };
 
 /// An attribute value. Graph-valued attributes (If/Loop bodies) are not held: the importer
-/// reports such nodes as unsupported.
+/// inlines an If whose condition is a constant and reports other such nodes as unsupported.
 using AttributeValue = std::variant<std::int64_t, float, std::string, std::vector<std::int64_t>,
                                     std::vector<float>, std::vector<std::string>, Tensor>;
 

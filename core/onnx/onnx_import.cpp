@@ -1,12 +1,12 @@
 #include "core/onnx/onnx_import.hpp"
 
 #include "core/mapped_file.hpp"
+#include "core/onnx/detail/onnx_proto.hpp"
 #include "core/onnx/model_cache.hpp"
 
 #include "core/error.hpp"
 #include "core/log.hpp"
 
-#include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -105,6 +105,10 @@ int typed_field_size(const onnx::TensorProto& proto, DType dtype) {
   return 0;
 }
 
+}  // namespace
+
+namespace onnx_detail {
+
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& where,
                          const std::filesystem::path& model_dir) {
   const DType dtype = dtype_from_onnx(proto.data_type());
@@ -156,6 +160,12 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& wher
   return t;
 }
 
+}  // namespace onnx_detail
+
+namespace {
+
+using onnx_detail::tensor_from_proto;
+
 ValueInfo value_from_proto(const onnx::ValueInfoProto& proto) {
   ValueInfo vi;
   vi.name = proto.name();
@@ -191,7 +201,8 @@ AttributeValue attribute_from_proto(const onnx::AttributeProto& a, const Node& n
     case A::TENSOR: return tensor_from_proto(a.t(), node.where() + " attribute '" + a.name() + "'", model_dir);
     case A::GRAPH:
     case A::GRAPHS:
-      throw Unsupported(fmt::format("{}: attribute '{}' holds a subgraph; control flow (If, Loop, Scan) is not supported",
+      throw Unsupported(fmt::format("{}: attribute '{}' holds a graph; Redwood runs no control flow (Loop, Scan), and an "
+                                    "If only when its condition is a constant",
                                     node.where(), a.name()));
     default:
       throw Unsupported(fmt::format("{}: attribute '{}' has type {}, which Redwood does not read",
@@ -216,11 +227,49 @@ Tensor constant_value(const Node& node) {
                                 node.where()));
 }
 
+// The IR node of `n`, named `name`.
+Node node_from_proto(const onnx::NodeProto& n, std::string name, const std::filesystem::path& model_dir) {
+  Node node;
+  node.op_type = n.op_type();
+  node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  node.name = std::move(name);
+  node.inputs.assign(n.input().begin(), n.input().end());
+  node.outputs.assign(n.output().begin(), n.output().end());
+  for (const auto& a : n.attribute()) {
+    RW_EXPECTS(a.ref_attr_name().empty(), Unsupported, "{}: attribute references (functions) are not supported",
+               node.where());
+    node.attributes[a.name()] = attribute_from_proto(a, node, model_dir);
+  }
+  return node;
+}
+
 }  // namespace
+
+namespace onnx_detail {
+
+std::string node_label(const onnx::NodeProto& node) {
+  if (!node.name().empty()) return fmt::format("node '{}' ({})", node.name(), node.op_type());
+  if (node.output_size() > 0) return fmt::format("the {} node writing '{}'", node.op_type(), node.output(0));
+  return fmt::format("a {} node", node.op_type());
+}
+
+Tensor constant_from_proto(const onnx::NodeProto& node, const std::string& where,
+                           const std::filesystem::path& model_dir) {
+  try {
+    return constant_value(node_from_proto(node, node.name().empty() ? node.op_type() : node.name(), model_dir));
+  } catch (const Unsupported& e) {
+    throw Unsupported(fmt::format("{}: {}", where, e.what()));
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+}  // namespace onnx_detail
 
 namespace {
 
-// Whether any tensor of the graph (an initializer, a tensor attribute) keeps its bytes in another file.
+// Whether any tensor of the graph or of the graphs nested in it (an initializer, a tensor
+// attribute) keeps its bytes in another file.
 bool uses_external_data(const onnx::GraphProto& g) {
   for (const auto& t : g.initializer()) {
     if (t.data_location() == onnx::TensorProto::EXTERNAL) return true;
@@ -228,6 +277,10 @@ bool uses_external_data(const onnx::GraphProto& g) {
   for (const auto& n : g.node()) {
     for (const auto& a : n.attribute()) {
       if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL) return true;
+      if (a.has_g() && uses_external_data(a.g())) return true;
+      for (const auto& sub : a.graphs()) {
+        if (uses_external_data(sub)) return true;
+      }
     }
   }
   return false;
@@ -296,20 +349,11 @@ std::shared_ptr<Graph> import_model(std::string_view bytes, const std::string& s
              InvalidArgument, "{}: the ONNX model has no graph (truncated or corrupt file?)", source);
   const std::filesystem::path model_dir = std::filesystem::path(source).parent_path();
   *external = uses_external_data(model.graph());
+  onnx_detail::check_opsets(model, source);
   check_window_attributes(model.graph(), source);
-  if (options.check) {
-    try {
-      // From a file, the checker reads it again by path: that gives it the model's folder, where
-      // it looks for external data (from bytes alone it would look in the working directory).
-      if (std::filesystem::is_regular_file(source)) {
-        onnx::checker::check_model(source);
-      } else {
-        onnx::checker::check_model(model);
-      }
-    } catch (const std::exception& e) {
-      throw InvalidArgument(fmt::format("{}: the ONNX checker rejects the model: {}", source, e.what()));
-    }
-  }
+  onnx_detail::sort_graph(*model.mutable_graph(), source, true);
+  if (options.check) onnx_detail::check_model(model, source, model_dir);
+  onnx_detail::inline_constant_ifs(*model.mutable_graph(), source, model_dir);
   if (options.infer_shapes) {
     try {
       onnx::shape_inference::InferShapes(model);
@@ -361,18 +405,9 @@ std::shared_ptr<Graph> import_model(std::string_view bytes, const std::string& s
   std::set<std::string> names;
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
-    Node node;
-    node.op_type = n.op_type();
-    node.domain = n.domain() == "ai.onnx" ? "" : n.domain();
-    node.name = n.name().empty() || names.count(n.name()) ? n.op_type() + "_" + std::to_string(i) : n.name();
+    Node node = node_from_proto(
+        n, n.name().empty() || names.count(n.name()) ? n.op_type() + "_" + std::to_string(i) : n.name(), model_dir);
     names.insert(node.name);
-    node.inputs.assign(n.input().begin(), n.input().end());
-    node.outputs.assign(n.output().begin(), n.output().end());
-    for (const auto& a : n.attribute()) {
-      RW_EXPECTS(a.ref_attr_name().empty(), Unsupported, "{}: attribute references (functions) are not supported",
-                 node.where());
-      node.attributes[a.name()] = attribute_from_proto(a, node, model_dir);
-    }
     // Constants become initializers: kernels then see them as constant inputs at load.
     if (node.op_type == "Constant" && node.domain.empty() && node.outputs.size() == 1) {
       graph->initializers[node.outputs[0]] = constant_value(node);
@@ -392,7 +427,7 @@ Tensor load_onnx_tensor(const std::filesystem::path& file) {
   const std::string bytes = read_file(file);
   onnx::TensorProto proto;
   RW_EXPECTS(proto.ParseFromString(bytes), InvalidArgument, "{}: not a serialized ONNX TensorProto", file.string());
-  return tensor_from_proto(proto, file.string(), file.parent_path());
+  return onnx_detail::tensor_from_proto(proto, file.string(), file.parent_path());
 }
 
 }  // namespace redwood

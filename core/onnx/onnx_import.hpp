@@ -1,8 +1,16 @@
 #pragma once
 // ONNX import: parse a model with the ONNX library (protobuf), run ONNX's checker and shape
 // inference, and build Redwood's IR. Every problem is reported with the file and, where there is
-// one, the node: a truncated or corrupt file, a graph-valued attribute (If/Loop bodies), an
-// element type Redwood does not hold.
+// one, the node: a truncated or corrupt file, a cycle, an opset newer than the ONNX library knows,
+// control flow Redwood does not run (Loop, Scan, an If whose condition is computed at run time),
+// an element type Redwood does not hold.
+//
+// What ONNX Runtime runs loads here too (core/onnx/detail/onnx_proto.hpp): nodes out of
+// topological order are sorted, and what ONNX's checker refuses but ONNX Runtime accepts (that
+// order, a graph without a name, a graph input without a shape) is logged as a warning. An If
+// whose condition is a constant is replaced by the branch it takes. Initializers may keep their
+// bytes in external data: files in the model's folder, read at their offsets straight into the
+// tensors (models over protobuf's 2 GiB must keep their weights there).
 
 #include "core/graph/graph.hpp"
 
@@ -13,7 +21,7 @@
 namespace redwood {
 
 struct OnnxImportOptions {
-  /// Run onnx::checker::check_model (structure, opset, op schemas).
+  /// Run ONNX's checker (structure, opset, op schemas), lenient where ONNX Runtime is.
   bool check = true;
   /// Run ONNX shape inference so that intermediates get dtypes and (partial) shapes.
   bool infer_shapes = true;
