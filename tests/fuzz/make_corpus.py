@@ -22,11 +22,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 
 
-def save_model(name, nodes, inputs, outputs, initializers=(), opset=13):
+def save_model(name, nodes, inputs, outputs, initializers=(), opset=13, check=True):
     graph = helper.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="redwood-fuzz")
     model.ir_version = 8
-    onnx.checker.check_model(model)
+    if check:
+        onnx.checker.check_model(model)
     with open(os.path.join(CORPUS, "onnx_import", name + ".onnx"), "wb") as f:
         f.write(model.SerializeToString(deterministic=True))
 
@@ -103,6 +104,27 @@ def onnx_seeds():
         [vi("ya", TensorProto.FLOAT, [1, 2]), vi("yb", TensorProto.FLOAT, [1, 2])], [
         f32("w", rng.normal(size=(4, 3))), f32("b", np.zeros(4)), i64("split", [2, 2]),
     ])
+    # What the importer rewrites before the IR: nodes out of topological order (sorted, in a
+    # branch too) and Ifs whose conditions are constants (an initializer, Constant nodes, one If
+    # nested in a branch), inlined. ONNX's checker refuses the order, so it is not run here.
+    def branch(name, nodes, out, initializers=()):
+        return helper.make_graph(nodes, name, [], [vi(out, TensorProto.FLOAT, [2])], initializer=list(initializers))
+    nested = helper.make_node("If", ["inner"], ["e"], then_branch=branch("inner_then", [
+        helper.make_node("Add", ["picked", "k2"], ["e1"]), helper.make_node("Abs", ["e1"], ["e2"])], "e2",
+        [f32("k2", [1, 1])]), else_branch=branch("inner_else", [helper.make_node("Neg", ["picked"], ["e3"])], "e3"))
+    save_model("control_flow", [
+        helper.make_node("If", ["cond"], ["picked"], then_branch=branch("then", [
+            helper.make_node("Neg", ["t1"], ["t"]), helper.make_node("Mul", ["h", "k"], ["t1"])], "t", [f32("k", [2, 3])]),
+            else_branch=branch("else", [helper.make_node("Abs", ["h"], ["a"])], "a")),
+        helper.make_node("Constant", [], ["flag"], value=helper.make_tensor("flag", TensorProto.BOOL, [], [False])),
+        helper.make_node("If", ["flag"], ["y"], then_branch=branch("then2", [
+            helper.make_node("Identity", ["picked"], ["i"])], "i"), else_branch=branch("else2", [
+            helper.make_node("Constant", [], ["inner"], value=helper.make_tensor("inner", TensorProto.BOOL, [], [True])),
+            nested], "e")),
+        helper.make_node("Relu", ["x"], ["h"]),
+    ], [vi("x", TensorProto.FLOAT, [2])], [vi("y", TensorProto.FLOAT, [2])], [
+        numpy_helper.from_array(np.array(True), "cond"),
+    ], check=False)
 
 
 def npy_seeds():
