@@ -1,7 +1,7 @@
 #pragma once
-// Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, pool_resize.cu,
-// softmax_reduce.cu, matmul.cu, data_movement.cu, picture_normalize.cu. fp32 tensors unless said
-// otherwise.
+// Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, compare_select.cu,
+// pool_resize.cu, softmax_reduce.cu, normalize.cu, matmul.cu, data_movement.cu,
+// picture_normalize.cu. fp32 tensors unless said otherwise.
 
 #include "backends/cuda/kernels/kernel_params.hpp"
 
@@ -13,12 +13,16 @@ namespace redwood::cuda::kernels {
 // ---- elementwise.cu ----
 enum class UnaryOp : int {
   kRelu, kSigmoid, kTanh, kHardSigmoid, kHardSwish, kLeakyRelu, kClip, kSqrt, kExp, kLog, kNeg, kAbs,
-  kReciprocal, kFloor, kCeil, kErf
+  kReciprocal, kFloor, kCeil, kErf, kSign, kRound, kSin, kCos, kTan, kAsin, kAcos, kAtan, kSinh, kCosh,
+  kAsinh, kAcosh, kAtanh, kSoftplus, kSoftsign, kElu, kSelu, kCelu, kThresholdedRelu, kShrink, kMish,
+  kGelu, kGeluTanh
 };
-/// y[i] = op(x[i]); alpha/beta: LeakyRelu alpha, HardSigmoid alpha/beta, Clip min/max.
+/// y[i] = op(x[i]); alpha/beta: LeakyRelu/Elu/Celu/ThresholdedRelu alpha, HardSigmoid alpha/beta,
+/// Clip min/max, Selu alpha/gamma, Shrink bias/lambd.
 void launch_unary(UnaryOp op, const float* x, float* y, long long n, float alpha, float beta, cudaStream_t stream);
 
-enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+/// kMean: (a + b) / 2 (Mean of two inputs); kPRelu: a < 0 ? a · b : a; kFmod: C's fmod (Mod, fmod = 1).
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMean, kPRelu, kFmod };
 /// Broadcast over the output's dims: a_strides/b_strides are 0 along broadcast axes.
 struct Broadcast {
   int rank = 0;
@@ -33,6 +37,28 @@ void launch_binary(BinaryOp op, const float* a, const float* b, float* y, long l
 /// Inference BatchNormalization over [N, C, inner]: y = (x − mean) · scale / sqrt(var + eps) + bias.
 void launch_batch_norm(const float* x, const float* scale, const float* bias, const float* mean, const float* var,
                        float* y, long long n, int c, long long inner, float epsilon, cudaStream_t stream);
+
+// ---- compare_select.cu ----
+/// Comparisons of f32, i64, i32 or bool (u8) operands, and logical ops on bools; the output is
+/// bool (one byte, 0 or 1). Broadcast as launch_binary.
+enum class CompareOp : int { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual, kAnd, kOr, kXor };
+enum class CompareType : int { kF32, kI64, kI32, kBool };
+void launch_compare(CompareOp op, CompareType type, const void* a, const void* b, std::uint8_t* y, long long n,
+                    const Broadcast& bc, cudaStream_t stream);
+/// Bool results of one input: Not (bool input), IsNaN, IsInf (f32 input; detect_negative /
+/// detect_positive choose which infinities count).
+enum class PredicateOp : int { kNot, kIsNaN, kIsInf };
+void launch_predicate(PredicateOp op, const void* x, std::uint8_t* y, long long n, bool detect_negative,
+                      bool detect_positive, cudaStream_t stream);
+/// Where: y[i] = cond[i] ? x[i] : z[i] with three-way broadcasting (strides 0 along broadcast
+/// axes), for elements of 1, 2, 4 or 8 bytes.
+struct Broadcast3 {
+  int rank = 0;
+  long long out_dims[kMaxDims] = {};
+  long long strides[3][kMaxDims] = {};  // condition, x, z
+};
+void launch_where(const std::uint8_t* cond, const void* x, const void* z, void* y, std::size_t element_bytes,
+                  long long n, const Broadcast3& bc, cudaStream_t stream);
 
 // ---- pool_resize.cu ----
 struct PoolParams {
@@ -64,7 +90,7 @@ void launch_resize(const ResizeParams& p, const float* x, float* y, cudaStream_t
 void launch_softmax(const float* x, float* y, long long outer, long long axis, long long inner, bool log,
                     cudaStream_t stream);
 
-enum class ReduceOp : int { kMean, kSum, kMax, kMin, kSumSquare, kL2 };
+enum class ReduceOp : int { kMean, kSum, kMax, kMin, kSumSquare, kL2, kProd, kL1, kLogSum, kLogSumExp };
 /// For each output element (the input with reduced axes of extent 1), reduces over the reduced
 /// axes. kept_*: the output's dims with the input's strides; red_*: the reduced axes.
 struct ReduceParams {
@@ -75,6 +101,23 @@ struct ReduceParams {
 };
 void launch_reduce(ReduceOp op, const ReduceParams& p, const float* x, float* y, long long outputs,
                    cudaStream_t stream);
+/// ArgMax (max) or ArgMin along the middle axis of [outer, len, inner] into int64 indices.
+void launch_arg_reduce(const float* x, long long* y, long long outer, long long len, long long inner, bool max,
+                       bool select_last, cudaStream_t stream);
+
+// ---- normalize.cu ----
+/// Normalizes each of `rows` contiguous rows of `len` values: y = (x − mean) / sqrt(var + eps) ·
+/// scale + bias. The scale and bias index is the position in the row (LayerNormalization,
+/// scale_period = len) or the row's channel (InstanceNormalization: row % channels with
+/// per_row = true). mean_out/inv_std_out (may be null) receive each row's statistics.
+struct RowNorm {
+  long long rows = 0, len = 0;
+  long long channels = 1;
+  bool per_row = false;
+  float epsilon = 1e-5f;
+};
+void launch_row_norm(const RowNorm& p, const float* x, const float* scale, const float* bias, float* y,
+                     float* mean_out, float* inv_std_out, cudaStream_t stream);
 
 // ---- matmul.cu ----
 /// Y[b] = act(alpha · op(A[b]) · op(B[b]) + beta · C + bias + residual), Y contiguous [batch, M, N].

@@ -1,7 +1,8 @@
 // Elementwise ops on the GPU: unary activations and math, binary arithmetic with numpy
-// broadcasting, inference BatchNormalization.
+// broadcasting (two-input Sum/Mean/Max/Min, PRelu, float Mod), inference BatchNormalization.
 
 #include "backends/cuda/cuda_kernel.hpp"
+#include "backends/cuda/kernels/elementwise/broadcast.hpp"
 #include "backends/cuda/kernels/launchers.hpp"
 #include "core/error.hpp"
 
@@ -20,7 +21,14 @@ UnaryOp unary_op(const std::string& op) {
       {"Clip", UnaryOp::kClip},       {"Sqrt", UnaryOp::kSqrt},               {"Exp", UnaryOp::kExp},
       {"Log", UnaryOp::kLog},         {"Neg", UnaryOp::kNeg},                 {"Abs", UnaryOp::kAbs},
       {"Reciprocal", UnaryOp::kReciprocal}, {"Floor", UnaryOp::kFloor},       {"Ceil", UnaryOp::kCeil},
-      {"Erf", UnaryOp::kErf}};
+      {"Erf", UnaryOp::kErf},         {"Sign", UnaryOp::kSign},               {"Round", UnaryOp::kRound},
+      {"Sin", UnaryOp::kSin},         {"Cos", UnaryOp::kCos},                 {"Tan", UnaryOp::kTan},
+      {"Asin", UnaryOp::kAsin},       {"Acos", UnaryOp::kAcos},               {"Atan", UnaryOp::kAtan},
+      {"Sinh", UnaryOp::kSinh},       {"Cosh", UnaryOp::kCosh},               {"Asinh", UnaryOp::kAsinh},
+      {"Acosh", UnaryOp::kAcosh},     {"Atanh", UnaryOp::kAtanh},             {"Softplus", UnaryOp::kSoftplus},
+      {"Softsign", UnaryOp::kSoftsign}, {"Elu", UnaryOp::kElu},               {"Selu", UnaryOp::kSelu},
+      {"Celu", UnaryOp::kCelu},       {"ThresholdedRelu", UnaryOp::kThresholdedRelu},
+      {"Shrink", UnaryOp::kShrink},   {"Mish", UnaryOp::kMish},               {"Gelu", UnaryOp::kGelu}};
   for (const auto& [name, value] : kOps) {
     if (op == name) return value;
   }
@@ -39,6 +47,22 @@ class UnaryKernel final : public CudaKernel {
     if (op_ == UnaryOp::kClip) {
       alpha_ = node.attr_float("min", -INFINITY);
       beta_ = node.attr_float("max", INFINITY);
+    }
+    if (op_ == UnaryOp::kElu || op_ == UnaryOp::kCelu) alpha_ = node.attr_float("alpha", 1.0f);
+    if (op_ == UnaryOp::kThresholdedRelu) alpha_ = node.attr_float("alpha", 1.0f);
+    if (op_ == UnaryOp::kSelu) {
+      alpha_ = node.attr_float("alpha", 1.67326319217681884765625f);
+      beta_ = node.attr_float("gamma", 1.05070102214813232421875f);
+    }
+    if (op_ == UnaryOp::kShrink) {
+      alpha_ = node.attr_float("bias", 0.0f);
+      beta_ = node.attr_float("lambd", 0.5f);
+    }
+    if (op_ == UnaryOp::kGelu) {
+      const std::string approximate = node.attr_string("approximate", "none");
+      RW_EXPECTS(approximate == "none" || approximate == "tanh", InvalidArgument,
+                 "{}: approximate '{}' is not one of none, tanh", node.where(), approximate);
+      if (approximate == "tanh") op_ = UnaryOp::kGeluTanh;
     }
   }
 
@@ -62,8 +86,18 @@ class UnaryKernel final : public CudaKernel {
   float alpha_ = 0, beta_ = 0;
 };
 
-BinaryOp binary_op(const std::string& op) {
-  if (op == "Add") return BinaryOp::kAdd;
+// Sum, Mean, Max and Min are variadic in ONNX; this kernel takes their two-input form (one or
+// three and more inputs run on the CPU). Mod runs here with fmod = 1 on floats (C's fmod).
+BinaryOp binary_op(const Node& node) {
+  const std::string& op = node.op_type;
+  if (op == "Add" || op == "Sum") return BinaryOp::kAdd;
+  if (op == "Mean") return BinaryOp::kMean;
+  if (op == "PRelu") return BinaryOp::kPRelu;
+  if (op == "Mod") {
+    RW_EXPECTS(node.attr_int("fmod", 0) == 1, Unsupported,
+               "{}: Mod with fmod = 0 on floats is not defined (ONNX asks for fmod = 1)", node.where());
+    return BinaryOp::kFmod;
+  }
   if (op == "Sub") return BinaryOp::kSub;
   if (op == "Mul") return BinaryOp::kMul;
   if (op == "Div") return BinaryOp::kDiv;
@@ -75,7 +109,7 @@ BinaryOp binary_op(const std::string& op) {
 
 class BinaryKernel final : public CudaKernel {
  public:
-  BinaryKernel(const Node& node, const KernelInfo& info) : node_(node), op_(binary_op(node.op_type)) {
+  BinaryKernel(const Node& node, const KernelInfo& info) : node_(node), op_(binary_op(node)) {
     RW_EXPECTS(node.inputs.size() == 2, Unsupported, "{}: the CUDA kernel takes exactly two inputs, not {}",
                node.where(), node.inputs.size());
     for (DType t : info.input_dtypes) expect_f32(node, t);
@@ -89,17 +123,7 @@ class BinaryKernel final : public CudaKernel {
     const Shape y = broadcast_shapes(a, b);
     RW_EXPECTS(y.size() <= static_cast<std::size_t>(kernels::kMaxDims), Unsupported, "{}: rank {} is over {}",
                node_.where(), y.size(), kernels::kMaxDims);
-    bc_ = {};
-    bc_.rank = static_cast<int>(y.size());
-    bc_.same_shape = a == y && b == y;
-    auto strides_of = [&](const Shape& s, long long* out) {
-      const Strides cs = contiguous_strides(s);
-      const std::size_t off = y.size() - s.size();
-      for (std::size_t d = 0; d < s.size(); ++d) out[off + d] = s[d] == 1 ? 0 : cs[d];
-    };
-    for (std::size_t d = 0; d < y.size(); ++d) bc_.out_dims[d] = y[d];
-    strides_of(a, bc_.a_strides);
-    strides_of(b, bc_.b_strides);
+    bc_ = binary_broadcast(a, b, y);
     return {{DType::kF32, y}};
   }
 
@@ -166,6 +190,28 @@ RW_REGISTER_CUDA_KERNEL("Reciprocal", UnaryKernel);
 RW_REGISTER_CUDA_KERNEL("Floor", UnaryKernel);
 RW_REGISTER_CUDA_KERNEL("Ceil", UnaryKernel);
 RW_REGISTER_CUDA_KERNEL("Erf", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Sign", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Round", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Sin", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Cos", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Tan", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Asin", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Acos", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Atan", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Sinh", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Cosh", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Asinh", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Acosh", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Atanh", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Softplus", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Softsign", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Elu", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Selu", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Celu", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("ThresholdedRelu", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Shrink", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Mish", UnaryKernel);
+RW_REGISTER_CUDA_KERNEL("Gelu", UnaryKernel);
 RW_REGISTER_CUDA_KERNEL("Add", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("Sub", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("Mul", BinaryKernel);
@@ -173,6 +219,10 @@ RW_REGISTER_CUDA_KERNEL("Div", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("Pow", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("Max", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("Min", BinaryKernel);
+RW_REGISTER_CUDA_KERNEL("Sum", BinaryKernel);
+RW_REGISTER_CUDA_KERNEL("Mean", BinaryKernel);
+RW_REGISTER_CUDA_KERNEL("PRelu", BinaryKernel);
+RW_REGISTER_CUDA_KERNEL("Mod", BinaryKernel);
 RW_REGISTER_CUDA_KERNEL("BatchNormalization", BatchNormKernel);
 
 }  // namespace redwood::cuda

@@ -30,6 +30,30 @@ __device__ __forceinline__ float unary(UnaryOp op, float x, float alpha, float b
     case UnaryOp::kFloor: return floorf(x);
     case UnaryOp::kCeil: return ceilf(x);
     case UnaryOp::kErf: return erff(x);
+    case UnaryOp::kSign: return x > 0.f ? 1.f : (x < 0.f ? -1.f : x);  // 0 stays 0, NaN stays NaN
+    case UnaryOp::kRound: return rintf(x);                              // half to even
+    case UnaryOp::kSin: return sinf(x);
+    case UnaryOp::kCos: return cosf(x);
+    case UnaryOp::kTan: return tanf(x);
+    case UnaryOp::kAsin: return asinf(x);
+    case UnaryOp::kAcos: return acosf(x);
+    case UnaryOp::kAtan: return atanf(x);
+    case UnaryOp::kSinh: return sinhf(x);
+    case UnaryOp::kCosh: return coshf(x);
+    case UnaryOp::kAsinh: return asinhf(x);
+    case UnaryOp::kAcosh: return acoshf(x);
+    case UnaryOp::kAtanh: return atanhf(x);
+    case UnaryOp::kSoftplus: return x > 20.f ? x : log1pf(expf(x));  // exp overflows past ~88
+    case UnaryOp::kSoftsign: return x / (1.f + fabsf(x));
+    case UnaryOp::kElu: return x >= 0.f ? x : alpha * expm1f(x);
+    case UnaryOp::kSelu: return beta * (x > 0.f ? x : alpha * expm1f(x));
+    case UnaryOp::kCelu: return fmaxf(0.f, x) + fminf(0.f, alpha * expm1f(x / alpha));
+    case UnaryOp::kThresholdedRelu: return x > alpha ? x : 0.f;
+    case UnaryOp::kShrink: return x < -beta ? x + alpha : (x > beta ? x - alpha : 0.f);
+    case UnaryOp::kMish: return x * tanhf(x > 20.f ? x : log1pf(expf(x)));
+    case UnaryOp::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case UnaryOp::kGeluTanh:
+      return 0.5f * x * (1.f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
   }
   return x;
 }
@@ -50,6 +74,9 @@ __device__ __forceinline__ float binary(BinaryOp op, float a, float b) {
     case BinaryOp::kPow: return powf(a, b);
     case BinaryOp::kMax: return fmaxf(a, b);
     case BinaryOp::kMin: return fminf(a, b);
+    case BinaryOp::kMean: return (a + b) * 0.5f;
+    case BinaryOp::kPRelu: return a < 0.f ? a * b : a;
+    case BinaryOp::kFmod: return fmodf(a, b);
   }
   return a;
 }

@@ -1,4 +1,4 @@
-// Softmax over one axis and the Reduce* family.
+// Softmax over one axis, the Reduce* family, ArgMax and ArgMin.
 
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/kernels/device_math.cuh"
@@ -57,25 +57,63 @@ __global__ void reduce_kernel(ReduceOp op, ReduceParams p, const float* __restri
       base += (rest % p.kept_dims[d]) * p.kept_strides[d];
       rest /= p.kept_dims[d];
     }
-    float acc = op == ReduceOp::kMax ? -FLT_MAX : (op == ReduceOp::kMin ? FLT_MAX : 0.f);
-    for (long long r = 0; r < p.red_count; ++r) {
+    auto offset = [&](long long r) {
       long long rr = r, off = base;
       for (int d = p.red_rank - 1; d >= 0; --d) {
         off += (rr % p.red_dims[d]) * p.red_strides[d];
         rr /= p.red_dims[d];
       }
-      const float v = x[off];
+      return off;
+    };
+    // LogSumExp subtracts the maximum first so that exp cannot overflow.
+    float shift = 0.f;
+    if (op == ReduceOp::kLogSumExp) {
+      shift = -FLT_MAX;
+      for (long long r = 0; r < p.red_count; ++r) shift = fmaxf(shift, x[offset(r)]);
+      if (p.red_count == 0) shift = 0.f;
+    }
+    float acc = op == ReduceOp::kMax ? -FLT_MAX : (op == ReduceOp::kMin ? FLT_MAX : (op == ReduceOp::kProd ? 1.f : 0.f));
+    for (long long r = 0; r < p.red_count; ++r) {
+      const float v = x[offset(r)];
       switch (op) {
         case ReduceOp::kMax: acc = fmaxf(acc, v); break;
         case ReduceOp::kMin: acc = fminf(acc, v); break;
         case ReduceOp::kSumSquare:
         case ReduceOp::kL2: acc += v * v; break;
+        case ReduceOp::kProd: acc *= v; break;
+        case ReduceOp::kL1: acc += fabsf(v); break;
+        case ReduceOp::kLogSumExp: acc += expf(v - shift); break;
         default: acc += v; break;
       }
     }
     if (op == ReduceOp::kMean) acc /= static_cast<float>(p.red_count);
     if (op == ReduceOp::kL2) acc = sqrtf(acc);
+    if (op == ReduceOp::kLogSum) acc = logf(acc);
+    if (op == ReduceOp::kLogSumExp) acc = logf(acc) + shift;
     y[i] = acc;
+  }
+}
+
+// ArgMax / ArgMin along the middle axis of [outer, len, inner]: one thread per (outer, inner).
+// Ties go to the first index, or the last with select_last; NaN is never chosen over a number.
+__global__ void arg_reduce_kernel(const float* __restrict__ x, long long* __restrict__ y, long long outer,
+                                  long long len, long long inner, bool max, bool select_last) {
+  pdl_wait();
+  pdl_launch_dependents();
+  RW_GRID_STRIDE(i, outer * inner) {
+    const long long o = i / inner, in = i % inner;
+    const float* xp = x + o * len * inner + in;
+    long long best = 0;
+    float bv = xp[0];
+    for (long long j = 1; j < len; ++j) {
+      const float v = xp[j * inner];
+      const bool better = max ? (select_last ? v >= bv : v > bv) : (select_last ? v <= bv : v < bv);
+      if (better) {
+        bv = v;
+        best = j;
+      }
+    }
+    y[i] = best;
   }
 }
 
@@ -98,6 +136,13 @@ void launch_reduce(ReduceOp op, const ReduceParams& p, const float* x, float* y,
   if (outputs == 0) return;
   launch_kernel(reduce_kernel, grid_for(outputs), 256, 0, stream, op, p, x, y, outputs);
   RW_CUDA_CHECK_LAUNCH("reduce");
+}
+
+void launch_arg_reduce(const float* x, long long* y, long long outer, long long len, long long inner, bool max,
+                       bool select_last, cudaStream_t stream) {
+  if (outer * inner == 0) return;
+  launch_kernel(arg_reduce_kernel, grid_for(outer * inner), 256, 0, stream, x, y, outer, len, inner, max, select_last);
+  RW_CUDA_CHECK_LAUNCH("arg_reduce");
 }
 
 }  // namespace redwood::cuda::kernels

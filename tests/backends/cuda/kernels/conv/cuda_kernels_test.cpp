@@ -1,8 +1,9 @@
 // Every CUDA kernel against the reference kernel on random inputs: one node, the same inputs and
 // attributes through both providers, relative L2 error within the precision's bound (fp32 1e-4,
 // tf32 1e-3, fp16/bf16 1e-2). Convolutions run at every precision; the other kernels compute in
-// fp32 whatever the precision, so they run once. Ops without a reference kernel (Neg, Exp, Erf,
-// LogSoftmax, ReduceSum, Expand, ...) are checked by ONNX's node tests (gpu_conformance_test.cpp).
+// fp32 whatever the precision, so they run once. ONNX's node tests (gpu_conformance_test.cpp) check
+// every op again on the tests' own small inputs; the cases here add sizes and broadcasts they lack
+// (rows longer than a block, bool and int64 outputs, three-way broadcasts).
 
 #include "core/error.hpp"
 #include "gpu_test_support.hpp"
@@ -60,6 +61,12 @@ std::vector<Tensor> run_provider(const OpCase& c, Device device, const std::stri
 Tensor r(Shape s, std::uint32_t seed, double lo = -1, double hi = 1) { return random_tensor(DType::kF32, std::move(s), lo, hi, seed); }
 Tensor ints(std::vector<std::int64_t> v) { return Tensor::from_vector<std::int64_t>({static_cast<std::int64_t>(v.size())}, v); }
 Tensor scalar(float v) { return Tensor::scalar<float>(v); }
+Tensor bools(std::vector<int> v, Shape s) {
+  Tensor t = Tensor::empty(DType::kBool, std::move(s));
+  bool* p = t.data<bool>();
+  for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i] != 0;
+  return t;
+}
 using Attrs = std::map<std::string, AttributeValue>;
 using I = std::vector<std::int64_t>;
 
@@ -170,6 +177,33 @@ std::vector<OpCase> cases() {
   c.push_back({"flatten_axis2", "Flatten", {r({2, 3, 4, 5}, 140)}, {{"axis", std::int64_t{2}}}});
   c.push_back({"unsqueeze", "Unsqueeze", {r({3, 4}, 141), ints({0, 3})}, {}, 13});
   c.push_back({"squeeze", "Squeeze", {r({3, 1, 4, 1}, 142), ints({1})}, {}, 13});
+
+  for (const char* op : {"Exp", "Neg", "Abs", "Floor", "Sign", "Round", "Sin", "Atan", "Softsign", "Softplus", "Mish", "Erf"}) {
+    c.push_back({std::string("unary_") + op, op, {r({3, 7, 29}, 150, -3, 3)}, {}});
+  }
+  c.push_back({"unary_Log", "Log", {r({500}, 151, 0.01, 9)}, {}});
+  c.push_back({"unary_Elu", "Elu", {r({4, 60}, 152, -3, 3)}, {{"alpha", 0.7f}}});
+  c.push_back({"unary_Selu", "Selu", {r({4, 60}, 153, -3, 3)}, {{"alpha", 1.5f}, {"gamma", 1.2f}}});
+  c.push_back({"unary_Celu", "Celu", {r({4, 60}, 154, -3, 3)}, {{"alpha", 2.0f}}});
+  c.push_back({"unary_ThresholdedRelu", "ThresholdedRelu", {r({4, 60}, 155, -3, 3)}, {{"alpha", 0.5f}}});
+  c.push_back({"unary_Shrink", "Shrink", {r({4, 60}, 156, -3, 3)}, {{"bias", 0.25f}, {"lambd", 1.0f}}});
+  c.push_back({"unary_Gelu_tanh", "Gelu", {r({4, 60}, 157, -4, 4)}, {{"approximate", std::string("tanh")}}, 20});
+  c.push_back({"binary_PRelu_channel", "PRelu", {r({2, 5, 6, 7}, 158), r({5, 1, 1}, 159, 0, 0.5)}, {}});
+  c.push_back({"binary_Mean_broadcast", "Mean", {r({3, 1, 8}, 160), r({4, 1}, 161)}, {}});
+  c.push_back({"binary_Mod_fmod", "Mod", {r({5, 40}, 162, -9, 9), r({40}, 163, 0.5, 3)}, {{"fmod", std::int64_t{1}}}});
+  c.push_back({"compare_Greater_broadcast", "Greater", {r({2, 3, 40}, 164), r({3, 1}, 165)}, {}});
+  c.push_back({"compare_LessOrEqual_int64", "LessOrEqual", {ints({1, -5, 7, 2, 9, 0}), ints({2, -5, 6, 2, 10, -1})}, {}});
+  c.push_back({"where_three_way", "Where", {bools({1, 0, 1, 1, 0, 0}, {2, 1, 3}), r({1, 4, 3}, 166), r({2, 4, 1}, 167)}, {}});
+  c.push_back({"reduce_logsumexp_middle", "ReduceLogSumExp", {r({3, 70, 9}, 168, -20, 20)}, {{"axes", I{1}}}, 13});
+  c.push_back({"reduce_l1_all", "ReduceL1", {r({4, 5, 6}, 169)}, {{"keepdims", std::int64_t{0}}}, 13});
+  c.push_back({"reduce_prod_last", "ReduceProd", {r({6, 9}, 170, 0.5, 1.5)}, {{"axes", I{-1}}}, 13});
+  c.push_back({"argmax_axis1_last", "ArgMax", {r({3, 50, 7}, 171)}, {{"axis", std::int64_t{1}}, {"select_last_index", std::int64_t{1}}}, 13});
+  c.push_back({"argmin_no_keepdims", "ArgMin", {r({4, 33}, 172)}, {{"axis", std::int64_t{-1}}, {"keepdims", std::int64_t{0}}}, 13});
+  // Rows longer than one block of 256 threads, and the optional statistics outputs.
+  c.push_back({"layernorm_long_rows", "LayerNormalization", {r({3, 1000}, 173, -4, 6), r({1000}, 174), r({1000}, 175)},
+               {{"epsilon", 1e-4f}}, 17, 3});
+  c.push_back({"layernorm_axis1", "LayerNormalization", {r({2, 5, 30}, 176), r({5, 30}, 177)}, {{"axis", std::int64_t{1}}}, 17});
+  c.push_back({"instancenorm", "InstanceNormalization", {r({2, 4, 33, 17}, 178, -2, 5), r({4}, 179), r({4}, 180)}, {}});
   return c;
 }
 
