@@ -17,7 +17,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${OUT:?set OUT to a folder for the logs}"
 run=".device-cuda/run"
-[[ -f $run ]] || { echo "no .device-cuda/run: build the bundle first (scripts/cuda_bundle.sh) and carry .device-cuda" >&2; exit 2; }
+# A bundle in parts: the last part's run unpacks them all (the others were staged before).
+[[ -f $run ]] || run=$(ls -d .device-cuda/p*/run 2>/dev/null | sort -V | tail -1)
+[[ -n $run && -f $run ]] || { echo "no .device-cuda/run: build the bundle first (scripts/cuda_bundle.sh) and carry .device-cuda" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
 echo "cpu cores: $(nproc)" | tee -a "$OUT/gpu.txt"
 bash "$run" true  # unpacks once
