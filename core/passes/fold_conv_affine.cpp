@@ -63,6 +63,9 @@ void fold_conv_affine(Graph& g, std::vector<std::string>& log) {
       const std::int64_t group = conv.attr_int("group", 1);
       if (group <= 0 || (transposed && w->dim(0) % group != 0)) continue;
       const std::int64_t cout = transposed ? w->dim(1) * group : w->dim(0), rank = w->rank();
+      // A malformed Conv (no output channels, a bias of another length, groups that do not
+      // divide the channels) is left alone: its kernel names the problem at load.
+      if (cout <= 0 || (b != nullptr && b->numel() != cout) || (transposed && w->dim(0) < group)) continue;
       std::vector<float> scale(cout, 1.0f), shift(cout, 0.0f);
       if (next.op_type == "BatchNormalization" && next.inputs.size() == 5) {
         bool used_extra = false;

@@ -150,6 +150,26 @@ TEST(Passes, ConvBatchNormAndAffineFoldIntoConv) {
   EXPECT_EQ(log.size(), 3u);
 }
 
+TEST(Passes, ConvAffineFoldLeavesMalformedConvsAlone) {
+  // A bias that is not one value per output channel, or a Conv with no output channels: the pass
+  // must not read past the bias or divide by zero; the Conv stays for its kernel to refuse.
+  for (const Shape& w_shape : {Shape{4, 2, 3, 3}, Shape{0, 2, 3, 3}}) {
+    G b;
+    b.input("x", {1, 2, 5, 5});
+    b.rand("w", w_shape);
+    b.init("bias", Tensor::empty(DType::kF32, {4, 0}));
+    b.node("Conv", {"x", "w", "bias"}, {"c"});
+    b.rand("gamma", {1, 4, 1, 1});
+    b.node("Mul", {"c", "gamma"}, {"y"});
+    b.output("y");
+    auto g = std::make_shared<Graph>(*b.g);
+    std::vector<std::string> log;
+    passes::fold_conv_affine(*g, log);
+    EXPECT_TRUE(log.empty()) << shape_str(w_shape);
+    EXPECT_EQ(count_op(*g, "Mul"), 1u) << shape_str(w_shape);
+  }
+}
+
 TEST(Passes, HardSwishIsRecognized) {
   G b;
   b.input("x", {2, 5, 3});
