@@ -145,6 +145,78 @@ struct StridedCopy {
 void launch_strided_copy(const void* src, void* dst, std::size_t element_bytes, long long n, const StridedCopy& p,
                          cudaStream_t stream);
 
+// ---- gather_scatter.cu ----
+/// Gather, GatherElements, GatherND, ScatterElements and ScatterND (reduction none). Indices are
+/// int64 (indices_i64) or int32; data, updates and outputs are elements of 1, 2, 4 or 8 bytes,
+/// moved as bytes. A negative index counts from the back. An index outside [-extent, extent)
+/// makes a gather write zero bytes for what it addresses and a scatter skip it (the reference
+/// kernels throw; plan() checks the indices known on the host). Scatters write into y, which
+/// holds a copy of data already: with duplicate indices one of the updates of an element wins,
+/// which one is not determined (ONNX leaves it unspecified; the reference kernel takes the last).
+
+/// Gather: y[o, j, i] = data[o, indices[j], i] for o < outer, j < count, i < inner.
+void launch_gather(const void* data, const void* indices, bool indices_i64, void* y, std::size_t element_bytes,
+                   long long outer, long long extent, long long count, long long inner, cudaStream_t stream);
+
+/// GatherElements / ScatterElements: element p of the indices (the output of a gather, the
+/// updates of a scatter) addresses data at p with coordinate `axis` replaced by its index.
+struct ElementIndexing {
+  int rank = 0;
+  int axis = 0;
+  long long dims[kMaxDims] = {};          // the indices' shape
+  long long data_strides[kMaxDims] = {};  // data's contiguous strides
+  long long extent = 0;                   // data's extent along axis
+};
+/// y[p] = data[address of p] for the n elements of the indices.
+void launch_gather_elements(const void* data, const void* indices, bool indices_i64, void* y,
+                            std::size_t element_bytes, long long n, const ElementIndexing& p, cudaStream_t stream);
+/// y[address of p] = updates[p] for the n elements of the indices.
+void launch_scatter_elements(const void* indices, bool indices_i64, const void* updates, void* y,
+                             std::size_t element_bytes, long long n, const ElementIndexing& p, cudaStream_t stream);
+
+/// GatherND / ScatterND: index tuple t (m coordinates, the indices' last axis) addresses the
+/// `slice` contiguous data elements at (t / per_batch) · batch_elems + Σ_k coordinate_k · strides[k].
+struct NdIndexing {
+  int m = 1;
+  long long extents[kMaxDims] = {};  // data's extents along the indexed axes
+  long long strides[kMaxDims] = {};  // data's strides along them
+  long long per_batch = 1;           // tuples per batch (batch_dims), at least 1
+  long long batch_elems = 0;         // data elements per batch
+  long long slice = 1;               // elements each tuple addresses, at least 1
+};
+/// y[t · slice + j] = data[address of t + j] for the n = tuples · slice output elements.
+void launch_gather_nd(const void* data, const void* indices, bool indices_i64, void* y, std::size_t element_bytes,
+                      long long n, const NdIndexing& p, cudaStream_t stream);
+/// y[address of t + j] = updates[t · slice + j] for the n = tuples · slice update elements.
+void launch_scatter_nd(const void* indices, bool indices_i64, const void* updates, void* y,
+                       std::size_t element_bytes, long long n, const NdIndexing& p, cudaStream_t stream);
+
+// ---- top_k.cu ----
+/// The largest k launch_top_k takes (its selection is sorted in shared memory).
+inline constexpr long long kTopKMaxK = 4096;
+/// TopK along the middle axis of [outer, len, inner] (len below 2^31): for each of the outer ·
+/// inner rows, the k (<= kTopKMaxK) largest values (smallest with largest = false) in order, and
+/// their positions along the axis, into [outer, k, inner]. Equal values come in the order of
+/// their positions; NaN ranks above every number (first when largest, last otherwise), as the
+/// reference kernel. values or indices may be null (an unused output).
+void launch_top_k(const float* x, float* values, long long* indices, long long outer, long long len, long long inner,
+                  long long k, bool largest, cudaStream_t stream);
+
+// ---- grid_sample.cu ----
+/// GridSample (opset 16; opset 20's linear and cubic on 4-D inputs): X [n, c, h, w] read at the
+/// normalized (x, y) locations of grid [n, ho, wo, 2] into Y [n, c, ho, wo], with the reference
+/// kernel's arithmetic (backends/cpu/reference/grid_sample.cpp: the location clamped or reflected
+/// before its taps are taken; Keys' cubic with a = -0.75; nearest rounds half to even).
+enum class GridSampleMode : int { kBilinear, kNearest, kBicubic };
+enum class GridSamplePadding : int { kZeros, kBorder, kReflection };
+struct GridSampleParams {
+  long long n = 0, c = 0, h = 0, w = 0, ho = 0, wo = 0;
+  GridSampleMode mode = GridSampleMode::kBilinear;
+  GridSamplePadding padding = GridSamplePadding::kZeros;
+  bool align_corners = false;
+};
+void launch_grid_sample(const GridSampleParams& p, const float* x, const float* grid, float* y, cudaStream_t stream);
+
 // ---- picture_normalize.cu ----
 /// A batch of 8-bit pictures [rows, height, width, channels] (interleaved) into a model's fp32
 /// input: y = alpha[c] * p + beta[c], NCHW planes or NHWC (core/picture_input.hpp).

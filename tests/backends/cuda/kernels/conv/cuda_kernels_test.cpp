@@ -5,6 +5,7 @@
 // every op again on the tests' own small inputs; the cases here add sizes and broadcasts they lack
 // (rows longer than a block, bool and int64 outputs, three-way broadcasts).
 
+#include "backends/cuda/kernels/launchers.hpp"
 #include "core/error.hpp"
 #include "gpu_test_support.hpp"
 #include "support/test_support.hpp"
@@ -69,6 +70,25 @@ Tensor bools(std::vector<int> v, Shape s) {
 }
 using Attrs = std::map<std::string, AttributeValue>;
 using I = std::vector<std::int64_t>;
+
+/// `count` indices in [-extent, extent) from a fixed generator, as int64 (or int32) of `shape`.
+Tensor random_indices(Shape shape, std::int64_t extent, std::uint32_t seed, bool i32 = false) {
+  std::vector<std::int64_t> v(static_cast<std::size_t>(shape_numel(shape)));
+  std::uint64_t state = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  for (auto& x : v) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    x = static_cast<std::int64_t>((state >> 33) % static_cast<std::uint64_t>(2 * extent)) - extent;
+  }
+  if (!i32) return Tensor::from_vector<std::int64_t>(std::move(shape), v);
+  return Tensor::from_vector<std::int32_t>(std::move(shape), std::vector<std::int32_t>(v.begin(), v.end()));
+}
+/// Values rounded to multiples of 1/4, so that a row holds many equal values (TopK's ties).
+Tensor quantized(Shape s, std::uint32_t seed) {
+  Tensor t = r(std::move(s), seed, -2, 2);
+  float* p = t.data<float>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = std::round(p[i] * 4.0f) / 4.0f;
+  return t;
+}
 
 std::vector<OpCase> cases() {
   std::vector<OpCase> c;
@@ -204,6 +224,54 @@ std::vector<OpCase> cases() {
                {{"epsilon", 1e-4f}}, 17, 3});
   c.push_back({"layernorm_axis1", "LayerNormalization", {r({2, 5, 30}, 176), r({5, 30}, 177)}, {{"axis", std::int64_t{1}}}, 17});
   c.push_back({"instancenorm", "InstanceNormalization", {r({2, 4, 33, 17}, 178, -2, 5), r({4}, 179), r({4}, 180)}, {}});
+  // Indexing: negative indices, int32 indices, indices smaller than the data off the axis,
+  // batch_dims, 8-byte (int64) data. Scatter targets are distinct (duplicates leave the result
+  // open on the GPU).
+  c.push_back({"gather_axis1_negative", "Gather", {r({3, 7, 4}, 181), random_indices({2, 3}, 7, 182)}, {{"axis", std::int64_t{1}}}, 13});
+  c.push_back({"gather_int32_scalar_index", "Gather", {r({5, 6}, 183), Tensor::scalar<std::int32_t>(-2)}, {}, 13});
+  c.push_back({"gather_int64_data_last_axis", "Gather", {random_indices({4, 9}, 50, 184), random_indices({5}, 9, 185)},
+               {{"axis", std::int64_t{-1}}}, 13});
+  c.push_back({"gather_elements_axis1", "GatherElements", {r({3, 5, 4}, 186), random_indices({2, 6, 3}, 5, 187)},
+               {{"axis", std::int64_t{1}}}, 13});
+  c.push_back({"gather_elements_int32_last", "GatherElements", {r({4, 7}, 188), random_indices({4, 3}, 7, 189, true)},
+               {{"axis", std::int64_t{-1}}}, 13});
+  c.push_back({"gather_nd_batch_dims1", "GatherND", {r({2, 5, 4, 3}, 190),
+               Tensor::from_vector<std::int64_t>({2, 3, 2}, {0, 1, -1, 3, 4, -4, 2, 0, -5, 2, 1, 1})},
+               {{"batch_dims", std::int64_t{1}}}, 13});
+  c.push_back({"gather_nd_full_tuples", "GatherND", {r({4, 3, 2}, 191),
+               Tensor::from_vector<std::int64_t>({5, 3}, {0, 0, 0, 3, 2, 1, -1, -1, -2, 1, 0, 1, 2, 1, 0})}, {}, 13});
+  c.push_back({"scatter_elements_axis0", "ScatterElements", {r({6, 5}, 192),
+               Tensor::from_vector<std::int64_t>({3, 5}, {0, 5, -1, 2, 3, -5, 1, 4, -3, 2, 4, -2, 0, 1, 5}), r({3, 5}, 193)},
+               {{"axis", std::int64_t{0}}}, 13});
+  c.push_back({"scatter_elements_int32_last_opset16", "ScatterElements", {r({3, 8}, 194),
+               Tensor::from_vector<std::int32_t>({2, 3}, {7, 0, -3, 1, 2, 3}), r({2, 3}, 195)},
+               {{"axis", std::int64_t{-1}}, {"reduction", std::string("none")}}, 16});
+  c.push_back({"scatter_nd_rows", "ScatterND", {r({8, 4, 3}, 196), Tensor::from_vector<std::int64_t>({3, 1}, {5, -1, 0}),
+               r({3, 4, 3}, 197)}, {}, 13});
+  c.push_back({"scatter_nd_elements", "ScatterND", {r({4, 5}, 198),
+               Tensor::from_vector<std::int64_t>({6, 2}, {0, 0, 3, 4, -1, 0, 1, -2, 2, 2, 0, 4}), r({6}, 199)}, {}, 13});
+  // TopK: k up to the whole row, long rows (several passes of the block), ties in the order of
+  // their indices, the smallest, an inner axis, k as the opset-1 attribute.
+  c.push_back({"topk_largest_last", "TopK", {r({4, 300}, 200), ints({7})}, {}, 11, 2});
+  c.push_back({"topk_smallest_axis1_ties", "TopK", {quantized({2, 50, 3}, 201), ints({20})},
+               {{"axis", std::int64_t{1}}, {"largest", std::int64_t{0}}}, 11, 2});
+  c.push_back({"topk_largest_ties_whole_row", "TopK", {quantized({3, 40}, 202), ints({40})}, {}, 11, 2});
+  c.push_back({"topk_long_row_k1000", "TopK", {r({2, 5000}, 203), ints({1000})}, {}, 11, 2});
+  c.push_back({"topk_attr_opset9", "TopK", {r({3, 10}, 204)}, {{"k", std::int64_t{3}}}, 9, 2});
+  // GridSample: every mode with every padding, both align_corners, locations past the edges.
+  {
+    std::uint32_t seed = 210;
+    for (const char* mode : {"bilinear", "nearest", "bicubic"}) {
+      for (const char* padding : {"zeros", "border", "reflection"}) {
+        for (std::int64_t align : {0, 1}) {
+          c.push_back({std::string("gridsample_") + mode + "_" + padding + (align ? "_align" : ""), "GridSample",
+                       {r({2, 3, 7, 9}, seed), r({2, 5, 6, 2}, seed + 1, -1.4, 1.4)},
+                       {{"mode", std::string(mode)}, {"padding_mode", std::string(padding)}, {"align_corners", align}}, 16});
+          seed += 2;
+        }
+      }
+    }
+  }
   return c;
 }
 
@@ -276,6 +344,59 @@ TEST(CudaKernelPlan, RejectsWhatItCannotRunWithTheNodesName) {
   }
   info.input_dtypes = {DType::kI64, DType::kF32};
   EXPECT_THROW(entry->factory(node, info), Unsupported);
+}
+
+TEST(CudaKernelPlan, SendsWhatItDoesNotRunToTheCpu) {
+  // Host-only: factories and plan() run without a device.
+  Graph graph;
+  graph.opset = 18;
+  auto make = [&](const std::string& op, std::vector<DType> dtypes, Attrs attrs) {
+    Node node;
+    node.name = "n_" + op;
+    node.op_type = op;
+    node.attributes = std::move(attrs);
+    for (std::size_t i = 0; i < dtypes.size(); ++i) node.inputs.push_back("in" + std::to_string(i));
+    node.outputs = op == "TopK" ? std::vector<std::string>{"v", "i"} : std::vector<std::string>{"y"};
+    return node;
+  };
+  auto factory = [&](const Node& node, std::vector<DType> dtypes) {
+    KernelInfo info;
+    info.graph = &graph;
+    info.opset = 18;
+    info.input_dtypes = std::move(dtypes);
+    info.constant_inputs.assign(info.input_dtypes.size(), nullptr);
+    return OpRegistry::instance().candidates(node.op_type, Device::kCuda).at(0)->factory(node, info);
+  };
+  // Scatter reductions other than none.
+  for (const char* op : {"ScatterElements", "ScatterND"}) {
+    const Node node = make(op, {DType::kF32, DType::kI64, DType::kF32}, {{"reduction", std::string("add")}});
+    EXPECT_THROW(factory(node, {DType::kF32, DType::kI64, DType::kF32}), Unsupported) << op;
+  }
+  // TopK: k over the kernel's limit, and K known only on the device.
+  const Node topk = make("TopK", {DType::kF32, DType::kI64}, {});
+  auto kernel = factory(topk, {DType::kF32, DType::kI64});
+  auto* ck = dynamic_cast<CudaKernel*>(kernel.get());
+  ASSERT_NE(ck, nullptr);
+  const Tensor big_k = Tensor::from_vector<std::int64_t>({1}, {kernels::kTopKMaxK + 1});
+  std::vector<TensorDesc> in = {{DType::kF32, {2, 10000}}, {DType::kI64, {1}, &big_k}};
+  EXPECT_THROW(ck->plan(PlanInfo{topk, in, Precision::kFp32, 18}), Unsupported);
+  in[1].host = nullptr;
+  EXPECT_THROW(ck->plan(PlanInfo{topk, in, Precision::kFp32, 18}), Unsupported);
+  const Tensor k = Tensor::from_vector<std::int64_t>({1}, {5});
+  in[1].host = &k;
+  const std::vector<TensorDesc> out = ck->plan(PlanInfo{topk, in, Precision::kFp32, 18});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape, (Shape{2, 5}));
+  EXPECT_EQ(out[1].dtype, DType::kI64);
+  // Gather: indices known on the host are checked as the reference kernel checks them.
+  const Node gather = make("Gather", {DType::kF32, DType::kI64}, {});
+  auto gk = factory(gather, {DType::kF32, DType::kI64});
+  const Tensor bad = Tensor::from_vector<std::int64_t>({2}, {1, -4});
+  std::vector<TensorDesc> gin = {{DType::kF32, {3, 2}}, {DType::kI64, {2}, &bad}};
+  EXPECT_THROW(dynamic_cast<CudaKernel&>(*gk).plan(PlanInfo{gather, gin, Precision::kFp32, 18}), InvalidArgument);
+  const Tensor good = Tensor::from_vector<std::int64_t>({2}, {1, -3});
+  gin[1].host = &good;
+  EXPECT_EQ(dynamic_cast<CudaKernel&>(*gk).plan(PlanInfo{gather, gin, Precision::kFp32, 18}).at(0).shape, (Shape{2, 2}));
 }
 
 }  // namespace
