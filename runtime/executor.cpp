@@ -4,7 +4,7 @@
 #include "core/kernel_info.hpp"
 #include "core/kernel_select.hpp"
 #include "memory/liveness_planner.hpp"
-#include "core/passes/pass_manager.hpp"
+#include "core/passes/compute_in_fp32.hpp"
 
 #include <chrono>
 #include <set>
@@ -15,11 +15,16 @@ Executor::Executor(std::shared_ptr<const Graph> graph, ExecutorOptions options)
     : graph_(std::move(graph)), options_(options) {
   plans_ = decltype(plans_)(options_.max_plans);
   shape_values_ = decltype(shape_values_)(options_.max_plans);
-  if (options_.optimize) {
+  // On the CPU an fp16/bf16 graph computes in fp32 (compute_in_fp32), optimized or not: the
+  // kernels could not run it otherwise. Regions (one composite node per group of oneDNN nodes)
+  // only when other providers than the reference one may run.
+  const std::vector<passes::NamedPass> pipeline =
+      options_.device == Device::kCpu
+          ? passes::cpu_pipeline(*graph_, options_.optimize, !options_.reference_only, options_.compute_in_fp32)
+          : options_.optimize ? passes::default_pipeline(!options_.reference_only) : std::vector<passes::NamedPass>{};
+  if (!pipeline.empty()) {
     auto optimized = std::make_shared<Graph>(*graph_);
-    // Regions (one composite node per group of oneDNN nodes) only when other providers than the
-    // reference one may run.
-    pass_records_ = passes::optimize(*optimized, passes::default_pipeline(!options_.reference_only));
+    pass_records_ = passes::optimize(*optimized, pipeline);
     graph_ = std::move(optimized);
   }
   const Graph& g = *graph_;

@@ -10,7 +10,9 @@
 //
 // By default the graph is first optimized (core/passes: constant folding, DCE, Conv+BN folding,
 // epilogue fusion...) and each node gets the kernel of the highest-priority provider that accepts
-// it (oneDNN, then the reference kernels); ExecutorOptions can turn both off.
+// it (oneDNN, then the reference kernels); ExecutorOptions can turn both off. On the CPU an
+// fp16/bf16 graph computes in fp32 (passes::compute_in_fp32, first, also without the optimizer):
+// its inputs and outputs keep their declared types, casts at the boundary convert.
 //
 // Memory plan: kernels take their outputs from KernelContext::allocate_output, which the executor
 // serves per input-shape signature. The first run with a signature records each output the
@@ -51,6 +53,10 @@ struct ExecutorOptions {
   Device device = Device::kCpu;
   /// Run the graph optimizer (core/passes) on a copy of the graph before choosing kernels.
   bool optimize = true;
+  /// On the CPU, run an fp16/bf16 graph in fp32 (passes::compute_in_fp32, before the optimizer
+  /// and also without it). Off, the graph runs as declared: the kernels that take fp16/bf16 (data
+  /// movement, Cast, Min/Max/Mod...) run it and the others refuse it at load, as kernel tests check.
+  bool compute_in_fp32 = true;
   /// Use only the reference provider's kernels (the ground truth); otherwise every provider is
   /// tried from the highest priority down (oneDNN before reference on the CPU).
   bool reference_only = false;
@@ -92,9 +98,9 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  /// The graph that runs (the optimized copy when options.optimize).
+  /// The graph that runs (the rewritten copy when options.optimize or compute_in_fp32 ran).
   const Graph& graph() const { return *graph_; }
-  /// What each pass did (empty when not optimizing).
+  /// What each pass did (empty when no pass ran).
   const std::vector<PassRecord>& pass_records() const { return pass_records_; }
   /// The provider whose kernel each node of graph() got ("reference", "onednn").
   const std::vector<std::string>& node_providers() const { return providers_; }

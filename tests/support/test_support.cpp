@@ -156,7 +156,10 @@ std::vector<Tensor> run_node(const NodeSpec& spec) {
     graph->outputs.push_back(ValueInfo{name, DType::kUndefined, 0, false, {}});
   }
   graph->nodes.push_back(std::move(node));
-  Executor exec(graph);
+  // The kernel itself: an fp16/bf16 node runs (or is refused) as declared, not in fp32.
+  ExecutorOptions options;
+  options.compute_in_fp32 = false;
+  Executor exec(graph, options);
   return exec.run(feeds);
 }
 
