@@ -6,6 +6,7 @@ std::vector<NamedPass> default_pipeline(bool regions) {
   std::vector<NamedPass> pipeline{
       {"fold_constants", fold_constants},
       {"eliminate_dead_code", eliminate_dead_code},
+      {"fold_pad_into_conv", fold_pad_into_conv},
       {"fold_conv_affine", fold_conv_affine},
       {"recognize_hardswish", recognize_hardswish},
       {"fuse_epilogue", fuse_epilogue},

@@ -2,8 +2,9 @@
 // The graph optimizer: small rewrites of Redwood's IR, each numerically equivalent to the graph it
 // was given (each has a test that runs both on random inputs through the reference kernels).
 //
-//   imported Graph -> fold_constants -> fold_conv_affine -> recognize_hardswish -> fuse_epilogue
-//                  -> eliminate_dead_code -> form_regions -> fuse_elementwise -> optimized Graph
+//   imported Graph -> fold_constants -> fold_pad_into_conv -> fold_conv_affine -> recognize_hardswish
+//                  -> fuse_epilogue -> eliminate_dead_code -> form_regions -> fuse_elementwise
+//                  -> optimized Graph
 //
 // form_regions is the one step that depends on the providers: a provider that can run a group of
 // nodes together (oneDNN keeps its own layouts between them) registers a RegionProvider, and the
@@ -68,6 +69,9 @@ std::vector<PassRecord> optimize(Graph& graph, const std::vector<NamedPass>& pip
 void fold_constants(Graph& graph, std::vector<std::string>& log);
 /// Removes nodes none of whose outputs reaches a graph output, and unused initializers.
 void eliminate_dead_code(Graph& graph, std::vector<std::string>& log);
+/// A constant-mode zero Pad of the spatial axes whose only reader is a Conv's data input adds its
+/// pads to the Conv's pads (core/passes/fold_pad_into_conv.cpp).
+void fold_pad_into_conv(Graph& graph, std::vector<std::string>& log);
 /// Conv or ConvTranspose followed by BatchNormalization, or by a constant per-channel/scalar Mul and Add (an
 /// exported BatchNorm), folds into the Conv's weights and bias.
 void fold_conv_affine(Graph& graph, std::vector<std::string>& log);

@@ -170,6 +170,74 @@ TEST(Passes, ConvAffineFoldLeavesMalformedConvsAlone) {
   }
 }
 
+TEST(Passes, ZeroPadFoldsIntoTheConvsPads) {
+  using Ints = std::vector<std::int64_t>;
+  // Opset 17 (pads an input; once with constant_value 0 given) and opset 10 (pads an attribute):
+  // an asymmetric spatial pad before a stride-2 Conv, and one added to a Conv's own pads.
+  for (const std::int64_t opset : {17, 10}) {
+    for (const bool explicit_value : {false, true}) {
+      if (opset < 11 && explicit_value) continue;
+      G b;
+      b.g->opset = opset;
+      b.input("x", {1, 3, 9, 8});
+      const Ints pads1{0, 0, 0, 0, 0, 0, 1, 1}, pads2{0, 0, 2, 1, 0, 0, 0, 3};
+      if (opset >= 11) {
+        b.init("p1", Tensor::from_vector<std::int64_t>({8}, pads1));
+        b.init("p2", Tensor::from_vector<std::int64_t>({8}, pads2));
+        b.init("zero", Tensor::scalar<float>(0.0f));
+        b.node("Pad", {"x", "p1", explicit_value ? "zero" : ""}, {"xp"});
+      } else {
+        b.node("Pad", {"x"}, {"xp"}, {{"pads", pads1}, {"mode", std::string("constant")}});
+      }
+      b.rand("w", {4, 3, 3, 3});
+      b.rand("bias", {4});
+      b.node("Conv", {"xp", "w", "bias"}, {"c"}, {{"strides", Ints{2, 2}}});
+      if (opset >= 11) {
+        b.node("Pad", {"c", "p2"}, {"cp"});
+      } else {
+        b.node("Pad", {"c"}, {"cp"}, {{"pads", pads2}, {"value", 0.0f}});
+      }
+      b.rand("w2", {2, 2, 3, 3});
+      b.node("Conv", {"cp", "w2"}, {"y"}, {{"group", std::int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}, {"dilations", Ints{2, 1}}});
+      b.output("y");
+      auto [g, log] = check_pass(b, passes::fold_pad_into_conv, {{"x", random_tensor(DType::kF32, {1, 3, 9, 8})}});
+      EXPECT_EQ(count_op(*g, "Pad"), 0u) << opset;
+      EXPECT_EQ(log.size(), 2u) << opset;
+      ASSERT_EQ(g->nodes.size(), 2u);
+      EXPECT_EQ(g->nodes[0].inputs[0], "x");
+      EXPECT_EQ(g->nodes[0].attr_ints("pads"), (Ints{0, 0, 1, 1}));
+      EXPECT_EQ(g->nodes[1].attr_ints("pads"), (Ints{3, 2, 1, 4}));
+    }
+  }
+}
+
+TEST(Passes, PadFoldLeavesNonZeroReflectAndChannelPadsAlone) {
+  using Ints = std::vector<std::int64_t>;
+  struct Case {
+    const char* what;
+    Ints pads;
+    std::string mode;
+    float value;
+  };
+  for (const Case& c : {Case{"value 0.5", {0, 0, 1, 1, 0, 0, 1, 1}, "constant", 0.5f},
+                        Case{"reflect", {0, 0, 1, 1, 0, 0, 1, 1}, "reflect", 0.0f},
+                        Case{"channel pad", {0, 1, 1, 1, 0, 0, 1, 1}, "constant", 0.0f},
+                        Case{"negative pad", {0, 0, -1, 1, 0, 0, 1, 1}, "constant", 0.0f}}) {
+    G b;
+    b.input("x", {1, 3, 6, 6});
+    b.init("p", Tensor::from_vector<std::int64_t>({8}, c.pads));
+    b.init("v", Tensor::scalar<float>(c.value));
+    b.node("Pad", {"x", "p", "v"}, {"xp"}, {{"mode", c.mode}});
+    const std::int64_t cin = c.pads[1] + 3;
+    b.rand("w", {4, cin, 3, 3});
+    b.node("Conv", {"xp", "w"}, {"y"}, {{"strides", Ints{2, 2}}});
+    b.output("y");
+    auto [g, log] = check_pass(b, passes::fold_pad_into_conv, {{"x", random_tensor(DType::kF32, {1, 3, 6, 6})}});
+    EXPECT_TRUE(log.empty()) << c.what;
+    EXPECT_EQ(count_op(*g, "Pad"), 1u) << c.what;
+  }
+}
+
 TEST(Passes, HardSwishIsRecognized) {
   G b;
   b.input("x", {2, 5, 3});
