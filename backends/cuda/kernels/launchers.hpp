@@ -1,6 +1,6 @@
 #pragma once
 // Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, compare_select.cu,
-// pool_resize.cu, softmax_reduce.cu, normalize.cu, matmul.cu, data_movement.cu,
+// pool_resize.cu, softmax_reduce.cu, normalize.cu, matmul.cu, data_movement.cu, pad.cu,
 // picture_normalize.cu. fp32 tensors unless said otherwise.
 
 #include "backends/cuda/kernels/kernel_params.hpp"
@@ -216,6 +216,21 @@ struct GridSampleParams {
   bool align_corners = false;
 };
 void launch_grid_sample(const GridSampleParams& p, const float* x, const float* grid, float* y, cudaStream_t stream);
+
+// ---- pad.cu ----
+/// Pad of an fp32 tensor: output index o along each dim reads input index o - begin[d], mapped
+/// into the input by the mode (constant: `value` outside; edge: clamped; reflect: mirrored
+/// without repeating the border, periodically when the pad exceeds the extent).
+enum class PadMode : int { kConstant, kReflect, kEdge };
+struct PadParams {
+  int rank = 0;
+  long long out_dims[kMaxDims] = {};
+  long long in_dims[kMaxDims] = {};
+  long long begin[kMaxDims] = {};
+  PadMode mode = PadMode::kConstant;
+  float value = 0.f;
+};
+void launch_pad(const PadParams& p, const float* x, float* y, long long n, cudaStream_t stream);
 
 // ---- picture_normalize.cu ----
 /// A batch of 8-bit pictures [rows, height, width, channels] (interleaved) into a model's fp32

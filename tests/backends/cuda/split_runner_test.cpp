@@ -1,4 +1,4 @@
-// A model with an op the GPU has no kernel for (Pad) runs split: the partitioner places what the
+// A model with an op the GPU has no kernel for (LRN) runs split: the partitioner places what the
 // GPU supports there and the rest on the CPU (runtime/partition.hpp), the split runner runs the
 // segments on their devices (runtime/split_runner.hpp), and the outputs match the CPU's. The
 // support check is host-only, so the placement tests run without a GPU too.
@@ -17,21 +17,22 @@
 namespace redwood::runtime {
 namespace {
 
-// x [N,4,16,16] -> Conv -> Pad (1 each side, the GPU has no Pad kernel) -> Conv -> y
-std::shared_ptr<const Graph> padded_model() {
+// x [N,4,16,16] -> Conv -> LRN (the GPU has no LRN kernel) -> Conv -> y
+std::shared_ptr<const Graph> lrn_model() {
   const auto dir = redwood::testing::temp_dir("split-gpu");
   redwood::testing::OnnxBuilder b(13);
   b.input("x", onnx::TensorProto::FLOAT, {-1, 4, 16, 16}, {"N"});
   b.initializer("w1", redwood::testing::random_tensor(DType::kF32, {8, 4, 3, 3}, -0.5, 0.5, 1));
   b.initializer("w2", redwood::testing::random_tensor(DType::kF32, {8, 8, 3, 3}, -0.5, 0.5, 2));
-  b.initializer("pads", Tensor::from_vector<std::int64_t>({8}, {0, 0, 1, 1, 0, 0, 1, 1}));
   auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
   redwood::testing::OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  b.node("Pad", {"c1", "pads"}, {"p"}, "pad");
-  b.node("Conv", {"p", "w2"}, {"y"}, "conv2");
+  auto& lrn = b.node("LRN", {"c1"}, {"n"}, "lrn");
+  redwood::testing::OnnxBuilder::set_attr(lrn, "size", std::int64_t{3});
+  auto& c2 = b.node("Conv", {"n", "w2"}, {"y"}, "conv2");
+  redwood::testing::OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
   b.output("y", onnx::TensorProto::FLOAT, {-1, 8, 16, 16}, {"N"});
-  b.save(dir / "padded.onnx");
-  return load_onnx(dir / "padded.onnx");
+  b.save(dir / "lrn.onnx");
+  return load_onnx(dir / "lrn.onnx");
 }
 
 std::vector<Tensor> run(ModelRunner& runner, const Tensor& x) {
@@ -52,7 +53,7 @@ PartitionOptions prefer_gpu() {
   return o;
 }
 
-TEST(SplitPlacement, TheGpuGetsWhatItHasKernelsForAndTheHostThePad) {
+TEST(SplitPlacement, TheGpuGetsWhatItHasKernelsForAndTheHostTheLrn) {
   // Host-only: the profiles are given, so no GPU is needed to place.
   PartitionOptions o = prefer_gpu();
   DeviceProfile cpu, gpu;
@@ -64,10 +65,10 @@ TEST(SplitPlacement, TheGpuGetsWhatItHasKernelsForAndTheHostThePad) {
   gpu.memory_gbps = 1000;
   gpu.h2d_pageable_gbps = gpu.d2h_pageable_gbps = 10;
   o.profiles = {cpu, gpu};
-  const Partition p = partition_model(padded_model(), {{2, 4, 16, 16}}, o);
+  const Partition p = partition_model(lrn_model(), {{2, 4, 16, 16}}, o);
   ASSERT_EQ(p.placement.device.size(), 3u);
   EXPECT_EQ(p.placement.device, (std::vector<int>{1, 0, 1}));
-  EXPECT_NE(p.why_not[1][1].find("Pad"), std::string::npos) << p.why_not[1][1];
+  EXPECT_NE(p.why_not[1][1].find("LRN"), std::string::npos) << p.why_not[1][1];
   ASSERT_EQ(p.segments.size(), 3u);
   ASSERT_TRUE(p.naive.has_value());
   EXPECT_EQ(p.naive->device, (std::vector<int>{1, 0, 0}));
@@ -75,10 +76,10 @@ TEST(SplitPlacement, TheGpuGetsWhatItHasKernelsForAndTheHostThePad) {
 
 TEST(SplitRunner, AModelWithAnOpTheGpuLacksRunsSplitAndMatchesTheCpu) {
   RW_SKIP_WITHOUT_GPU();
-  const auto graph = padded_model();
+  const auto graph = lrn_model();
   RunnerConfig config;
   config.slots = 2;
-  auto placed = make_placed_runner(graph, prefer_gpu(), config, "padded");
+  auto placed = make_placed_runner(graph, prefer_gpu(), config, "lrn");
   auto cpu = make_cpu_runner(graph, config);
   for (std::int64_t rows : {1, 3}) {
     const Tensor x = redwood::testing::random_tensor(DType::kF32, {rows, 4, 16, 16}, -1, 1, 7 + static_cast<int>(rows));

@@ -272,6 +272,15 @@ std::vector<OpCase> cases() {
       }
     }
   }
+  // Pad: every mode, pads larger than the extent (reflect repeats periodically), a crop, opset 2.
+  c.push_back({"pad_constant", "Pad", {r({2, 3, 7, 5}, 300), ints({0, 0, 1, 2, 0, 0, 3, 1}), scalar(0.5f)},
+               {{"mode", std::string("constant")}}, 13});
+  c.push_back({"pad_reflect_past_extent", "Pad", {r({1, 2, 3, 4}, 301), ints({0, 0, 4, 5, 0, 0, 2, 6})},
+               {{"mode", std::string("reflect")}}, 13});
+  c.push_back({"pad_edge_with_crop", "Pad", {r({2, 2, 6, 6}, 302), ints({0, 0, -2, 3, 0, 0, 1, -1})},
+               {{"mode", std::string("edge")}}, 13});
+  c.push_back({"pad_opset2_attributes", "Pad", {r({1, 3, 4, 4}, 303)},
+               {{"pads", I{0, 0, 1, 1, 0, 0, 1, 1}}, {"value", 1.5f}}, 2});
   return c;
 }
 
