@@ -1,6 +1,6 @@
 #pragma once
 // Launchers of the non-convolution kernels, one .cu per family: elementwise.cu, compare_select.cu,
-// pool_resize.cu, softmax_reduce.cu, normalize.cu, matmul.cu, data_movement.cu, pad.cu,
+// pool_resize.cu, softmax_reduce.cu, normalize.cu, matmul.cu, data_movement.cu, pad.cu, cast.cu,
 // picture_normalize.cu. fp32 tensors unless said otherwise.
 
 #include "backends/cuda/kernels/kernel_params.hpp"
@@ -216,6 +216,13 @@ struct GridSampleParams {
   bool align_corners = false;
 };
 void launch_grid_sample(const GridSampleParams& p, const float* x, const float* grid, float* y, cudaStream_t stream);
+
+// ---- cast.cu ----
+/// Element types of Cast on the GPU (DType's f32, f16, i64, i32, u8, bool).
+enum class CastType : int { kF32, kF16, kI64, kI32, kU8, kBool };
+/// y[i] = (to) x[i]: floats to integers truncate toward zero (out of range is undefined, as in
+/// C++ and ONNX), anything to bool is x != 0, to f16 rounds to nearest even.
+void launch_cast(CastType from, CastType to, const void* x, void* y, long long n, cudaStream_t stream);
 
 // ---- pad.cu ----
 /// Pad of an fp32 tensor: output index o along each dim reads input index o - begin[d], mapped

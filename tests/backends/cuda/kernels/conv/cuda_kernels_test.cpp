@@ -281,6 +281,12 @@ std::vector<OpCase> cases() {
                {{"mode", std::string("edge")}}, 13});
   c.push_back({"pad_opset2_attributes", "Pad", {r({1, 3, 4, 4}, 303)},
                {{"pads", I{0, 0, 1, 1, 0, 0, 1, 1}}, {"value", 1.5f}}, 2});
+  // Cast between the types the GPU holds (floats truncate toward zero; to bool is != 0).
+  c.push_back({"cast_f32_to_i64", "Cast", {r({4, 33}, 310, -50, 50)}, {{"to", std::int64_t{7}}}, 13});
+  c.push_back({"cast_f32_to_f16", "Cast", {r({4, 33}, 311, -50, 50)}, {{"to", std::int64_t{10}}}, 13});
+  c.push_back({"cast_bool_to_f32", "Cast", {bools({1, 0, 0, 1, 1, 0}, {2, 3})}, {{"to", std::int64_t{1}}}, 13});
+  c.push_back({"cast_f32_to_bool", "Cast", {r({3, 11}, 312, -1, 1)}, {{"to", std::int64_t{9}}}, 13});
+  c.push_back({"cast_i64_to_f32", "Cast", {ints({-7, 0, 3, 1 << 20, 12})}, {{"to", std::int64_t{1}}}, 13});
   return c;
 }
 
