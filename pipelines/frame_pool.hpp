@@ -53,6 +53,10 @@ class FramePool {
     f.tensors.clear();
     f.transforms.clear();
     f.detections.clear();
+    f.crop_parents.clear();
+    f.classes.clear();
+    f.events.clear();
+    f.overlays.clear();
     f.stage_done.clear();
     f.failed = false;
     f.stream = 0;

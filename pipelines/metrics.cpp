@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <map>
+
 #include <arpa/inet.h>
 
 #include <cmath>
@@ -180,6 +182,21 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
   out.family("redwood_stage_latency_seconds", "histogram",
              "Duration of each call of the stage, start to finish (asynchronous stages: until the device completed it).");
   for (const auto& s : now.stages) out.latency("redwood_stage_latency_seconds", {{"stage", s.name}}, s.latency);
+  // The stages' own counts (tracks started, line crossings, zone occupancy), one family per name.
+  std::map<std::string, std::vector<std::pair<const StageStats*, const StageCounter*>>> counted;
+  for (const auto& s : now.stages) {
+    for (const auto& c : s.counters) counted[c.name].emplace_back(&s, &c);
+  }
+  for (const auto& [name, samples] : counted) {
+    const StageCounter& first = *samples.front().second;
+    const std::string family = "redwood_" + name + (first.gauge ? "" : "_total");
+    out.family(family, first.gauge ? "gauge" : "counter", first.help.empty() ? "A stage's count." : first.help.c_str());
+    for (const auto& [stage, c] : samples) {
+      Labels labels{{"stage", stage->name}};
+      for (const auto& l : c->labels) labels.push_back(l);
+      out.sample(family, labels, c->value);
+    }
+  }
   out.family("redwood_stage_batch_size", "histogram", "Frames (rows) in each batch a model stage ran.");
   for (const auto& s : now.stages) {
     if (s.batch_rows.empty()) continue;

@@ -24,6 +24,29 @@ namespace flow = oneapi::tbb::flow;
 
 namespace {
 
+/// Puts each stream's frames back in admission order (`admitted` is gapless per stream) for an
+/// ordered stage; used from one serial node, so unlocked.
+class Reorder {
+ public:
+  explicit Reorder(std::size_t streams) : waiting_(streams), next_(streams, 0) {}
+  /// Holds `f` until its turn; calls `ready` with every frame whose turn has come, in order.
+  template <typename Ready>
+  void push(FramePtr f, Ready&& ready) {
+    const auto s = static_cast<std::size_t>(f->stream);
+    waiting_[s].emplace(f->admitted, std::move(f));
+    for (auto it = waiting_[s].find(next_[s]); it != waiting_[s].end(); it = waiting_[s].find(next_[s])) {
+      FramePtr frame = std::move(it->second);
+      waiting_[s].erase(it);
+      ++next_[s];
+      ready(std::move(frame));
+    }
+  }
+
+ private:
+  std::vector<std::map<std::int64_t, FramePtr>> waiting_;
+  std::vector<std::int64_t> next_;
+};
+
 /// Per-stream run state: the queue and token limiter between source and graph, the sequencer's
 /// reorder buffer, and the counters.
 struct StreamRun {
@@ -133,6 +156,22 @@ class Run {
         Batcher* batcher = batchers_[i].get();
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::unlimited, [batcher](FramePtr f) { batcher->push(std::move(f)); return flow::continue_msg(); });
+        next = node.get();
+        sink_nodes_.push_back(std::move(node));
+      } else if (stage->ordered()) {
+        // One serial node puts each stream's frames back in admission order and runs the stage
+        // on them one at a time (a tracker must see a stream's frames in order; the stages before
+        // it may finish them in any order).
+        auto order = std::make_shared<Reorder>(streams_.size());
+        auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
+            graph_, flow::serial, [this, stage, order, next](FramePtr f) {
+              order->push(std::move(f), [&](FramePtr ready) {
+                std::vector<FramePtr> one{ready};
+                run_stage(*stage, one);
+                next->try_put(std::move(ready));
+              });
+              return flow::continue_msg();
+            });
         next = node.get();
         sink_nodes_.push_back(std::move(node));
       } else {
@@ -371,8 +410,9 @@ class Run {
       st.busy_ms = stage->busy_ms();
       st.cpu_ms = stage->cpu_ms();
       st.latency = stage->call_latency();
+      st.counters = stage->counters();
       const bool own_thread = stage->max_batch() > 1 || stage->asynchronous();
-      st.parallelism = own_thread || stage->serial() ? 1 : threads;
+      st.parallelism = own_thread || stage->serial() || stage->ordered() ? 1 : threads;
       if (st.busy_ms > 0) st.bound_fps = 1000.0 * static_cast<double>(st.frames) * st.parallelism / st.busy_ms;
       // A model's device: the frames over the busiest device's time (runners on one GPU share it;
       // each CPU runner is a worker of its own).

@@ -21,6 +21,14 @@ std::string histogram_text(const std::map<std::int64_t, std::int64_t>& h) {
   return out.empty() ? "-" : out;
 }
 
+/// "line_crossings{stream=cam0, line=door, direction=in} 12" (a gauge says "now").
+std::string counter_line(const StageCounter& c) {
+  std::string labels;
+  for (const auto& [k, v] : c.labels) labels += fmt::format("{}{}={}", labels.empty() ? "" : ", ", k, v);
+  return fmt::format("{}{}{}{} {}{}", c.name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", c.value,
+                     c.gauge ? " (now)" : "");
+}
+
 }  // namespace
 
 std::string status_line(const PipelineStats& now, const PipelineStats& previous) {
@@ -112,6 +120,7 @@ std::string summary_text(const PipelineStats& st) {
                        s.name, s.frames, s.calls, s.busy_ms / static_cast<double>(s.calls),
                        s.cpu_ms / static_cast<double>(s.calls), s.bound_fps,
                        s.parallelism > 1 ? fmt::format(" ({} threads)", s.parallelism) : std::string());
+    for (const StageCounter& c : s.counters) out += "    " + counter_line(c) + "\n";
     if (s.bound_fps > 0 && (bound == 0 || s.bound_fps < bound)) {
       bound = s.bound_fps;
       bottleneck = s.name;

@@ -5,6 +5,7 @@
 
 #include "core/model_runner.hpp"
 #include "core/latency_histogram.hpp"
+#include "stages/stage.hpp"
 #include "stages/frame_memory.hpp"
 
 #include <cstdint>
@@ -42,6 +43,7 @@ struct StageStats {
   /// spread across its parallelism, and for a model also over its runners' busy time (the device:
   /// a GPU's compute engine, or the CPU runner's worker).
   double bound_fps = 0;
+  std::vector<StageCounter> counters;  // the stage's own counts (tracks, line crossings...)
 };
 
 /// A GPU that several models may share: its compute engine's busy time (the union over every

@@ -29,15 +29,46 @@ struct ImageTransform {
   PointF to_picture(PointF p) const { return {(p.x - pad_x) / scale_x, (p.y - pad_y) / scale_y}; }
 };
 
-/// One thing found in a frame: a text region, a face. Coordinates are picture pixels.
+/// What a classifier said about a detection's crop, or about the whole picture.
+struct Classification {
+  std::string attribute;  // the classify stage's `attribute` ("expression", "vehicle_type")
+  int class_id = -1;
+  std::string label;      // from the stage's labels file; the id as text when it has none
+  float score = 0.f;
+};
+
+/// One thing found in a frame: a text region, a face, an object of a detector's class.
+/// Coordinates are picture pixels.
 struct Detection {
-  std::string kind;                  // "text", "face"
+  std::string kind;                  // what the decoder finds: "text", "face", "object"...
+  int class_id = -1;                 // a detector's class index (-1: the decoder has no classes)
+  std::string label;                 // that class's name (the detect stage's labels file)
   float score = 0.f;
   RectF box;                         // axis-aligned bounds
   std::vector<PointF> quad;          // text: the rotated region, clockwise from top-left
   std::vector<PointF> keypoints;
   std::string text;                  // text recognized in the region (empty when none ran)
   float text_score = 0.f;
+  std::int64_t track_id = -1;        // the track stage's id, stable across a stream's frames (-1: none)
+  std::vector<PointF> trail;         // the track's recent positions (box centres), oldest first
+  std::vector<Classification> classes;  // secondary classifiers' results on this detection's crop
+};
+
+/// Something the analytics stage saw happen in this frame.
+struct Event {
+  std::string type;          // "line_crossed", "zone_entered", "zone_left"
+  std::string where;         // the line's or zone's name
+  std::string direction;     // line_crossed: "in" or "out" (the line's own convention)
+  std::int64_t track_id = -1;
+  std::string label;         // the object's class label (its kind when it has none)
+  double dwell_ms = 0;       // zone_left: how long the object stayed in the zone
+};
+
+/// A shape to draw on the annotated video (the analytics stage's lines and zones, their counts).
+struct Overlay {
+  std::vector<PointF> points;  // picture pixels
+  bool closed = false;         // a zone's polygon; a line is open
+  std::string text;            // written beside the first point
 };
 
 /// When a stage finished with a frame (Stage::process records it). `stage` views the stage's
@@ -63,6 +94,12 @@ struct Frame {
   std::map<std::string, Tensor> tensors;
   std::map<std::string, ImageTransform> transforms;  // by tensor key, from preprocess
   std::vector<Detection> detections;
+  /// Per crops tensor (by key): the index in `detections` each of its rows was cut from, so that
+  /// a secondary model's results attach to their parent detection.
+  std::map<std::string, std::vector<int>> crop_parents;
+  std::vector<Classification> classes;  // classifiers run on the whole picture
+  std::vector<Event> events;
+  std::vector<Overlay> overlays;
   bool failed = false;            // a stage threw on it: the pipeline stops, sinks never see it
 };
 

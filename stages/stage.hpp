@@ -48,6 +48,17 @@ struct TensorSpec {
 };
 using TensorSpecs = std::map<std::string, TensorSpec>;
 
+/// A count a stage keeps over the run (tracks started, objects that crossed a line), for the
+/// run's summary and the metrics endpoint. `labels` qualify it ({"stream", "cam0"}, {"line",
+/// "door"}); a gauge is a level now (a zone's occupancy), the others only grow.
+struct StageCounter {
+  std::string name;  // lower_snake_case: "tracks_started", "line_crossings"
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0;
+  bool gauge = false;
+  std::string help;  // one sentence, for the metrics endpoint
+};
+
 /// The models a pipeline file names, loaded once, shared by its stages.
 struct ModelEntry {
   std::shared_ptr<const Graph> graph;
@@ -101,6 +112,10 @@ class Stage {
   virtual double batch_timeout_ms() const { return 0; }
   /// True when frames must go through one at a time (the stage holds per-call state).
   virtual bool serial() const { return false; }
+  /// True when each stream's frames must reach the stage one at a time in read order (a
+  /// tracker, analytics): the pipeline puts them back in order before the stage, which then runs
+  /// one frame at a time. Other stages see frames in any order, several at once.
+  virtual bool ordered() const { return false; }
   /// True when the stage completes frames later, on a thread of its own (process_async).
   virtual bool asynchronous() const { return false; }
   /// How a batching stage waits for a fuller batch: the most a batch's frames may have aged
@@ -122,6 +137,8 @@ class Stage {
   void process_async(std::span<Frame* const> frames, Completion done);
   /// Waits until every frame handed over has completed (the end of a run).
   virtual void drain() {}
+  /// The stage's own counts so far (see StageCounter); called from any thread while frames run.
+  virtual std::vector<StageCounter> counters() const { return {}; }
   /// The model runners of this stage (infer), for the run's summary.
   virtual std::vector<RunnerStats> runner_stats() const { return {}; }
   /// Where the stage's runners run ("cpu", "cuda"): a pipeline with a model on a GPU takes the

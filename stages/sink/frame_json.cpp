@@ -66,6 +66,24 @@ class Writer {
     }
     out_.push_back(']');
   }
+  /// [{"attribute": ..., "class_id": ..., "label": ..., "score": ...}, ...]
+  void classes(const std::vector<Classification>& cs) {
+    out_.push_back('[');
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      if (i) out_.push_back(',');
+      out_.push_back('{');
+      key("attribute");
+      string(cs[i].attribute);
+      next("class_id");
+      integer(cs[i].class_id);
+      next("label");
+      string(cs[i].label);
+      next("score");
+      number(r3(cs[i].score));
+      out_.push_back('}');
+    }
+    out_.push_back(']');
+  }
 
  private:
   std::string& out_;
@@ -125,6 +143,16 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
     w.raw("{");
     w.key("kind");
     w.string(d.kind);
+    if (d.class_id >= 0) {
+      w.next("class_id");
+      w.integer(d.class_id);
+      w.next("label");
+      w.string(d.label);
+    }
+    if (d.track_id >= 0) {
+      w.next("track_id");
+      w.integer(d.track_id);
+    }
     w.next("score");
     w.number(r3(d.score));
     w.next("box");
@@ -151,9 +179,45 @@ void append_frame_json(std::string& out, const Frame& f, std::string_view pipeli
       w.next("text_score");
       w.number(r3(d.text_score));
     }
+    if (!d.classes.empty()) {
+      w.next("classes");
+      w.classes(d.classes);
+    }
     w.raw("}");
   }
-  w.raw("]}");
+  w.raw("]");
+  if (!f.classes.empty()) {
+    w.next("classes");
+    w.classes(f.classes);
+  }
+  if (!f.events.empty()) {
+    w.next("events");
+    w.raw("[");
+    for (std::size_t i = 0; i < f.events.size(); ++i) {
+      const Event& e = f.events[i];
+      if (i) w.raw(",");
+      w.raw("{");
+      w.key("type");
+      w.string(e.type);
+      w.next("where");
+      w.string(e.where);
+      if (!e.direction.empty()) {
+        w.next("direction");
+        w.string(e.direction);
+      }
+      w.next("track_id");
+      w.integer(e.track_id);
+      w.next("label");
+      w.string(e.label);
+      if (e.type == "zone_left") {
+        w.next("dwell_ms");
+        w.number(r1(e.dwell_ms));
+      }
+      w.raw("}");
+    }
+    w.raw("]");
+  }
+  w.raw("}");
 }
 
 nlohmann::json frame_to_json(const Frame& f, const std::string& pipeline, double latency_ms) {

@@ -1,4 +1,5 @@
-// video sink: the frames with their detections drawn (boxes or quads, text, keypoints), written
+// video sink: the frames with their detections drawn (boxes or quads, track ids and trails,
+// labels, text, keypoints) and the analytics' lines and zones with their counts, written
 // as a video. One file per stream: "{stream}" in the path is replaced by the stream's name.
 //
 //   - name: annotated
@@ -26,6 +27,7 @@
 
 #include <sys/statvfs.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -66,7 +68,7 @@ class VideoSink final : public Sink {
     auto it = files_.find(f.stream);
     if (it == files_.end()) it = files_.emplace(f.stream, open(f)).first;
     cv::Mat canvas = as_mat(f.image).clone();
-    draw(canvas, f.detections);
+    draw(canvas, f);
     {
       std::lock_guard lock(mutex_);
       if (static_cast<int>(queued_.size()) >= queue_limit_) {
@@ -120,9 +122,29 @@ class VideoSink final : public Sink {
     return file;
   }
 
-  static void draw(cv::Mat& canvas, const std::vector<Detection>& detections) {
-    for (const Detection& d : detections) {
-      const cv::Scalar colour = d.kind == "face" ? cv::Scalar(0, 255, 0) : cv::Scalar(0, 0, 255);
+  /// A colour per track (golden-ratio hues, so neighbouring ids differ), or per kind untracked.
+  static cv::Scalar colour_of(const Detection& d) {
+    if (d.track_id < 0) return d.kind == "text" ? cv::Scalar(0, 0, 255) : cv::Scalar(0, 255, 0);
+    const double hue = std::fmod(static_cast<double>(d.track_id) * 0.618033988749895, 1.0) * 180.0;
+    cv::Mat3b hsv(1, 1, cv::Vec3b(static_cast<std::uint8_t>(hue), 220, 255)), bgr;
+    cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
+    return {static_cast<double>(bgr(0, 0)[0]), static_cast<double>(bgr(0, 0)[1]), static_cast<double>(bgr(0, 0)[2])};
+  }
+
+  /// Boxes (or quads), keypoints, the caption (track id, label, text, secondary classes), the
+  /// track's trail; then the analytics' lines and zones with their counts.
+  static void draw(cv::Mat& canvas, const Frame& f) {
+    for (const Overlay& o : f.overlays) {
+      std::vector<cv::Point> pts;
+      for (const PointF& p : o.points) pts.push_back(to_cv(p));
+      if (pts.size() >= 2) cv::polylines(canvas, pts, o.closed, {0, 215, 255}, 2);
+      if (!pts.empty() && !o.text.empty()) {
+        cv::putText(canvas, o.text, pts.front() + cv::Point(4, -6), cv::FONT_HERSHEY_SIMPLEX, 0.55, {0, 0, 0}, 4);
+        cv::putText(canvas, o.text, pts.front() + cv::Point(4, -6), cv::FONT_HERSHEY_SIMPLEX, 0.55, {0, 215, 255}, 1);
+      }
+    }
+    for (const Detection& d : f.detections) {
+      const cv::Scalar colour = colour_of(d);
       const cv::Rect2f box = to_cv(d.box);
       if (d.quad.size() == 4) {
         const std::vector<cv::Point> q{to_cv(d.quad[0]), to_cv(d.quad[1]), to_cv(d.quad[2]), to_cv(d.quad[3])};
@@ -131,7 +153,16 @@ class VideoSink final : public Sink {
         cv::rectangle(canvas, box, colour, 2);
       }
       for (const auto& k : d.keypoints) cv::circle(canvas, to_cv(k), 2, {255, 0, 0}, -1);
-      if (!d.text.empty()) cv::putText(canvas, d.text, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2);
+      for (std::size_t i = 1; i < d.trail.size(); ++i) cv::line(canvas, to_cv(d.trail[i - 1]), to_cv(d.trail[i]), colour, 2);
+      std::string caption;
+      const auto add = [&](const std::string& part) {
+        if (!part.empty()) caption += (caption.empty() ? "" : " ") + part;
+      };
+      if (d.track_id >= 0) add("#" + std::to_string(d.track_id));
+      add(d.label);
+      add(d.text);
+      for (const Classification& c : d.classes) add(c.label);
+      if (!caption.empty()) cv::putText(canvas, caption, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2);
     }
   }
 

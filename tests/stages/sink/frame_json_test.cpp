@@ -70,6 +70,35 @@ TEST(FrameJson, WritesEverySchemaFieldAsValidJson) {
   EXPECT_EQ(frame_to_json(f, "ocr", 85.25), j);
 }
 
+TEST(FrameJson, WritesClassesTracksAndEventsOnlyWhenPresent) {
+  Frame f = sample_frame();
+  auto plain = frame_to_json(f, "ocr", 1.0);
+  EXPECT_FALSE(plain.contains("events"));
+  EXPECT_FALSE(plain.contains("classes"));
+  EXPECT_FALSE(plain["detections"][1].contains("track_id"));
+  EXPECT_FALSE(plain["detections"][1].contains("class_id"));
+
+  Detection& car = f.detections[1];
+  car.kind = "object";
+  car.class_id = 2;
+  car.label = "car";
+  car.track_id = 17;
+  car.classes.push_back({"colour", 4, "red", 0.8123f});
+  f.classes.push_back({"scene", 0, "street", 0.5f});
+  f.events.push_back({"line_crossed", "gate", "in", 17, "car", 0});
+  f.events.push_back({"zone_left", "lot", "", 17, "car", 1234.56});
+  const auto j = frame_to_json(f, "cars", 1.0);
+  const auto& d = j["detections"][1];
+  EXPECT_EQ(d["class_id"], 2);
+  EXPECT_EQ(d["label"], "car");
+  EXPECT_EQ(d["track_id"], 17);
+  EXPECT_EQ(d["classes"], nlohmann::json::parse(R"([{"attribute":"colour","class_id":4,"label":"red","score":0.812}])"));
+  EXPECT_EQ(j["classes"][0]["label"], "street");
+  ASSERT_EQ(j["events"].size(), 2u);
+  EXPECT_EQ(j["events"][0], nlohmann::json::parse(R"({"type":"line_crossed","where":"gate","direction":"in","track_id":17,"label":"car"})"));
+  EXPECT_EQ(j["events"][1], nlohmann::json::parse(R"({"type":"zone_left","where":"lot","track_id":17,"label":"car","dwell_ms":1234.6})"));
+}
+
 TEST(FrameJson, AReusedBufferAllocatesNothingOnceGrown) {
   const Frame f = sample_frame();
   std::string out;
