@@ -52,6 +52,14 @@ PipelineStats sample_stats(double elapsed_s, std::int64_t delivered) {
   for (int i = 0; i < 10; ++i) det.latency.add(20);
   det.batch_rows = {{2, 3}, {8, 7}};  // 3 batches of 2 rows, 7 of 8
   s.stages.push_back(det);
+  StageStats count;
+  count.name = "count";
+  count.counters.push_back({"line_crossings", {{"stream", "cam0"}, {"line", "door"}, {"direction", "in"}}, 7, false,
+                            "Tracked objects that crossed the line."});
+  count.counters.push_back({"line_crossings", {{"stream", "cam0"}, {"line", "door"}, {"direction", "out"}}, 2, false,
+                            "Tracked objects that crossed the line."});
+  count.counters.push_back({"zone_occupancy", {{"stream", "cam0"}, {"zone", "lobby"}}, 3, true, "Objects in the zone now."});
+  s.stages.push_back(count);
   s.sinks.push_back({"log", delivered * 2, 3, 0});
   DeviceStats gpu;
   gpu.name = "cuda:0";
@@ -135,6 +143,11 @@ TEST(PrometheusText, FamiliesLabelsHistogramsAndRates) {
   EXPECT_EQ(value_of(text, "redwood_stage_busy_seconds_total{" + det + "}"), "0.25");
   EXPECT_EQ(value_of(text, "redwood_stage_cpu_seconds_total{" + det + "}"), "0.125");
   EXPECT_EQ(value_of(text, R"(redwood_sink_frames_dropped_total{pipeline="ocr",sink="log"})"), "3");
+  // Stages' own counters: one family per name, labelled with the stage and the counter's labels.
+  EXPECT_EQ(value_of(text, R"(redwood_line_crossings_total{pipeline="ocr",stage="count",stream="cam0",line="door",direction="out"})"), "2");
+  EXPECT_EQ(value_of(text, R"(redwood_zone_occupancy{pipeline="ocr",stage="count",stream="cam0",zone="lobby"})"), "3");
+  EXPECT_NE(text.find("# TYPE redwood_zone_occupancy gauge"), std::string::npos);
+  EXPECT_NE(text.find("# HELP redwood_line_crossings_total Tracked objects that crossed the line."), std::string::npos);
   EXPECT_EQ(value_of(text, R"(redwood_memory_pool_high_water_bytes{pipeline="ocr",pool="frames"})"), "4194304");
 }
 
