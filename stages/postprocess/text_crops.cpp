@@ -79,10 +79,15 @@ class TextCropsStage final : public Stage {
   void do_process(std::span<Frame* const> frames) override {
     for (Frame* f : frames) {
       std::vector<cv::Mat> crops;
-      for (const Detection& d : f->detections) {
-        if (d.kind == "text" && d.quad.size() == 4) crops.push_back(rectify_quad(as_mat(f->image), d.quad, f->memory));
+      std::vector<int> parents;  // the detection each row was cut from (Frame::crop_parents)
+      for (std::size_t i = 0; i < f->detections.size(); ++i) {
+        const Detection& d = f->detections[i];
+        if (d.kind != "text" || d.quad.size() != 4) continue;
+        crops.push_back(rectify_quad(as_mat(f->image), d.quad, f->memory));
+        parents.push_back(static_cast<int>(i));
       }
       f->tensors[output_] = crops_to_tensor(crops, options_, f->memory);
+      f->crop_parents[output_] = std::move(parents);
     }
   }
 
