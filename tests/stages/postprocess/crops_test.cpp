@@ -241,5 +241,25 @@ TEST(Crops, MistakesFailAtTheirPlace) {
   }
 }
 
+// text_crops keeps the same contract: the detection of each row.
+TEST(Crops, TextCropsRecordTheirParentsToo) {
+  const auto origin = std::make_shared<ConfigOrigin>();
+  const YAML::Node node = YAML::Load("{output: rec_in, height: 8, max_width: 32}");
+  Params p(node, origin, "stage 'rec_crops'");
+  ModelTable models;
+  StageArgs args{"rec_crops", p, models};
+  const auto stage = stage_registry().at("text_crops")(args);
+  p.finish();
+  Frame f;
+  f.image = from_mat(halves());
+  Detection text = det("text", "", 0.9f, {0, 0, 8, 4});
+  text.quad = {{0, 0}, {8, 0}, {8, 4}, {0, 4}};
+  f.detections = {det("face", "", 0.9f, {0, 0, 4, 4}), text, det("text", "", 0.9f, {0, 0, 4, 4}), text};
+  std::vector<Frame*> frames{&f};
+  stage->process(frames);
+  EXPECT_EQ(f.tensors.at("rec_in").dim(0), 2);
+  EXPECT_EQ(f.crop_parents.at("rec_in"), (std::vector<int>{1, 3}));  // detection 2 has no quad
+}
+
 }  // namespace
 }  // namespace redwood
