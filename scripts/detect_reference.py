@@ -1,16 +1,20 @@
 #!/usr/bin/python3
-"""Reference decode of an SSD-style detector's outputs, for Redwood's detect stage fidelity test.
+"""Reference decode of a detector's outputs, for Redwood's detect stage fidelity test.
 
 Written apart from stages/postprocess/detect.cpp (numpy, float64, vectorized) to the same rules:
-per-class candidates above the score threshold (the background class left out), boxes decoded
-corners x1, y1, x2, y2 normalized, or offsets against priors (--anchors, UltraFace/RetinaFace
-layout), mapped to the picture (picture = (tensor - pad) / scale) and clipped, those left empty
+  ssd      boxes [1, B, 4], scores [1, B, C]: every class above the score threshold (the
+           background left out); boxes corners x1, y1, x2, y2 normalized, or offsets against
+           priors (--anchors, the UltraFace/RetinaFace layout);
+  yolo_v5  one output [1, B, 5 + C] (--boxes): cx, cy, w, h in input pixels, objectness x the best
+           class's score.
+Boxes are mapped to the picture (picture = (tensor - pad) / scale) and clipped, those left empty
 dropped, then greedy per-class NMS in model-input pixels (IoU above the threshold suppresses),
 best score first, at most --max-detections.
 
-  detect_reference.py --boxes B.npy --scores S.npy --transform SX,SY,PX,PY,TW,TH --picture W,H \
-      [--score-threshold 0.25] [--iou-threshold 0.45] [--background 0] [--max-detections 300] \
-      [--anchors '{"steps": [8, 16], "min_sizes": [[10], [32]], "variances": [0.1, 0.2]}']
+  detect_reference.py [--format ssd] --boxes B.npy --scores S.npy --transform SX,SY,PX,PY,TW,TH \
+      --picture W,H [--score-threshold 0.25] [--iou-threshold 0.45] [--background 0] \
+      [--max-detections 300] [--anchors '{"steps": [8], "min_sizes": [[10]], "variances": [0.1, 0.2]}']
+  detect_reference.py --format yolo_v5 --boxes OUT.npy --transform ... --picture W,H ...
 
 Prints one JSON list: [{"class_id": c, "score": s, "box": [x, y, width, height]}, ...].
 """
@@ -47,10 +51,38 @@ def iou(box, others):
     return inter / (area(box) + area(others) - inter)
 
 
+def ssd_corners(args, tw, th):
+    """An SSD's boxes as corners in model-input pixels."""
+    boxes = np.load(args.boxes).astype(np.float64)[0]  # [B, 4]
+    if args.anchors:
+        spec = json.loads(args.anchors)
+        v0, v1 = spec.get("variances", [0.1, 0.2])
+        p = priors(spec, int(tw), int(th))
+        assert len(p) == len(boxes), f"{len(p)} priors for {len(boxes)} boxes"
+        centre = p[:, :2] + boxes[:, :2] * v0 * p[:, 2:]
+        size = p[:, 2:] * np.exp(boxes[:, 2:] * v1)
+        boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)
+    return boxes * np.array([tw, th, tw, th])
+
+
+def candidates(args, tw, th):
+    """(box index, class, score) above the threshold, and every box's corners in input pixels."""
+    if args.format == "yolo_v5":
+        rows = np.load(args.boxes).astype(np.float64)[0]  # [B, 5 + C]
+        best = np.argmax(rows[:, 5:], axis=1)
+        score = rows[:, 4] * rows[np.arange(len(rows)), 5 + best]
+        corners = np.concatenate([rows[:, :2] - rows[:, 2:4] / 2, rows[:, :2] + rows[:, 2:4] / 2], axis=1)
+        return [(i, best[i], score[i]) for i in np.nonzero(score >= args.score_threshold)[0]], corners
+    scores = np.load(args.scores).astype(np.float64)[0]  # [B, C]
+    found = [(i, c, scores[i, c]) for i, c in zip(*np.nonzero(scores >= args.score_threshold)) if c != args.background]
+    return found, ssd_corners(args, tw, th)
+
+
 def main():
     a = argparse.ArgumentParser()
+    a.add_argument("--format", choices=["ssd", "yolo_v5"], default="ssd")
     a.add_argument("--boxes", required=True)
-    a.add_argument("--scores", required=True)
+    a.add_argument("--scores")
     a.add_argument("--transform", required=True)
     a.add_argument("--picture", required=True)
     a.add_argument("--score-threshold", type=float, default=0.25)
@@ -62,31 +94,17 @@ def main():
     sx, sy, px, py, tw, th = (float(v) for v in args.transform.split(","))
     pw, ph = (float(v) for v in args.picture.split(","))
 
-    boxes = np.load(args.boxes).astype(np.float64)[0]  # [B, 4]
-    scores = np.load(args.scores).astype(np.float64)[0]  # [B, C]
-    if args.anchors:
-        spec = json.loads(args.anchors)
-        v0, v1 = spec.get("variances", [0.1, 0.2])
-        p = priors(spec, int(tw), int(th))
-        assert len(p) == len(boxes), f"{len(p)} priors for {len(boxes)} boxes"
-        centre = p[:, :2] + boxes[:, :2] * v0 * p[:, 2:]
-        size = p[:, 2:] * np.exp(boxes[:, 2:] * v1)
-        boxes = np.concatenate([centre - size / 2, centre + size / 2], axis=1)
-    corners = boxes * np.array([tw, th, tw, th])  # model-input pixels
-
-    found = []  # (score, class, input-pixel corners, picture box)
-    for c in range(scores.shape[1]):
-        if c == args.background:
+    found = []  # (score, class, input-pixel corners, picture box, box index)
+    chosen, corners = candidates(args, tw, th)
+    for i, c, score in chosen:
+        x1, y1, x2, y2 = corners[i]
+        if not (x2 > x1 and y2 > y1):
             continue
-        for i in np.nonzero(scores[:, c] >= args.score_threshold)[0]:
-            x1, y1, x2, y2 = corners[i]
-            if not (x2 > x1 and y2 > y1):
-                continue
-            left, top = max((x1 - px) / sx, 0.0), max((y1 - py) / sy, 0.0)
-            right, bottom = min((x2 - px) / sx, pw), min((y2 - py) / sy, ph)
-            if right <= left or bottom <= top:
-                continue
-            found.append((scores[i, c], c, corners[i], [left, top, right - left, bottom - top], i))
+        left, top = max((x1 - px) / sx, 0.0), max((y1 - py) / sy, 0.0)
+        right, bottom = min((x2 - px) / sx, pw), min((y2 - py) / sy, ph)
+        if right <= left or bottom <= top:
+            continue
+        found.append((score, c, corners[i], [left, top, right - left, bottom - top], i))
     # Best first; equal scores in the order Redwood's decoder meets them (box, then class).
     found.sort(key=lambda f: (-f[0], f[4], f[1]))
     kept = []
