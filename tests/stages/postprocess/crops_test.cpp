@@ -224,20 +224,21 @@ TEST(Crops, SizeComesFromTheModelsInput) {
 
 TEST(Crops, MistakesFailAtTheirPlace) {
   const auto model = model_file({-1, 3, 20, 30});
-  const std::vector<std::pair<std::string, std::string>> cases{
-      {"    height: 8\n", "missing required key 'width'"},
-      {"    width: 8\n    height: 8\n    aspect: squash\n", "aspect"},
-      {"    width: 8\n    height: 8\n    padding: 3\n", "must be from 0 to 2"},
-      {"    width: 8\n    height: 8\n    max_crops: 0\n", "must be from 1 to 4096"},
-      {"    width: 8\n    height: 8\n    kinds: []\n", "non-empty list"},
-      {"    width: 8\n    height: 8\n    mean: [1, 2]\n", "three values"},
-      {"    width: 8\n    height: 8\n    color: yuv\n", "color"},
-      {"    width: 8\n    height: 8\n    paddin: 0.1\n", "unknown key 'paddin'"},
+  // The value's place (line 16: the third key), or the stage's for a missing key.
+  const std::vector<std::tuple<std::string, std::string, int, int>> cases{
+      {"    height: 8\n", "missing required key 'width'", 12, 5},
+      {"    width: 8\n    height: 8\n    aspect: squash\n", "'squash' is not one of stretch, pad, expand", 16, 13},
+      {"    width: 8\n    height: 8\n    padding: 3\n", "must be from 0 to 2", 16, 14},
+      {"    width: 8\n    height: 8\n    max_crops: 0\n", "must be from 1 to 4096", 16, 16},
+      {"    width: 8\n    height: 8\n    kinds: []\n", "non-empty list", 16, 12},
+      {"    width: 8\n    height: 8\n    mean: [1, 2]\n", "three values", 16, 11},
+      {"    width: 8\n    height: 8\n    color: yuv\n", "'yuv' is not one of rgb, bgr", 16, 12},
+      {"    width: 8\n    height: 8\n    paddin: 0.1\n", "unknown key 'paddin'", 16, 5},
   };
-  for (const auto& [keys, what] : cases) {
+  for (const auto& [keys, what, line, column] : cases) {
     const std::string e = testing::load_error(pipeline(model, keys));
     EXPECT_NE(e.find(what), std::string::npos) << keys << " -> " << e;
-    EXPECT_NE(e.find("test.yaml:1"), std::string::npos) << keys << " -> " << e;  // line 14 on
+    EXPECT_NE(e.find(testing::where(line, column) + " stage 'crops'"), std::string::npos) << keys << " -> " << e;
   }
 }
 
