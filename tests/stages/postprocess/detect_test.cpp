@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 namespace redwood {
 namespace {
@@ -243,6 +244,40 @@ TEST_F(DetectStageTest, SsdCornersPerClassWithBackground) {
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].class_id, 1);
   EXPECT_NEAR(e[0].score, 0.6f, 1e-6);
+}
+
+TEST_F(DetectStageTest, SsdWithoutBackgroundReportsClassZero) {
+  const ImageTransform identity{1.f, 1.f, 0.f, 0.f, 100, 100};
+  const Tensor boxes = Tensor::from_vector(Shape{1, 1, 4}, std::vector<float>{10, 20, 30, 60});  // pixels
+  const Tensor scores = Tensor::from_vector(Shape{1, 1, 2}, std::vector<float>{0.8f, 0.1f});
+  const std::string yaml = "name: det\ntype: detect\nformat: ssd\nboxes: b\nscores: s\ntransform: det_in\nbox_units: pixels\n";
+  const TensorSpecs specs = {{"b", spec({1, 1, 4})}, {"s", spec({1, 1, 2})}};
+  Frame f = frame_of(100, 100, identity, {{"b", boxes}, {"s", scores}});
+  EXPECT_TRUE(run(*make(yaml, specs), f).empty());  // class 0 is the background by default
+  Frame g = frame_of(100, 100, identity, {{"b", boxes}, {"s", scores}});
+  const auto d = run(*make(yaml + "background: none\n", specs), g);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].class_id, 0);
+  expect_box(d[0].box, {10, 20, 20, 40});
+}
+
+TEST_F(DetectStageTest, NonFiniteValuesAndHalfOutputs) {
+  // Box 0 has a NaN width, box 1 a NaN score, box 2 is fine: one detection, no crash.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> rows = {320, 320, nan, 50, 0.9f, 0.f, 0.f,  //
+                                   320, 320, 100, 50, nan, 0.f, 0.f,  //
+                                   100, 320, 100, 50, 0.f, 0.f, 0.5f};
+  const Tensor t = Tensor::from_vector(Shape{1, 3, 7}, rows);
+  auto stage = make(std::string(kYoloV8) + "layout: boxes_first\n", {{"out", spec({1, 3, 7})}});
+  Frame f = frame_of(1280, 720, kLetterbox, {{"out", t}});
+  const auto d = run(*stage, f);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].label, "car");
+  // The same outputs in float16 (a model exported in half precision) decode alike.
+  Frame g = frame_of(1280, 720, kLetterbox, {{"out", t.cast(DType::kF16)}});
+  const auto e = run(*stage, g);
+  ASSERT_EQ(e.size(), 1u);
+  expect_box(e[0].box, d[0].box);
 }
 
 TEST(DetectPriors, MatchUltraFaceRfb320) {
