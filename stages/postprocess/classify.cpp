@@ -81,14 +81,7 @@ class ClassifyStage final : public Stage {
     crops_ = p.get<std::string>("crops", "");
     if (p.has("crops") && crops_.empty()) p.fail("crops", "expected the key of a crops stage's tensor");
     if (!crops_.empty()) consume(crops_);
-    if (p.has("labels")) {
-      const auto file = p.existing_file("labels");
-      try {
-        labels_ = read_labels(file);
-      } catch (const ConfigError& e) {
-        p.fail("labels", e.what());
-      }
-    }
+    labels_ = read_labels(p, "labels");
     attribute_ = p.get<std::string>("attribute", args.name);
     if (attribute_.empty()) p.fail("attribute", "must not be empty");
     const auto softmax = p.choice("softmax", "auto", {"auto", "on", "off"});

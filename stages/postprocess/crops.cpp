@@ -29,6 +29,7 @@
 
 #include "stages/picture_cv.hpp"
 #include "stages/preprocess/image_tensor.hpp"
+#include "stages/preprocess/normalization_keys.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
@@ -157,17 +158,11 @@ class CropsStage final : public Stage {
     const auto aspect = p.choice("aspect", "stretch", {"stretch", "pad", "expand"});
     options_.aspect = aspect == "pad" ? CropAspect::kPad : aspect == "expand" ? CropAspect::kExpand : CropAspect::kStretch;
     // The preprocess stage's normalization keys, with its defaults.
-    options_.rgb = p.choice("color", "rgb", {"rgb", "bgr"}) == "rgb";
-    options_.scale = p.get<float>("scale", options_.scale);
-    const auto mean = p.get<std::vector<float>>("mean", {0.f, 0.f, 0.f});
-    const auto std = p.get<std::vector<float>>("std", {1.f, 1.f, 1.f});
-    if (mean.size() != 3) p.fail("mean", "expected three values");
-    if (std.size() != 3) p.fail("std", "expected three values");
-    for (float s : std) {
-      if (s == 0.f) p.fail("std", "values must not be zero");
-    }
-    std::copy(mean.begin(), mean.end(), options_.mean.begin());
-    std::copy(std.begin(), std.end(), options_.std.begin());
+    const PixelNormalization norm = read_normalization_keys(p);
+    options_.rgb = norm.rgb;
+    options_.scale = norm.scale;
+    options_.mean = norm.mean;
+    options_.std = norm.std;
     produce(output_, TensorSpec{{-1, 3, options_.height, options_.width}});
   }
 

@@ -244,14 +244,7 @@ class DetectStage final : public Stage {
     transform_ = p.require<std::string>("transform");
     consume_transform(transform_);
 
-    if (p.has("labels")) {
-      const auto file = p.existing_file("labels");
-      try {
-        labels_ = read_labels(file);
-      } catch (const ConfigError& e) {
-        p.fail("labels", e.what());
-      }
-    }
+    labels_ = read_labels(p, "labels");
     kind_ = p.get<std::string>("kind", "object");
     score_threshold_ = p.get<float>("score_threshold", 0.25f);
     if (!(score_threshold_ >= 0 && score_threshold_ <= 1)) p.fail("score_threshold", "must be in [0, 1]");

@@ -31,6 +31,16 @@ std::vector<std::string> read_labels(const std::filesystem::path& path) {
   return labels;
 }
 
+std::vector<std::string> read_labels(Params& params, const std::string& key) {
+  if (!params.has(key)) return {};
+  const auto file = params.existing_file(key);
+  try {
+    return read_labels(file);
+  } catch (const ConfigError& e) {
+    params.fail(key, e.what());
+  }
+}
+
 std::string label_of(const std::vector<std::string>& labels, int id) {
   if (id >= 0 && static_cast<std::size_t>(id) < labels.size()) return labels[static_cast<std::size_t>(id)];
   return std::to_string(id);

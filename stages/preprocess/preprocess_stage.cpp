@@ -30,6 +30,7 @@
 
 #include "stages/picture_cv.hpp"
 #include "stages/preprocess/image_tensor.hpp"
+#include "stages/preprocess/normalization_keys.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
@@ -78,17 +79,11 @@ class PreprocessStage final : public Stage {
     options_.resize = p.choice("resize", "stretch", {"stretch", "letterbox"}) == "letterbox" ? ResizeMode::kLetterbox
                                                                                            : ResizeMode::kStretch;
     options_.pad_value = p.get<float>("pad_value", 0.f);
-    options_.rgb = p.choice("color", "rgb", {"rgb", "bgr"}) == "rgb";
-    options_.scale = p.get<float>("scale", 1.0f / 255.0f);
-    const auto mean = p.get<std::vector<float>>("mean", {0.f, 0.f, 0.f});
-    const auto std = p.get<std::vector<float>>("std", {1.f, 1.f, 1.f});
-    if (mean.size() != 3) p.fail("mean", "expected three values");
-    if (std.size() != 3) p.fail("std", "expected three values");
-    for (float s : std) {
-      if (s == 0.f) p.fail("std", "values must not be zero");
-    }
-    std::copy(mean.begin(), mean.end(), options_.mean.begin());
-    std::copy(std.begin(), std.end(), options_.std.begin());
+    const PixelNormalization norm = read_normalization_keys(p);
+    options_.rgb = norm.rgb;
+    options_.scale = norm.scale;
+    options_.mean = norm.mean;
+    options_.std = norm.std;
     const auto layout = p.choice("layout", "auto", {"auto", "nchw", "nhwc"});
     options_.layout = layout == "nchw" ? ImageLayout::kNCHW : layout == "nhwc" ? ImageLayout::kNHWC : ImageLayout::kAuto;
     const auto normalize_on = p.choice("normalize_on", "auto", {"auto", "stage", "model"});
