@@ -1,6 +1,8 @@
 // ByteTrack's BYTETracker.update (byte_tracker.py), one stream. Differences from the Python:
 // tracks are numbered when confirmed, not when first seen, so the ids a stream shows have no
-// gaps from one-frame false positives; a track keeps the class of its first detection (per_class).
+// gaps from one-frame false positives; a track keeps the class of its first detection (per_class);
+// of a lost and a tracked track on one object, only a younger lost one is dropped (the Python
+// drops the younger of the two, but the tracked one's id is already on this frame's detection).
 
 #include "stages/analytics/bytetrack.hpp"
 

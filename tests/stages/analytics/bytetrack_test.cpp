@@ -133,6 +133,22 @@ TEST(ByteTrack, TwoObjectsSwapNoIdsWhenTheyCross) {
   }
 }
 
+TEST(ByteTrack, ALostTrackOnTopOfAnOlderTrackedOneIsDropped) {
+  // A detector without NMS reports one object twice for a few frames: two tracks on one object.
+  // When the double goes, the younger track is lost right where the older one is tracked: it is
+  // the same object, and it goes (byte_tracker.py's remove_duplicate_stracks).
+  ByteTracker t;
+  t.update({at(0, 0)});
+  t.update({at(0, 0), {{1, 1, 40, 80}, 0.9f, ""}});
+  const auto out = t.update({at(0, 0), {{1, 1, 40, 80}, 0.9f, ""}});
+  EXPECT_EQ(out[0].track_id, 1);
+  EXPECT_EQ(out[1].track_id, 2);
+  ASSERT_EQ(t.tracks().size(), 2u);
+  EXPECT_EQ(t.update({at(0, 0)})[0].track_id, 1);
+  ASSERT_EQ(t.tracks().size(), 1u);
+  EXPECT_EQ(t.tracks().front().id, 1);
+}
+
 TEST(ByteTrack, StateStaysBoundedAndIdsAreNeverReused) {
   ByteTrackOptions o;
   o.max_lost_frames = 3;
