@@ -8,9 +8,11 @@
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -110,6 +112,14 @@ TEST(TrackFacesMegamind, TheFaceKeepsItsId) {
   EXPECT_EQ(new_ids_where_a_face_was, 0);
   EXPECT_EQ(kept, with_id - static_cast<int>(ids.size()));  // every face with an id but each track's first
   EXPECT_LE(ids.size(), 3u);
+  // The messages carry the ids (the jsonl sink of the shipped file).
+  std::ifstream log(dir / "faces.jsonl");
+  int logged = 0;
+  for (std::string line; std::getline(log, line);) {
+    const auto message = nlohmann::json::parse(line);
+    for (const auto& d : message.at("detections")) logged += d.contains("track_id");
+  }
+  EXPECT_EQ(logged, with_id);
 }
 
 }  // namespace
