@@ -2,7 +2,8 @@
 // are padded to (n + m) x (n + m), a row's "stay unassigned" column and a column's "stay
 // unassigned" row cost limit / 2 each, dummy with dummy costs 0. Assigning (i, j) then costs
 // c(i, j) instead of limit, so it is taken exactly when it saves something. Pairs at or above the
-// limit (forbidden ones among them) are dropped from the answer.
+// limit (forbidden ones among them) are dropped from the answer. The square problem is solved
+// for each connected part of the pairs under the limit apart (assign_min_cost).
 
 #include "stages/analytics/hungarian.hpp"
 
@@ -65,16 +66,11 @@ std::vector<int> solve_square(const std::vector<double>& a, int n) {
   return column_of;
 }
 
-}  // namespace
-
-Assignment assign_min_cost(const CostMatrix& costs, double cost_limit) {
-  Assignment out;
-  const int n = costs.rows, m = costs.cols;
-  if (n == 0 || m == 0) {
-    for (int i = 0; i < n; ++i) out.unmatched_rows.push_back(i);
-    for (int j = 0; j < m; ++j) out.unmatched_cols.push_back(j);
-    return out;
-  }
+/// One connected part of the problem (rows and columns linked by pairs under the limit), solved
+/// as the padded square problem above; matches appended in the part's row order.
+void solve_part(const CostMatrix& costs, double cost_limit, const std::vector<int>& rows, const std::vector<int>& cols,
+                std::vector<std::pair<int, int>>& matches) {
+  const int n = static_cast<int>(rows.size()), m = static_cast<int>(cols.size());
   // A pair at or above the limit is never worth taking; clamping it to the limit (plus a margin)
   // keeps the square problem finite without changing which pairs pay.
   const double cap = cost_limit + 1.0 + std::abs(cost_limit);
@@ -84,7 +80,7 @@ Assignment assign_min_cost(const CostMatrix& costs, double cost_limit) {
     for (int j = 0; j < size; ++j) {
       double c = 0.0;
       if (i < n && j < m) {
-        c = costs.at(i, j);
+        c = costs.at(rows[i], cols[j]);
         if (!(c < cost_limit)) c = cap;  // NaN and infinity too
       } else if (i < n || j < m) {
         c = cost_limit / 2;
@@ -93,19 +89,49 @@ Assignment assign_min_cost(const CostMatrix& costs, double cost_limit) {
     }
   }
   const std::vector<int> column_of = solve_square(a, size);
-  std::vector<char> col_taken(m, 0);
   for (int i = 0; i < n; ++i) {
     const int j = column_of[i];
-    if (j >= 0 && j < m && costs.at(i, j) < cost_limit) {
-      out.matches.emplace_back(i, j);
-      col_taken[j] = 1;
-    } else {
-      out.unmatched_rows.push_back(i);
+    if (j >= 0 && j < m && costs.at(rows[i], cols[j]) < cost_limit) matches.emplace_back(rows[i], cols[j]);
+  }
+}
+
+int find_root(std::vector<int>& parent, int x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+}  // namespace
+
+Assignment assign_min_cost(const CostMatrix& costs, double cost_limit) {
+  const int n = costs.rows, m = costs.cols;
+  // The problem falls apart into the connected parts of the graph of pairs under the limit (no
+  // other pair is ever taken), each solved alone: a crowd's tracks and detections form many small
+  // parts, and the cubic cost applies to each part, not to the whole.
+  std::vector<int> parent(n + m);
+  for (int k = 0; k < n + m; ++k) parent[k] = k;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < m; ++j) {
+      if (costs.at(i, j) < cost_limit) parent[find_root(parent, i)] = find_root(parent, n + j);
     }
+  }
+  std::vector<std::vector<int>> part_rows(n + m), part_cols(n + m);
+  for (int i = 0; i < n; ++i) part_rows[find_root(parent, i)].push_back(i);
+  for (int j = 0; j < m; ++j) part_cols[find_root(parent, n + j)].push_back(j);
+  std::vector<std::pair<int, int>> matches;
+  for (int k = 0; k < n + m; ++k) {
+    if (!part_rows[k].empty() && !part_cols[k].empty()) solve_part(costs, cost_limit, part_rows[k], part_cols[k], matches);
+  }
+  Assignment out;
+  std::sort(matches.begin(), matches.end());
+  std::vector<char> row_taken(n, 0), col_taken(m, 0);
+  for (const auto& [i, j] : matches) row_taken[i] = col_taken[j] = 1;
+  for (int i = 0; i < n; ++i) {
+    if (!row_taken[i]) out.unmatched_rows.push_back(i);
   }
   for (int j = 0; j < m; ++j) {
     if (!col_taken[j]) out.unmatched_cols.push_back(j);
   }
+  out.matches = std::move(matches);
   return out;
 }
 

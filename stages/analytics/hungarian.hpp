@@ -27,7 +27,8 @@ struct Assignment {
   std::vector<int> unmatched_rows, unmatched_cols;
 };
 
-/// The assignment described above (the Hungarian method, O((rows + cols)^3)).
+/// The assignment described above (the Hungarian method on each connected part of the pairs
+/// under the limit: cubic in the size of the largest part, not of the whole matrix).
 Assignment assign_min_cost(const CostMatrix& costs, double cost_limit);
 
 }  // namespace redwood

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <set>
@@ -69,6 +70,30 @@ TEST(Hungarian, AgreesWithBruteForce) {
   }
   EXPECT_EQ(checked, 400);
   EXPECT_GT(nonempty, 250);
+}
+
+TEST(Hungarian, SolvesSeparatePartsAsOne) {
+  // Six random 3 x 4 blocks on the diagonal of an 18 x 24 matrix, rows and columns shuffled,
+  // forbidden elsewhere: the answer is the sum of the blocks' answers.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> cost(0.0, 1.0);
+  std::vector<int> row_at(18), col_at(24);
+  for (int i = 0; i < 18; ++i) row_at[i] = i;
+  for (int j = 0; j < 24; ++j) col_at[j] = j;
+  std::shuffle(row_at.begin(), row_at.end(), rng);
+  std::shuffle(col_at.begin(), col_at.end(), rng);
+  CostMatrix whole(18, 24, kForbidden);
+  double expected = 0;
+  for (int b = 0; b < 6; ++b) {
+    CostMatrix block(3, 4);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j) whole.at(row_at[3 * b + i], col_at[4 * b + j]) = block.at(i, j) = cost(rng);
+    expected += brute_force(block, 0.6);
+  }
+  const Assignment a = assign_min_cost(whole, 0.6);
+  expect_valid(whole, a, 0.6);
+  EXPECT_NEAR(objective(whole, a, 0.6), expected, 1e-9);
+  EXPECT_GE(a.matches.size(), 6u);
 }
 
 TEST(Hungarian, TakesTheCheaperWholeNotTheGreedyPair) {
