@@ -44,4 +44,15 @@ inline RectF intersection(const RectF& a, const RectF& b) {
   return r.empty() ? RectF{} : r;
 }
 
+/// Intersection over union, the overlap measure of non-maximum suppression and tracking: 0 when
+/// the rectangles share nothing or either is empty.
+inline float intersection_over_union(const RectF& a, const RectF& b) {
+  if (a.empty() || b.empty()) return 0.f;
+  const float w = std::min(a.x + a.width, b.x + b.width) - std::max(a.x, b.x);
+  const float h = std::min(a.y + a.height, b.y + b.height) - std::max(a.y, b.y);
+  if (w <= 0 || h <= 0) return 0.f;
+  const float inter = w * h;
+  return inter / (a.area() + b.area() - inter);
+}
+
 }  // namespace redwood

@@ -13,17 +13,6 @@
 
 namespace redwood {
 
-namespace {
-
-// (stages/postprocess/nms.hpp's box_iou, once committed, is the same.)
-float iou_of(const RectF& a, const RectF& b) {
-  const float inter = intersection(a, b).area();
-  const float uni = a.area() + b.area() - inter;
-  return uni > 0 ? inter / uni : 0.f;
-}
-
-}  // namespace
-
 ByteTracker::ByteTracker(ByteTrackOptions options) : o_(options) {}
 
 int ByteTracker::active() const {
@@ -60,7 +49,7 @@ std::vector<ByteTracker::TrackIt> ByteTracker::match(const std::vector<TrackIt>&
         costs.at(i, j) = kForbidden;
         continue;
       }
-      const float overlap = iou_of(predicted, d.box);
+      const float overlap = intersection_over_union(predicted, d.box);
       costs.at(i, j) = 1.0 - (fuse ? overlap * d.score : overlap);
     }
   }
@@ -152,7 +141,7 @@ std::vector<TrackerOutput> ByteTracker::update(const std::vector<TrackerInput>& 
     if (!lost.confirmed || lost.state != TrackState::kLost) continue;
     for (const Track& t : tracks_) {
       if (!t.confirmed || t.state != TrackState::kTracked) continue;
-      if (iou_of(lost.kalman.box(), t.kalman.box()) > 0.85f && lost.last_frame - lost.start_frame <= t.last_frame - t.start_frame) {
+      if (intersection_over_union(lost.kalman.box(), t.kalman.box()) > 0.85f && lost.last_frame - lost.start_frame <= t.last_frame - t.start_frame) {
         doomed.push_back(&lost);
         break;
       }

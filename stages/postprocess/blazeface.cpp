@@ -41,19 +41,13 @@ std::vector<Anchor> blazeface_anchors(int input_size) {
   return anchors;
 }
 
-static float iou(const RectF& a, const RectF& b) {
-  const float inter = intersection(a, b).area();
-  const float uni = a.area() + b.area() - inter;
-  return uni > 0 ? inter / uni : 0.f;
-}
-
 std::vector<FaceDetection> non_max_suppression(std::vector<FaceDetection> dets, float iou_threshold) {
   std::sort(dets.begin(), dets.end(), [](auto& a, auto& b) { return a.score > b.score; });
   std::vector<FaceDetection> kept;
   for (auto& d : dets) {
     bool keep = true;
     for (const auto& k : kept) {
-      if (iou(d.box, k.box) > iou_threshold) {
+      if (intersection_over_union(d.box, k.box) > iou_threshold) {
         keep = false;
         break;
       }

@@ -7,15 +7,6 @@
 
 namespace redwood {
 
-float intersection_over_union(const RectF& a, const RectF& b) {
-  if (a.empty() || b.empty()) return 0.f;
-  const float w = std::min(a.x + a.width, b.x + b.width) - std::max(a.x, b.x);
-  const float h = std::min(a.y + a.height, b.y + b.height) - std::max(a.y, b.y);
-  if (w <= 0 || h <= 0) return 0.f;
-  const float inter = w * h;
-  return inter / (a.area() + b.area() - inter);
-}
-
 std::vector<std::size_t> batched_nms(std::span<const ScoredBox> candidates, const NmsOptions& options) {
   std::vector<std::size_t> order;
   order.reserve(candidates.size());

@@ -26,9 +26,6 @@ struct NmsOptions {
   bool class_agnostic = false;  // true: boxes of different classes suppress each other too
 };
 
-/// Intersection over union of two boxes; 0 when either is empty.
-float intersection_over_union(const RectF& a, const RectF& b);
-
 /// The indices into `candidates` of the boxes kept, best score first (equal scores: lower index
 /// first). Non-finite scores are dropped.
 std::vector<std::size_t> batched_nms(std::span<const ScoredBox> candidates, const NmsOptions& options);
