@@ -162,7 +162,11 @@ class VideoSink final : public Sink {
       add(d.label);
       add(d.text);
       for (const Classification& c : d.classes) add(c.label);
-      if (!caption.empty()) cv::putText(canvas, caption, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.6, colour, 2);
+      if (!caption.empty()) {
+        // A dark outline keeps the caption readable on any background.
+        cv::putText(canvas, caption, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.55, {0, 0, 0}, 4);
+        cv::putText(canvas, caption, box.tl() + cv::Point2f(0, -4), cv::FONT_HERSHEY_SIMPLEX, 0.55, colour, 1);
+      }
     }
   }
 

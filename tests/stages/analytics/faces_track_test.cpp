@@ -1,4 +1,4 @@
-// configs/faces.yaml (BlazeFace on Megamind.avi) with a track stage after the decoder: the face
+// configs/faces.yaml as shipped (BlazeFace on Megamind.avi, then its track stage): the face
 // keeps one id while it stays on screen, and a new id comes only where it jumps (the clip's
 // cuts). Printed: faces, distinct ids, and between consecutive frames the overlapping detections
 // (IoU >= 0.3) that kept their id or changed it. Then two copies of the clip as two streams whose
@@ -52,20 +52,16 @@ float overlap(const RectF& a, const RectF& b) {
   return inter / (a.area() + b.area() - inter);
 }
 
-/// configs/faces.yaml from frame 0, sinks in `dir`, then `track` (faces) and the capture.
+/// configs/faces.yaml from frame 0 (its `tracker` follows the faces), sinks in `dir`, then the capture.
 PipelineFile faces_with_tracker(const std::filesystem::path& dir) {
   PipelineFile file = load_pipeline_file(std::filesystem::path(REDWOOD_SOURCE_DIR) / "configs" / "faces.yaml",
                                          {"sinks.pub.endpoint=ipc://" + (dir / "pub.sock").string(),
                                           "sinks.log.path=" + (dir / "faces.jsonl").string(),
                                           "sinks.annotated.path=" + (dir / "{stream}.avi").string(),
                                           "sources.megamind.start_frame=0"});
-  YAML::Node track, capture;
-  track["name"] = "tracker";
-  track["type"] = "track";
-  track["kinds"].push_back("face");
+  YAML::Node capture;
   capture["name"] = "capture";
   capture["type"] = "test_track_capture";
-  file.root["stages"].push_back(track);
   file.root["stages"].push_back(capture);
   g_seen.clear();
   return file;
@@ -76,6 +72,14 @@ struct Summary {
   std::set<std::int64_t> ids;
   std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> span;  // id -> first, last frame
 };
+
+/// The pipeline's stage named `name`.
+const Stage& stage_named(const Pipeline& pipeline, const std::string& name) {
+  for (const auto& stage : pipeline.stages()) {
+    if (stage->name() == name) return *stage;
+  }
+  throw std::runtime_error("no stage named " + name);
+}
 
 /// One stream's frames (in any order) -> what its ids did.
 Summary summarize(std::vector<Seen> frames) {
@@ -127,8 +131,7 @@ TEST(TrackFacesMegamind, TheFaceKeepsItsId) {
   EXPECT_EQ(s.kept, s.with_id - static_cast<int>(s.ids.size()));  // every face with an id but each track's first
   EXPECT_LE(s.ids.size(), 3u);
   // The stage's counters agree: as many tracks started as distinct ids.
-  const auto& tracker = *pipeline.stages().at(pipeline.stages().size() - 2);
-  ASSERT_EQ(tracker.name(), "tracker");
+  const auto& tracker = stage_named(pipeline, "tracker");
   const auto counters = tracker.counters();
   ASSERT_EQ(counters.size(), 2u);
   EXPECT_EQ(counters[0].name, "tracks_started");
@@ -155,7 +158,7 @@ TEST(TrackFacesMegamind, TwoStreamsNumberTheirOwnTracks) {
   const auto stats = pipeline.run(run);
   ASSERT_EQ(stats.streams.size(), 2u);
   ASSERT_EQ(g_seen.size(), 200u);
-  const auto counters = pipeline.stages().at(pipeline.stages().size() - 2)->counters();
+  const auto counters = stage_named(pipeline, "tracker").counters();
   ASSERT_EQ(counters.size(), 4u);
   for (const char* stream : {"megamind-1", "megamind-2"}) {
     std::vector<Seen> frames;
