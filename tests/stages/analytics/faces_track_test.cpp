@@ -47,11 +47,6 @@ class TrackCapture final : public Stage {
 };
 RW_REGISTER_STAGE("test_track_capture", TrackCapture);
 
-float overlap(const RectF& a, const RectF& b) {
-  const float inter = intersection(a, b).area();
-  return inter / (a.area() + b.area() - inter);
-}
-
 /// configs/faces.yaml from frame 0 (its `tracker` follows the faces), sinks in `dir`, then the capture.
 PipelineFile faces_with_tracker(const std::filesystem::path& dir) {
   PipelineFile file = load_pipeline_file(std::filesystem::path(REDWOOD_SOURCE_DIR) / "configs" / "faces.yaml",
@@ -94,7 +89,7 @@ Summary summarize(std::vector<Seen> frames) {
       s.span.try_emplace(id, frames[i].seq, frames[i].seq).first->second.second = frames[i].seq;
       if (i == 0 || frames[i - 1].seq != frames[i].seq - 1) continue;
       for (const auto& [before, box_before] : frames[i - 1].faces) {
-        if (before < 0 || overlap(box, box_before) < 0.3f) continue;
+        if (before < 0 || intersection_over_union(box, box_before) < 0.3f) continue;
         (before == id ? s.kept : s.changed) += 1;
         s.new_ids_where_a_face_was += is_new;
       }

@@ -29,12 +29,6 @@
 namespace redwood {
 namespace {
 
-float iou(const RectF& a, const RectF& b) {
-  const float inter = intersection(a, b).area();
-  const float uni = a.area() + b.area() - inter;
-  return uni > 0 ? inter / uni : 0.f;
-}
-
 struct GtBox {
   int id;
   RectF box;
@@ -88,7 +82,7 @@ Scene make_scene(std::string name, int frames, const std::vector<ObjectSpec>& ob
       bool low = low_now[k];
       if (noise.low_when_behind) {
         for (const GtBox& other : truth) {
-          if (other.id != truth[k].id && iou(other.box, truth[k].box) > 0.2f && other.box.y > truth[k].box.y) low = true;
+          if (other.id != truth[k].id && intersection_over_union(other.box, truth[k].box) > 0.2f && other.box.y > truth[k].box.y) low = true;
         }
       }
       const float score = low ? 0.15f + 0.3f * unit(rng) : std::min(0.99f, 0.7f + 0.28f * unit(rng));
@@ -162,7 +156,7 @@ TrackFn baseline() {
     std::vector<std::tuple<float, int, int>> pairs;
     for (int i = 0; i < static_cast<int>(tracks->size()); ++i) {
       for (int j = 0; j < static_cast<int>(d.size()); ++j) {
-        const float o = iou((*tracks)[i].box, d[j].box);
+        const float o = intersection_over_union((*tracks)[i].box, d[j].box);
         if (d[j].score >= 0.5f && o >= 0.3f) pairs.emplace_back(o, i, j);
       }
     }
@@ -216,7 +210,7 @@ Score evaluate(const Scene& scene, const TrackFn& track) {
       gt_ids.insert(g.id);
       for (const auto& [id, box] : hyps) {
         hyp_ids.insert(id);
-        if (iou(g.box, box) >= 0.5f) ++together[{g.id, id}];
+        if (intersection_over_union(g.box, box) >= 0.5f) ++together[{g.id, id}];
       }
     }
     // CLEAR MOT: last frame's correspondences first, while they still overlap; then the rest
@@ -226,7 +220,7 @@ Score evaluate(const Scene& scene, const TrackFn& track) {
       const auto it = last_match.find(truth[i].id);
       if (it == last_match.end()) continue;
       for (std::size_t j = 0; j < hyps.size(); ++j) {
-        if (!hyp_done[j] && hyps[j].first == it->second && iou(truth[i].box, hyps[j].second) >= 0.5f) gt_done[i] = hyp_done[j] = 1;
+        if (!hyp_done[j] && hyps[j].first == it->second && intersection_over_union(truth[i].box, hyps[j].second) >= 0.5f) gt_done[i] = hyp_done[j] = 1;
       }
     }
     std::vector<int> gi, hj;
@@ -234,7 +228,7 @@ Score evaluate(const Scene& scene, const TrackFn& track) {
     for (std::size_t j = 0; j < hyps.size(); ++j) if (!hyp_done[j]) hj.push_back(static_cast<int>(j));
     CostMatrix cost(static_cast<int>(gi.size()), static_cast<int>(hj.size()));
     for (std::size_t a = 0; a < gi.size(); ++a)
-      for (std::size_t b = 0; b < hj.size(); ++b) cost.at(a, b) = 1.0 - iou(truth[gi[a]].box, hyps[hj[b]].second);
+      for (std::size_t b = 0; b < hj.size(); ++b) cost.at(a, b) = 1.0 - intersection_over_union(truth[gi[a]].box, hyps[hj[b]].second);
     const Assignment m = assign_min_cost(cost, 0.5 + 1e-9);
     for (const auto& [a, b] : m.matches) {
       const int gid = truth[gi[a]].id;
