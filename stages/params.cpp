@@ -45,6 +45,12 @@ std::string Params::choice(const std::string& key, const std::string& fallback,
   return value;
 }
 
+std::set<std::string> Params::string_set(const std::string& key) {
+  const auto list = get<std::vector<std::string>>(key, {});
+  if (has(key) && list.empty()) fail(key, "expected a non-empty list (leave the key out for all)");
+  return {list.begin(), list.end()};
+}
+
 std::filesystem::path Params::existing_file(const std::string& key) {
   const auto text = require<std::string>(key);
   const auto path = origin_->resolve(text);

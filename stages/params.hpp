@@ -52,6 +52,9 @@ class Params {
   T require(const std::string& key);
   /// One of `choices` (a string).
   std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices);
+  /// A filter list (`kinds: [face]`, `classes: [person, car]`) as a set: empty when the key is
+  /// absent (everything passes); an empty list written out is an error.
+  std::set<std::string> string_set(const std::string& key);
   /// A path relative to the config file's folder that must exist.
   std::filesystem::path existing_file(const std::string& key);
   /// The raw node at key (marked as known).

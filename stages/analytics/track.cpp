@@ -39,13 +39,8 @@ class TrackStage final : public Stage {
   explicit TrackStage(StageArgs& args) : Stage(args.name) {
     Params& p = args.params;
     remember_place(p);
-    const auto list = [&](const std::string& key) {
-      const auto v = p.get<std::vector<std::string>>(key, {});
-      if (p.has(key) && v.empty()) p.fail(key, "expected a non-empty list (leave the key out to take all)");
-      return std::set<std::string>(v.begin(), v.end());
-    };
-    kinds_ = list("kinds");
-    classes_ = list("classes");
+    kinds_ = p.string_set("kinds");
+    classes_ = p.string_set("classes");
     const auto threshold = [&](const std::string& key, float fallback) {
       const float v = p.get<float>(key, fallback);
       if (!(v >= 0.f && v <= 1.f)) p.fail(key, "must be from 0 to 1");

@@ -132,12 +132,6 @@ Tensor crops_to_batch(const cv::Mat& bgr, const std::vector<RectF>& regions, con
 
 namespace {
 
-std::set<std::string> string_set(Params& p, const std::string& key) {
-  const auto list = p.get<std::vector<std::string>>(key, {});
-  if (p.has(key) && list.empty()) p.fail(key, "expected a non-empty list (leave the key out for all)");
-  return {list.begin(), list.end()};
-}
-
 class CropsStage final : public Stage {
  public:
   explicit CropsStage(StageArgs& args) : Stage(args.name) {
@@ -145,8 +139,8 @@ class CropsStage final : public Stage {
     remember_place(p);
     output_ = p.get<std::string>("output", args.name);
     read_size(args);
-    selection_.kinds = string_set(p, "kinds");
-    selection_.classes = string_set(p, "classes");
+    selection_.kinds = p.string_set("kinds");
+    selection_.classes = p.string_set("classes");
     selection_.min_size = p.get<float>("min_size", selection_.min_size);
     if (!(selection_.min_size >= 0)) p.fail("min_size", "must be >= 0 (pixels)");
     selection_.max_crops = p.get<int>("max_crops", selection_.max_crops);
