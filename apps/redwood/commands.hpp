@@ -25,8 +25,10 @@ Command make_run_command();
 Command make_plan_command();
 Command make_bench_command();
 Command make_keygen_command();
+Command make_deploy_command();
 
 inline std::vector<Command> all_commands() { return {make_infer_command(), make_probe_command(), make_run_command(),
-                                                        make_plan_command(), make_bench_command(), make_keygen_command()}; }
+                                                        make_plan_command(), make_bench_command(), make_keygen_command(),
+                                                        make_deploy_command()}; }
 
 }  // namespace redwood::app
