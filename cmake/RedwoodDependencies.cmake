@@ -17,6 +17,10 @@ pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # videoio also links, used directly to choose each decoder's thread count.
 pkg_check_modules(FFMPEG REQUIRED IMPORTED_TARGET libavformat libavcodec libswscale libavutil)
 find_path(CPPZMQ_INCLUDE_DIR zmq.hpp REQUIRED)
+# The NATS JetStream sink (stages/sink/nats_sink.cpp), optional: without libnats-dev the sink is
+# not built and `type: nats` fails at load saying so (stages/sink/nats_sink_absent.cpp).
+pkg_check_modules(NATS IMPORTED_TARGET libnats)
+set(REDWOOD_HAVE_NATS ${NATS_FOUND})
 
 set(REDWOOD_HAVE_CUDA OFF)
 if(REDWOOD_WITH_CUDA)

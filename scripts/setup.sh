@@ -28,6 +28,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-zmq ffmpeg fonts-dejavu-core
   prometheus  # promtool, which the metrics tests run
+  libnats-dev nats-server  # the NATS JetStream sink (optional in CMake) and its tests
 )
 # Node.js (for npm and the ONNX Runtime reference runner) may come from elsewhere, e.g.
 # NodeSource's v20; Debian's nodejs/npm would conflict with it, so add them only when absent.
