@@ -269,6 +269,16 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
           {}, now.cpu_s);
   out.one("redwood_run_elapsed_seconds", "gauge", "Time since the run started.", {}, now.elapsed_s);
   out.one("redwood_host_cores", "gauge", "Cores this process may run on.", {}, now.host_cores);
+  if (now.shard) {
+    // The info-metric convention (value 1, the facts in labels): joined on `pipeline`, it tells
+    // which worker of how many a series came from.
+    out.one("redwood_shard_info", "gauge", "This worker's shard: its ordinal and the worker count (redwood run --shard).",
+            {{"shard", std::to_string(now.shard->index)}, {"shards", std::to_string(now.shard->count)}}, 1);
+    out.one("redwood_shard_streams", "gauge", "Streams rendezvous hashing gave this worker (0: it runs idle).", {},
+            static_cast<double>(now.shard->owned.size()));
+    out.one("redwood_shard_streams_total", "gauge", "Streams the pipeline file describes, over every worker.", {},
+            static_cast<double>(now.shard->streams_total));
+  }
   return out.take();
 }
 

@@ -4,6 +4,7 @@
 
 #include "pipelines/pipeline.hpp"
 
+#include "pipelines/source_list.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
 
@@ -109,27 +110,53 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     s.finish();
   }
 
-  for (const auto& [node, name] : list_section(root, root, "sources", source_registry(), "source", true)) {
-    Params p(node, origin, fmt::format("source '{}'", name));
-    p.get<std::string>("name", "");
-    const auto type = p.get<std::string>("type", "");
-    const int priority = p.get<int>("priority", 0);
-    for (int k = 0; k < options.streams; ++k) {
-      std::unique_ptr<Source> source = source_registry().at(type)(p);
-      if ((options.realtime || options.fps > 0) && source->live()) {
-        p.fail("type", "--realtime paces files; this source is live already (drop --realtime, or use a file)");
-      }
-      // Copy k of a file begins k/N of the way into it: N copies show N different moments of the
-      // content, as N cameras would, not the same busy scene all at once.
-      if (options.streams > 1) source->begin_at(static_cast<double>(k) / options.streams);
-      const std::string stream = options.streams > 1 ? fmt::format("{}-{}", name, k + 1) : name;
-      streams_.push_back({stream, std::move(source), priority, 0.0});
-      // Copies start spread over one frame period (the pacing is Run::read_loop's).
-      streams_.back().start_phase = static_cast<double>(k) / options.streams;
-    }
-    p.finish();
+  // Sources: an entry with `list:` stands for one source per line of its file (source_list.hpp),
+  // and --streams makes copies of each. With --shard, only the streams this worker owns are built
+  // (a worker of 1,000 cameras opens its own, not all); the others are only counted and named.
+  if (options.shard) {
+    shard_ = ShardStats{};
+    shard_->index = options.shard->index;
+    shard_->count = options.shard->count;
   }
-  if (streams_.empty()) root.fail("sources", "needs at least one source");
+  std::map<std::string, std::string> declared;  // source name -> where, for names a list repeats
+  for (const auto& [entry, entry_name] : list_section(root, root, "sources", source_registry(), "source", true)) {
+    const auto entry_type = entry["type"].Scalar();
+    for (const SourceEntry& listed : expand_source_entry(entry, origin, entry_name, entry_type)) {
+      if (const auto [it, fresh] = declared.emplace(listed.name, listed.where); !fresh) {
+        throw ConfigError(fmt::format("{}: a second source named '{}' (the first: {})", listed.where, listed.name, it->second));
+      }
+      const std::string& name = listed.name;
+      Params p(listed.node, listed.origin, fmt::format("source '{}'", name));
+      p.get<std::string>("name", "");
+      const auto type = p.get<std::string>("type", "");
+      const int priority = p.get<int>("priority", 0);
+      bool built = false;
+      for (int k = 0; k < options.streams; ++k) {
+        const std::string stream = options.streams > 1 ? fmt::format("{}-{}", name, k + 1) : name;
+        if (shard_) {
+          ++shard_->streams_total;
+          if (!owns(*options.shard, stream)) continue;
+          shard_->owned.push_back(stream);
+        }
+        std::unique_ptr<Source> source = source_registry().at(type)(p);
+        built = true;
+        if ((options.realtime || options.fps > 0) && source->live()) {
+          p.fail("type", "--realtime paces files; this source is live already (drop --realtime, or use a file)");
+        }
+        // Copy k of a file begins k/N of the way into it: N copies show N different moments of the
+        // content, as N cameras would, not the same busy scene all at once.
+        if (options.streams > 1) source->begin_at(static_cast<double>(k) / options.streams);
+        streams_.push_back({stream, std::move(source), priority, 0.0});
+        // Copies start spread over one frame period (the pacing is Run::read_loop's).
+        streams_.back().start_phase = static_cast<double>(k) / options.streams;
+      }
+      // The keys are checked by the source that reads them: a source no copy of which this worker
+      // owns was not built, and its owner checks them.
+      if (built) p.finish();
+    }
+  }
+  // A worker owning no stream is not an error: it runs idle (Pipeline::run).
+  if (streams_.empty() && (!shard_ || shard_->streams_total == 0)) root.fail("sources", "needs at least one source");
 
   if (root.has("models")) {
     const YAML::Node models = root.node("models");

@@ -15,6 +15,7 @@
 
 #include "pipelines/config.hpp"
 #include "pipelines/metrics.hpp"
+#include "pipelines/shard.hpp"
 #include "pipelines/stats.hpp"
 #include "stages/frame_memory.hpp"
 #include "stages/sink/sink.hpp"
@@ -24,6 +25,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +56,10 @@ struct PipelineOptions {
   double fps = 0;
   /// Files start over at their end (with realtime: an endless camera).
   bool loop = false;
+  /// With --shard: only the streams (named after the copies above are made) that rendezvous
+  /// hashing gives this worker are built and run (pipelines/shard.hpp). A worker given none
+  /// stays up idle until stopped (Pipeline::run), as a StatefulSet's pod must.
+  std::optional<ShardSpec> shard = std::nullopt;
 };
 
 struct RunOptions {
@@ -89,6 +95,8 @@ class Pipeline {
   const std::string& name() const { return name_; }
   const ServiceSettings& service() const { return service_; }
   std::vector<std::string> stream_names() const;
+  /// With --shard: this worker's place and the streams it owns (also in every PipelineStats).
+  const std::optional<ShardStats>& shard() const { return shard_; }
   const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
   /// The pool frames' buffers come from (statistics: PipelineStats::memory).
   FrameMemory& memory() { return *memory_; }
@@ -105,6 +113,9 @@ class Pipeline {
   };
 
  private:
+  /// run() of a sharded worker that owns no stream: waits for options.stop (statuses go on).
+  PipelineStats idle(const RunOptions& options, const std::function<PipelineStats(PipelineStats)>& with_shard);
+
   std::string name_;
   PipelineOptions options_;
   ServiceSettings service_;
@@ -113,6 +124,7 @@ class Pipeline {
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<NamedSink> sinks_;
   std::unique_ptr<FrameMemory> memory_;
+  std::optional<ShardStats> shard_;
 };
 
 }  // namespace redwood

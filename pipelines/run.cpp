@@ -489,8 +489,52 @@ PipelineStats Pipeline::run(const RunOptions& options) {
   // the limit is one more: with `threads: 1` a limit of 1 would leave no worker at all.
   std::optional<oneapi::tbb::global_control> threads;
   if (service_.threads > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, service_.threads + 1);
-  Run run(name_, streams_, stages_, sinks_, service_, options_, options, *memory_);
-  return run.execute();
+  if (!shard_) {
+    Run run(name_, streams_, stages_, sinks_, service_, options_, options, *memory_);
+    return run.execute();
+  }
+  // Sharded: every snapshot (status, metrics, the summary, an error's) says what this worker owns.
+  const auto with_shard = [this](PipelineStats s) {
+    s.shard = shard_;
+    return s;
+  };
+  RunOptions sharded = options;
+  if (options.on_status) sharded.on_status = [&options, &with_shard](const PipelineStats& s) { options.on_status(with_shard(s)); };
+  if (streams_.empty()) return idle(sharded, with_shard);
+  Run run(name_, streams_, stages_, sinks_, service_, options_, sharded, *memory_);
+  try {
+    return with_shard(run.execute());
+  } catch (const RunError& e) {
+    throw RunError(e.what(), with_shard(e.stats()));
+  }
+}
+
+PipelineStats Pipeline::idle(const RunOptions& options, const std::function<PipelineStats(PipelineStats)>& with_shard) {
+  // A worker that owns no stream (more workers than streams, or hashing gave it none) waits for
+  // the stop flag instead of ending: a StatefulSet restarts a pod whose process exits, forever.
+  // Status callbacks go on (the launcher's metrics endpoint keeps answering; --duration works).
+  log().info("pipeline {}: this worker ({}) owns no stream; idle until stopped", name_, shard_line(*shard_));
+  const auto start = Clock::now();
+  const auto snapshot = [&] {
+    PipelineStats s;
+    s.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+    s.host_cores = host_cores();
+    s.memory = memory_->stats();
+    for (const auto& sink : sinks_) s.sinks.push_back({sink.name, sink.sink->written(), sink.sink->dropped(), sink.sink->failed()});
+    return with_shard(std::move(s));
+  };
+  // The first status at once: nothing is to start, so the endpoint is ready now.
+  if (options.on_status) options.on_status(snapshot());
+  auto last_status = start;
+  while (!(options.stop && options.stop->load())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (options.on_status && Clock::now() - last_status >= std::chrono::duration<double>(service_.status_interval_s)) {
+      last_status = Clock::now();
+      options.on_status(snapshot());
+    }
+  }
+  for (auto& sink : sinks_) sink.sink->close();
+  return snapshot();
 }
 
 }  // namespace redwood

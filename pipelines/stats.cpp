@@ -77,8 +77,18 @@ int host_cores() {
   return CPU_COUNT(&set);
 }
 
+std::string shard_line(const ShardStats& shard) {
+  constexpr std::size_t kNamesShown = 20;  // a worker of hundreds of cameras: a line, not a page
+  const std::size_t shown = std::min(shard.owned.size(), kNamesShown);
+  std::string names = fmt::format("{}", fmt::join(shard.owned.begin(), shard.owned.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+  if (shown < shard.owned.size()) names += fmt::format(" and {} more", shard.owned.size() - shown);
+  return fmt::format("shard {}/{}: {} of {} stream(s){}{}", shard.index, shard.count, shard.owned.size(),
+                     shard.streams_total, shard.owned.empty() ? " (idle)" : ": ", names);
+}
+
 std::string summary_text(const PipelineStats& st) {
   std::string out = fmt::format("summary: {:.1f} s\n", st.elapsed_s);
+  if (st.shard) out += "  " + shard_line(*st.shard) + "\n";
   const auto stream_line = [&](const StreamStats& s) {
     return fmt::format("  stream {}: read {}, delivered {}, dropped {}, {:.2f} fps, latency p50 {:.1f} ms p99 {:.1f} ms, "
                        "max in flight {}{}\n",

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,14 @@ struct SinkStats {
   std::int64_t written = 0, dropped = 0, failed = 0;
 };
 
+/// A worker's share of a sharded pipeline (redwood run --shard): its ordinal of `count`, and the
+/// streams rendezvous hashing gave it out of every stream the file describes.
+struct ShardStats {
+  int index = 0, count = 1;
+  std::int64_t streams_total = 0;
+  std::vector<std::string> owned;
+};
+
 struct PipelineStats {
   double elapsed_s = 0;
   double cpu_s = 0;    // the process's CPU time (user + system, every thread) over the run
@@ -72,6 +81,7 @@ struct PipelineStats {
   std::vector<SinkStats> sinks;
   FrameMemoryStats memory;  // the frame pool: in steady state its upstream calls stay constant
   std::int64_t frames_created = 0;  // Frame objects made; the rest were recycled (FramePool)
+  std::optional<ShardStats> shard;  // with --shard
 };
 
 /// The CPU time this process has used so far (user + system, every thread), in seconds.
@@ -88,5 +98,7 @@ std::string status_line(const PipelineStats& now, const PipelineStats& previous)
 /// slowest streams), per stage (busy, bound), per model runner (throughput, batches, overlap,
 /// device busy, copy bandwidth), sinks and the frame pool.
 std::string summary_text(const PipelineStats& stats);
+/// "shard 1/3: 4 of 10 stream(s): a, b, c, d" (past 20 names: the first 20 and how many more).
+std::string shard_line(const ShardStats& shard);
 
 }  // namespace redwood

@@ -7,6 +7,8 @@
 //
 //   redwood run configs/ocr-video.yaml --set stages.det.max_batch=2 --frames 20
 //   redwood run configs/ocr-video.yaml --streams 100 --fps 30 --loop --duration 60   # 100 cameras
+//   redwood run cameras.yaml --shard 1/3            # worker 1 of 3: the streams hashing gives it
+//   redwood run cameras.yaml --shard statefulset    # in a StatefulSet's pod (POD_NAME, REDWOOD_REPLICAS)
 
 #include "apps/redwood/commands.hpp"
 #include "backends/cpu/onednn/onednn_common.hpp"
@@ -29,6 +31,7 @@ struct RunArgs {
   std::int64_t frames = 0;
   double duration_s = 0;
   bool quiet = false;
+  std::string shard;  // --shard I/N or statefulset
   PipelineOptions pipeline;
 };
 
@@ -44,6 +47,8 @@ extern "C" void on_signal(int) {
 int run_pipeline(const RunArgs& args) {
   RW_EXPECTS(args.frames >= 0, InvalidArgument, "--frames must be >= 0 (got {})", args.frames);
   RW_EXPECTS(args.duration_s >= 0, InvalidArgument, "--duration must be >= 0 (got {})", args.duration_s);
+  PipelineOptions pipeline_options = args.pipeline;
+  if (!args.shard.empty()) pipeline_options.shard = parse_shard(args.shard);  // before anything slow
   const PipelineFile file = load_pipeline_file(args.config, args.sets);
   // The endpoint starts first: /healthz answers while models load, /readyz says why not yet.
   std::unique_ptr<MetricsServer> metrics;
@@ -54,13 +59,18 @@ int run_pipeline(const RunArgs& args) {
                metrics->port());
     std::fflush(stdout);
   }
-  Pipeline pipeline(file, args.pipeline);
+  Pipeline pipeline(file, pipeline_options);
   if (metrics) metrics->set_not_ready("starting the run");
   // oneDNN's OpenMP teams follow service.threads as oneTBB does (0 keeps OpenMP's default: all
   // cores); docs/optimizer.md says why they are two pools.
   cpu::onednn::set_threads(pipeline.service().threads);
   fmt::print("pipeline {}: {} stream(s) [{}], {} stage(s)\n", pipeline.name(), pipeline.stream_names().size(),
              fmt::join(pipeline.stream_names(), ", "), pipeline.stages().size());
+  // A worker that owns nothing runs idle until a signal: its pod stays up, its endpoint answers.
+  if (pipeline.shard()) {
+    fmt::print("{}{}\n", shard_line(*pipeline.shard()),
+               pipeline.shard()->owned.empty() ? "; idle until SIGINT/SIGTERM" : "");
+  }
   std::fflush(stdout);
   g_stop = false;
   std::signal(SIGINT, on_signal);
@@ -130,6 +140,9 @@ Command make_run_command() {
     sub->add_option("--fps", args->pipeline.fps, "with or without --realtime: read files at this rate instead of their own")
         ->default_val(0);
     sub->add_flag("--loop", args->pipeline.loop, "files start over at their end (stop with --frames, --duration or a signal)");
+    sub->add_option("--shard", args->shard,
+                    "I/N: run only the streams rendezvous hashing gives worker I (0-based) of N; 'statefulset': I from "
+                    "the pod name's -<ordinal> (POD_NAME, else HOSTNAME), N from REDWOOD_REPLICAS");
     return sub;
   };
   c.run = [args] { return run_pipeline(*args); };
