@@ -155,6 +155,9 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
              [](const StreamStats& s) { return static_cast<double>(s.max_in_flight); });
   per_stream("redwood_stream_queue_frames", "gauge", "Frames waiting between the stream's source and the graph.",
              [](const StreamStats& s) { return static_cast<double>(s.queued); });
+  per_stream("redwood_stream_resumed_at_frame", "gauge",
+             "The stream's first frame this run: the frames before it a durable sink (nats) held from an earlier run.",
+             [](const StreamStats& s) { return static_cast<double>(s.resumed_at); });
   per_stream("redwood_stream_reconnects_total", "counter", "Reconnection attempts of a network source.",
              [](const StreamStats& s) { return static_cast<double>(s.reconnects); });
   per_stream("redwood_stream_outage_seconds_total", "counter",
@@ -278,6 +281,9 @@ std::string prometheus_text(const std::string& pipeline, const PipelineStats& no
             static_cast<double>(now.shard->owned.size()));
     out.one("redwood_shard_streams_total", "gauge", "Streams the pipeline file describes, over every worker.", {},
             static_cast<double>(now.shard->streams_total));
+    out.one("redwood_shard_changes_total", "counter",
+            "Re-shards since the process started: the worker count changed (--shard statefulset with REDWOOD_PEERS).", {},
+            static_cast<double>(now.shard->changes));
   }
   return out.take();
 }

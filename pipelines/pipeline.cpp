@@ -245,11 +245,13 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
   memory_ = std::make_unique<FrameMemory>(service_.memory);
 
   const auto names = stream_names();
+  std::vector<bool> live;
+  for (const auto& s : streams_) live.push_back(s.source->live());
   for (const auto& [node, name] : list_section(root, root, "sinks", sink_registry(), "sink", false)) {
     Params p(node, origin, fmt::format("sink '{}'", name));
     p.get<std::string>("name", "");
     const auto type = p.get<std::string>("type", "");
-    SinkArgs args{name, p, name_, names};
+    SinkArgs args{name, p, name_, names, live};
     sinks_.push_back({name, sink_registry().at(type)(args)});
     p.finish();
   }

@@ -82,7 +82,13 @@ class Run {
     build_graph();
     // Sources start their slow part first (decoders opened, the seeks of --streams copies), all
     // at once: the clock starts after, so a paced file's first frame is not already late.
-    oneapi::tbb::parallel_for(std::size_t{0}, streams_.size(), [this](std::size_t i) { streams_[i].source->prepare(); });
+    // A replayable stream that a durable sink already holds part of (an earlier run of this
+    // worker, or of the worker that owned the stream before a re-shard) starts after that part.
+    for (std::size_t i = 0; i < streams_.size(); ++i) stats_.streams[i].resumed_at = resume_point(i);
+    oneapi::tbb::parallel_for(std::size_t{0}, streams_.size(), [this](std::size_t i) {
+      streams_[i].source->prepare();
+      skip_frames(i);
+    });
     start_ = Clock::now();
     cpu_start_s_ = process_cpu_seconds();
     for (std::size_t i = 0; i < streams_.size(); ++i) {
@@ -260,6 +266,42 @@ class Run {
     stop_readers_ = true;
   }
 
+  /// The first seq of stream i: the lowest point any durable sink asks for (a sink that holds
+  /// less must still get the frames after what it holds); 0 when none answers or for a live source.
+  std::int64_t resume_point(std::size_t i) {
+    if (streams_[i].source->live()) return 0;
+    std::optional<std::int64_t> first;
+    for (auto& s : sinks_) {
+      if (const auto at = s.sink->resume_at(i)) first = first ? std::min(*first, *at) : *at;
+    }
+    if (first && *first > 0) log().info("stream '{}': resuming at frame {} (the sinks hold the frames before it)", streams_[i].name, *first);
+    return first.value_or(0);
+  }
+
+  /// Reads and discards the frames before the stream's resume point (decoding, no inference).
+  /// A source that ends first leaves the stream with nothing to read.
+  void skip_frames(std::size_t i) {
+    auto& first = stats_.streams[i].resumed_at;
+    Source& source = *streams_[i].source;
+    Picture scratch;
+    double pts_ms = 0;
+    for (std::int64_t n = 0; n < first; ++n) {
+      try {
+        ReadStatus status = source.read(scratch, pts_ms, nullptr, stop_readers_);
+        if (status != ReadStatus::kFrame && pipeline_options_.loop && n > 0 && source.rewind()) {
+          status = source.read(scratch, pts_ms, nullptr, stop_readers_);
+        }
+        if (status != ReadStatus::kFrame) {
+          first = n;
+          return;
+        }
+      } catch (const std::exception&) {
+        first = n;  // the reader's first read() meets the same failure and reports it
+        return;
+      }
+    }
+  }
+
   double pace_fps(const Pipeline::Stream& s) const {
     return pipeline_options_.fps > 0 ? pipeline_options_.fps : s.source->frame_rate();
   }
@@ -268,7 +310,8 @@ class Run {
     set_thread_name("rw-read");  // and FFmpeg's decoder threads, started from here
     StreamRun& r = *runs_[i];
     Source& source = *streams_[i].source;
-    std::int64_t seq = 0;
+    const std::int64_t first = stats_.streams[i].resumed_at;  // frames before it were skipped
+    std::int64_t seq = first;
     // Realtime: frame n is due at start + (phase + n) / fps, as a camera would deliver it; its
     // latency counts from then (what the reader does after that, decoding too, is the pipeline's).
     const bool paced = pipeline_options_.realtime || pipeline_options_.fps > 0;
@@ -281,7 +324,7 @@ class Run {
       f->memory = &memory_;
       Clock::time_point due{};
       if (paced) {
-        due = start_ + std::chrono::duration_cast<Clock::duration>(period * (streams_[i].start_phase + static_cast<double>(seq)));
+        due = start_ + std::chrono::duration_cast<Clock::duration>(period * (streams_[i].start_phase + static_cast<double>(seq - first)));
         sleep_until(due);
         if (stop_readers_) break;
       }

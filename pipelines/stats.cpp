@@ -91,11 +91,12 @@ std::string summary_text(const PipelineStats& st) {
   if (st.shard) out += "  " + shard_line(*st.shard) + "\n";
   const auto stream_line = [&](const StreamStats& s) {
     return fmt::format("  stream {}: read {}, delivered {}, dropped {}, {:.2f} fps, latency p50 {:.1f} ms p99 {:.1f} ms, "
-                       "max in flight {}{}\n",
+                       "max in flight {}{}{}\n",
                        s.name, s.read, s.delivered, s.dropped, st.elapsed_s > 0 ? s.delivered / st.elapsed_s : 0.0,
                        s.latency.percentile(50), s.latency.percentile(99), s.max_in_flight,
                        s.reconnects ? fmt::format(", reconnects {}, outage {:.2f} s", s.reconnects, s.outage_ms / 1000.0)
-                                    : std::string());
+                                    : std::string(),
+                       s.resumed_at ? fmt::format(", resumed at frame {}", s.resumed_at) : std::string());
   };
   if (st.streams.size() <= kStreamsShown) {
     for (const StreamStats& s : st.streams) out += stream_line(s);

@@ -20,6 +20,7 @@ namespace redwood {
 struct StreamStats {
   std::string name;
   std::int64_t read = 0;        // frames the source produced
+  std::int64_t resumed_at = 0;  // the first seq read: frames before it a durable sink already held
   std::int64_t dropped = 0;     // dropped before entering the graph (live, oldest first)
   std::int64_t delivered = 0;   // frames every sink got
   std::int64_t in_flight = 0;
@@ -68,6 +69,7 @@ struct ShardStats {
   int index = 0, count = 1;
   std::int64_t streams_total = 0;
   std::vector<std::string> owned;
+  std::int64_t changes = 0;  // re-shards since the process started (a count followed at run time)
 };
 
 struct PipelineStats {

@@ -9,6 +9,7 @@
 //     max_pending: 256                  # messages published and awaiting the server's ack
 //     buffer: 10000                     # most messages held (in flight + waiting); beyond, dropped
 //     retry: {initial_ms: 100, max_ms: 5000}
+//     resume: true                      # replayable streams start after what the stream holds
 //
 // write() only serializes the message into a bounded queue (a full queue drops and counts): the
 // pipeline's delivery thread never waits on the network. A thread of the sink's own publishes
@@ -24,6 +25,19 @@
 // within its duplicate window. Nothing is published while the connection is down, and the
 // client's reconnect buffer is one byte, so a publish during an outage fails at once instead of
 // being replayed after messages the server lost.
+//
+// Message ids. A replayable source (a file, a synthetic pattern) gives the same frame the same
+// seq in every run, so its id is `<pipeline>/<stream>/<seq>`. A live source's frames are new in
+// every run, so its ids carry the run (`<pipeline>/<stream>/<seq>@<run>`, the run being the
+// sink's start in Unix ms): a restarted camera's frames are never taken for the last run's.
+//
+// Resume. Before the run starts, the pipeline asks where each replayable stream should begin
+// (resume_at): the seq after the last message of the stream's subject that JetStream holds, read
+// with one "last message for subject" request per stream. A worker restarted after a crash, or
+// the worker that takes a stream over after a re-shard, thus goes on from the last frame
+// JetStream acknowledged instead of sending it all again (which the duplicate window, two minutes
+// by default, would only partly catch). It needs a subject per stream (`{stream}` in the
+// subject); `resume: false` sends every frame again.
 //
 // Close waits at most flush_timeout_ms (plus one ack_timeout_ms) for the queue to drain; what is
 // still unacknowledged then counts as failed and is logged (the run itself does not fail: the
@@ -120,6 +134,13 @@ class NatsSink final : public Sink {
     const auto subject = p.get<std::string>("subject", "redwood.{pipeline}.{stream}");
     if (const auto error = check_template(subject); !error.empty()) p.fail("subject", error);
     for (const auto& s : a.stream_names) subjects_.push_back(fill_template(subject, pipeline_, s));
+    stream_names_ = a.stream_names;
+    stream_live_ = a.stream_live;
+    subject_per_stream_ = subject.find("{stream}") != std::string::npos;
+    resume_ = p.get<bool>("resume", true);
+    resume_wait_ms_ = p.get<int>("resume_wait_ms", 5000);
+    if (resume_wait_ms_ < 0) p.fail("resume_wait_ms", "must be at least 0");
+    run_id_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     stream_subject_ = split(subject, '.')[0] + ".>";
     stream_ = p.get<std::string>("stream", "redwood");
     if (stream_.empty() || stream_.find_first_of(" \t\r\n.*>/\\") != std::string::npos) {
@@ -154,7 +175,9 @@ class NatsSink final : public Sink {
   void write(const Frame& f, double latency_ms) override {
     Message m;
     m.subject = f.stream < static_cast<int>(subjects_.size()) ? &subjects_[f.stream] : &subjects_.front();
-    m.id = fmt::format("{}/{}/{}", pipeline_, f.stream_name, f.seq);
+    const bool live = f.stream >= 0 && f.stream < static_cast<int>(stream_live_.size()) && stream_live_[f.stream];
+    m.id = live ? fmt::format("{}/{}/{}@{}", pipeline_, f.stream_name, f.seq, run_id_)
+                : fmt::format("{}/{}/{}", pipeline_, f.stream_name, f.seq);
     append_frame_json(m.body, f, pipeline_, latency_ms);
     {
       std::lock_guard lock(mutex_);
@@ -170,9 +193,62 @@ class NatsSink final : public Sink {
   void close() override {
     stop();
     disconnect();
+    if (duplicates_ > 0) {
+      log().info("{}: {} of the {} message(s) acknowledged were already in JetStream stream '{}' (dropped there as duplicates)",
+                 what_, duplicates_.load(), written_.load(), stream_);
+    }
+  }
+
+  std::optional<std::int64_t> resume_at(std::size_t stream) override {
+    if (!resume_ || stream >= subjects_.size()) return std::nullopt;
+    if (!subject_per_stream_) {
+      if (!resume_warned_) log().warn("{}: no resume: the streams share a subject (add {{stream}} to subject)", what_);
+      resume_warned_ = true;
+      return std::nullopt;
+    }
+    // Up to resume_wait_ms for a connection (the client retries in the background).
+    const auto until = Clock::now() + std::chrono::milliseconds(resume_wait_ms_);
+    while (!connected() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!connected()) {
+      if (!resume_warned_) {
+        log().warn("{}: no NATS server at {} within resume_wait_ms ({} ms): the streams start from their first frame "
+                   "(JetStream drops the repeats it still holds within its duplicate window)",
+                   what_, url_, resume_wait_ms_);
+      }
+      resume_warned_ = true;
+      resume_wait_ms_ = 0;  // the other streams do not wait again
+      return std::nullopt;
+    }
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = ack_timeout_ms_;
+    natsMsg* msg = nullptr;
+    jsErrCode code = static_cast<jsErrCode>(0);
+    const natsStatus s = js_GetLastMsg(&msg, js_, stream_.c_str(), subjects_[stream].c_str(), &jo, &code);
+    if (s == NATS_NOT_FOUND) return 0;  // no such JetStream stream yet, or nothing of this stream in it
+    if (s != NATS_OK) {
+      log().warn("{}: cannot read the last message of '{}' in JetStream stream '{}' ({}): stream '{}' starts from its first frame",
+                 what_, subjects_[stream], stream_, status_text(s), stream_names_[stream]);
+      return std::nullopt;
+    }
+    const char* id = nullptr;
+    std::optional<std::int64_t> next = 0;
+    if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &id) == NATS_OK) next = next_seq(id, stream);
+    natsMsg_Destroy(msg);
+    return next;
   }
 
  private:
+  // The seq after the one a stored id names, for a replayable stream's id
+  // ("<pipeline>/<stream>/<seq>"); 0 for another's (a live run's "...@<run>": nothing to skip).
+  std::int64_t next_seq(const std::string& id, std::size_t stream) const {
+    const std::string prefix = fmt::format("{}/{}/", pipeline_, stream_names_[stream]);
+    if (id.rfind(prefix, 0) != 0) return 0;
+    const std::string rest = id.substr(prefix.size());
+    if (rest.empty() || rest.size() > 18 || rest.find_first_not_of("0123456789") != std::string::npos) return 0;
+    return std::stoll(rest) + 1;
+  }
+
   struct Message {
     const std::string* subject = nullptr;
     std::string id, body;
@@ -254,7 +330,7 @@ class NatsSink final : public Sink {
   }
 
   // Called by the client's thread for every message of a batch: acknowledged or failed.
-  static void on_ack(jsCtx*, natsMsg* msg, jsPubAck*, jsPubAckErr* pae, void* self) {
+  static void on_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* self) {
     auto* sink = static_cast<NatsSink*>(self);
     {
       std::lock_guard lock(sink->ack_mutex_);
@@ -262,6 +338,7 @@ class NatsSink final : public Sink {
       if (it != sink->in_flight_.end()) {
         if (pae == nullptr) {
           sink->acked_[it->second] = 1;
+          if (pa != nullptr && pa->Duplicate) ++sink->duplicates_;
         } else if (sink->last_error_.empty()) {
           sink->last_error_ = pae->ErrText != nullptr && *pae->ErrText ? pae->ErrText : status_text(pae->Err);
         }
@@ -425,6 +502,12 @@ class NatsSink final : public Sink {
 
   std::string what_, pipeline_, url_;
   std::vector<std::string> servers_, subjects_;  // subjects_ by stream index
+  std::vector<std::string> stream_names_;        // by stream index
+  std::vector<bool> stream_live_;                // by stream index
+  bool subject_per_stream_ = true, resume_ = true, resume_warned_ = false;
+  int resume_wait_ms_ = 5000;
+  std::int64_t run_id_ = 0;                      // the sink's start, Unix ms: live streams' ids
+  std::atomic<std::int64_t> duplicates_{0};      // acknowledged as already stored
   std::string stream_, stream_subject_;
   bool create_stream_ = true;
   int max_pending_ = 256, ack_timeout_ms_ = 2000, flush_timeout_ms_ = 5000;

@@ -12,6 +12,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct SinkArgs {
   Params& params;
   std::string pipeline;                   // the pipeline's name (message topics start with it)
   std::vector<std::string> stream_names;  // by stream index
+  std::vector<bool> stream_live;          // by stream index: a live source (a camera), not replayable
 };
 
 class Sink {
@@ -30,6 +32,13 @@ class Sink {
   virtual void write(const Frame& frame, double latency_ms) = 0;
   /// Flushes and closes (end of run); throws when what the sink took could not all be written.
   virtual void close() {}
+  /// Where stream `stream` should begin, for a durable sink (one that keeps what it took across
+  /// runs, e.g. a JetStream stream): the seq after the last frame of it that the sink holds from
+  /// an earlier run of this pipeline (a worker restarted after a crash, a stream that another
+  /// worker ran before a re-shard). The run then starts the stream's source there, when the
+  /// source is replayable (a file, a synthetic pattern). nullopt: the sink keeps nothing across
+  /// runs, or cannot tell now. Called before the run starts, once per replayable stream.
+  virtual std::optional<std::int64_t> resume_at(std::size_t stream) { return std::nullopt; }
   std::int64_t written() const { return written_.load(); }
   std::int64_t dropped() const { return dropped_.load(); }
   /// Frames the sink took but could not write (a full disk): the run ends with an error.

@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace redwood {
@@ -106,10 +107,80 @@ TEST_F(PipelineNatsSink, ServerRestartMidRunLosesNothingWrittenAndDuplicatesNoth
   EXPECT_NE(log.text().find("lost the NATS server"), std::string::npos) << log.text();
 }
 
+// A second run of the same pipeline (a restarted worker) starts each replayable stream after the
+// last frame JetStream holds for it: nothing is sent twice, and the stream ends up with every
+// frame once, in order.
+TEST_F(PipelineNatsSink, ARestartResumesAfterWhatTheStreamHolds) {
+  {
+    Pipeline first(testing::pipeline_text(config(server_->url(), 100, "")));
+    const auto stats = first.run();
+    EXPECT_EQ(stats.sinks[0].written, 200);
+    EXPECT_EQ(stats.streams[0].resumed_at, 0);
+  }
+  testing::LogCapture log;
+  Pipeline again(testing::pipeline_text(config(server_->url(), 250, "")));
+  const auto stats = again.run();
+  for (const auto& s : stats.streams) {
+    EXPECT_EQ(s.resumed_at, 100) << s.name;
+    EXPECT_EQ(s.read, 150) << s.name;
+  }
+  EXPECT_EQ(stats.sinks[0].written, 300);
+  EXPECT_NE(log.text().find("stream 'b': resuming at frame 100"), std::string::npos) << log.text();
+  EXPECT_EQ(log.text().find("duplicates"), std::string::npos) << log.text();
+  const auto got = read_stream(server_->url(), "RW", 500);
+  ASSERT_EQ(got.size(), 500u);
+  const auto count = check_messages(got);
+  EXPECT_EQ(count.at("cam a"), 250);
+  EXPECT_EQ(count.at("b"), 250);
+  EXPECT_NE(summary_text(stats).find("resumed at frame 100"), std::string::npos) << summary_text(stats);
+}
+
+// resume: false sends every frame again; JetStream's de-duplication (by Nats-Msg-Id, within its
+// window) keeps one copy, and the sink says how many were repeats.
+TEST_F(PipelineNatsSink, WithoutResumeRepeatsAreDroppedByTheirIds) {
+  Pipeline(testing::pipeline_text(config(server_->url(), 50, ""))).run();
+  testing::LogCapture log;
+  Pipeline again(testing::pipeline_text(config(server_->url(), 80, ", resume: false")));
+  const auto stats = again.run();
+  EXPECT_EQ(stats.streams[0].resumed_at, 0);
+  EXPECT_EQ(stats.sinks[0].written, 160);
+  EXPECT_NE(log.text().find("100 of the 160 message(s) acknowledged were already in JetStream stream 'RW'"), std::string::npos)
+      << log.text();
+  const auto got = read_stream(server_->url(), "RW", 160);
+  ASSERT_EQ(got.size(), 160u);
+  check_messages(got);
+}
+
+// A live source's frames are new in every run: their ids carry the run, so a restarted camera's
+// frames are all stored (never dropped as the last run's duplicates) and nothing is skipped.
+TEST_F(PipelineNatsSink, LiveStreamsAreNeverResumedAndTheirIdsCarryTheRun) {
+  const std::string file = "version: 1\nname: shop\nsources:\n  - {name: cam, type: synthetic, width: 32, height: 24, "
+                           "frames: 30, fps: 300, live: true}\nsinks:\n  - {name: js, type: nats, url: '" +
+                           server_->url() + "', stream: RW, max_pending: 4}\n";
+  std::int64_t written = 0;
+  for (int run = 0; run < 2; ++run) {
+    Pipeline p(testing::pipeline_text(file));
+    const auto stats = p.run();
+    EXPECT_EQ(stats.streams[0].resumed_at, 0);
+    written += stats.sinks[0].written;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the next run's id differs
+  }
+  const auto got = read_stream(server_->url(), "RW", static_cast<std::size_t>(written));
+  EXPECT_EQ(static_cast<std::int64_t>(got.size()), written) << "every frame of both runs is stored";
+  std::set<std::string> runs;
+  for (const auto& r : got) {
+    const auto at = r.id.find('@');
+    ASSERT_NE(at, std::string::npos) << r.id;
+    EXPECT_EQ(r.id.substr(0, at), "shop/cam/" + std::to_string(r.message.at("seq").get<std::int64_t>()));
+    runs.insert(r.id.substr(at + 1));
+  }
+  EXPECT_EQ(runs.size(), 2u);
+}
+
 TEST(PipelineNatsSinkAbsent, ServerThatNeverComesUpDoesNotHangTheRun) {
   testing::LogCapture log;
   const std::string url = "nats://127.0.0.1:" + std::to_string(free_port());  // nothing listens
-  Pipeline p(testing::pipeline_text(config(url, 300, ", max_pending: 10, buffer: 50, flush_timeout_ms: 200")));
+  Pipeline p(testing::pipeline_text(config(url, 300, ", max_pending: 10, buffer: 50, flush_timeout_ms: 200, resume_wait_ms: 300")));
   const auto start = std::chrono::steady_clock::now();
   const auto stats = p.run();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
@@ -119,6 +190,8 @@ TEST(PipelineNatsSinkAbsent, ServerThatNeverComesUpDoesNotHangTheRun) {
   EXPECT_EQ(s.dropped, 550);
   EXPECT_NE(log.text().find("no NATS server at " + url + " yet"), std::string::npos) << log.text();
   EXPECT_NE(log.text().find("50 message(s) not acknowledged"), std::string::npos) << log.text();
+  EXPECT_NE(log.text().find("within resume_wait_ms (300 ms): the streams start from their first frame"), std::string::npos)
+      << log.text();
 }
 
 // Not a test: scripts/nats_bench.sh runs it (--gtest_also_run_disabled_tests) and keeps its
