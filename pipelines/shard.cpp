@@ -3,6 +3,7 @@
 #include "pipelines/shard.hpp"
 
 #include "core/error.hpp"
+#include "pipelines/peer_count.hpp"
 
 #include <fmt/format.h>
 
@@ -71,7 +72,8 @@ int owner_of(std::string_view stream, int shards) {
 
 ShardSpec parse_shard(const std::string& text) {
   if (text == "statefulset") {
-    return shard_from_statefulset(std::getenv("POD_NAME"), std::getenv("HOSTNAME"), std::getenv("REDWOOD_REPLICAS"));
+    const StatefulSetShard s = read_statefulset(StatefulSetEnv::from_process());
+    return {s.index, s.replicas > 0 ? s.replicas : peer_count_now(s.peers, s.index)};
   }
   const auto slash = text.find('/');
   ShardSpec shard;
@@ -88,35 +90,68 @@ ShardSpec parse_shard(const std::string& text) {
   return shard;
 }
 
-ShardSpec shard_from_statefulset(const char* pod_name, const char* hostname, const char* replicas) {
-  const bool from_pod = pod_name != nullptr && *pod_name != '\0';
+StatefulSetEnv StatefulSetEnv::from_process() {
+  return {std::getenv("POD_NAME"), std::getenv("HOSTNAME"), std::getenv("REDWOOD_REPLICAS"), std::getenv("REDWOOD_PEERS"),
+          std::getenv("REDWOOD_PEERS_INTERVAL")};
+}
+
+StatefulSetShard read_statefulset(const StatefulSetEnv& env) {
+  const auto set = [](const char* value) { return value != nullptr && *value != '\0'; };
+  const bool from_pod = set(env.pod_name);
   const char* variable = from_pod ? "POD_NAME" : "HOSTNAME";
-  const std::string name = from_pod ? pod_name : hostname != nullptr ? hostname : "";
+  const std::string name = from_pod ? env.pod_name : env.hostname != nullptr ? env.hostname : "";
   if (name.empty()) {
     throw InvalidArgument("--shard statefulset: neither POD_NAME nor HOSTNAME is set (a StatefulSet's pod is named "
                           "<set>-<ordinal>; give POD_NAME from metadata.name)");
   }
-  ShardSpec shard;
+  StatefulSetShard shard;
   const auto dash = name.rfind('-');
   if (dash == std::string::npos || !whole_number(std::string_view(name).substr(dash + 1), 0, kMaxShards - 1, shard.index)) {
     throw InvalidArgument(fmt::format("--shard statefulset: {}='{}' does not end in -<ordinal> as a StatefulSet's pod "
                                       "name does (e.g. redwood-2)",
                                       variable, name));
   }
-  const std::string count = replicas != nullptr ? replicas : "";
-  if (count.empty()) {
-    throw InvalidArgument("--shard statefulset: REDWOOD_REPLICAS is not set (the StatefulSet's replica count)");
+  // Checked even with a fixed count, where it is unused: a mistyped value is caught either way.
+  if (set(env.peers_interval)) {
+    const std::string text = env.peers_interval;
+    double s = 0;
+    const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
+    // (from_chars takes "inf" and "nan" too: the bounds refuse them.)
+    if (ec != std::errc() || rest != text.data() + text.size() || !(s >= kMinPeersInterval && s <= kMaxPeersInterval)) {
+      throw InvalidArgument(fmt::format("--shard statefulset: REDWOOD_PEERS_INTERVAL='{}' is not a number of seconds "
+                                        "from {} to {} (default {})",
+                                        text, kMinPeersInterval, kMaxPeersInterval, kDefaultPeersInterval));
+    }
+    shard.peers_interval_s = s;
   }
-  if (!whole_number(count, 1, kMaxShards, shard.count)) {
-    throw InvalidArgument(fmt::format("--shard statefulset: REDWOOD_REPLICAS='{}' is not a count from 1 to {}", count,
-                                      kMaxShards));
+  if (set(env.replicas)) {
+    const std::string count = env.replicas;
+    if (!whole_number(count, 1, kMaxShards, shard.replicas)) {
+      throw InvalidArgument(fmt::format("--shard statefulset: REDWOOD_REPLICAS='{}' is not a count from 1 to {}", count,
+                                        kMaxShards));
+    }
+    if (shard.index >= shard.replicas) {
+      throw InvalidArgument(fmt::format("--shard statefulset: {}='{}' has ordinal {}, not below REDWOOD_REPLICAS={} "
+                                        "(the ordinal must be below the count)",
+                                        variable, name, shard.index, shard.replicas));
+    }
+    return shard;
   }
-  if (shard.index >= shard.count) {
-    throw InvalidArgument(fmt::format("--shard statefulset: {}='{}' has ordinal {}, not below REDWOOD_REPLICAS={} "
-                                      "(the ordinal must be below the count)",
-                                      variable, name, shard.index, shard.count));
+  if (!set(env.peers)) {
+    throw InvalidArgument("--shard statefulset: neither REDWOOD_REPLICAS (a fixed worker count) nor REDWOOD_PEERS (the "
+                          "StatefulSet's headless Service, whose addresses count the workers) is set");
   }
+  shard.peers = env.peers;
   return shard;
+}
+
+ShardSpec shard_from_statefulset(const char* pod_name, const char* hostname, const char* replicas) {
+  StatefulSetEnv env;
+  env.pod_name = pod_name;
+  env.hostname = hostname;
+  env.replicas = replicas;
+  const StatefulSetShard s = read_statefulset(env);
+  return {s.index, s.replicas};
 }
 
 }  // namespace redwood

@@ -117,7 +117,9 @@ TEST(ShardSpec, StatefulSetOrdinalFromThePodNameCountFromReplicas) {
   EXPECT_NE(error(nullptr, nullptr, "3").find("neither POD_NAME nor HOSTNAME is set"), std::string::npos);
   EXPECT_NE(error("redwood", nullptr, "3").find("POD_NAME='redwood' does not end in -<ordinal>"), std::string::npos);
   EXPECT_NE(error(nullptr, "redwood-x", "3").find("HOSTNAME='redwood-x' does not end in -<ordinal>"), std::string::npos);
-  EXPECT_NE(error("redwood-1", nullptr, nullptr).find("REDWOOD_REPLICAS is not set"), std::string::npos);
+  // (REDWOOD_PEERS, the count found at run time: peer_count_test.cpp.)
+  EXPECT_NE(error("redwood-1", nullptr, nullptr).find("neither REDWOOD_REPLICAS (a fixed worker count) nor REDWOOD_PEERS"),
+            std::string::npos);
   EXPECT_NE(error("redwood-1", nullptr, "three").find("REDWOOD_REPLICAS='three' is not a count"), std::string::npos);
   EXPECT_NE(error("redwood-1", nullptr, "0").find("REDWOOD_REPLICAS='0' is not a count"), std::string::npos);
   EXPECT_NE(error("redwood-3", nullptr, "3").find("the ordinal must be below the count"), std::string::npos);
@@ -313,10 +315,33 @@ TEST(ShardLauncher, ShardOptionAndItsErrors) {
     owned += owner_of(std::string(base[i / 3]) + "-" + std::to_string(i % 3 + 1), 3) == 2;
   }
   EXPECT_NE(r.output.find("shard 2/3: " + std::to_string(owned) + " of 12 stream(s)"), std::string::npos) << r.output;
-  r = testing::run_command("POD_NAME=redwood-2 " + std::string(REDWOOD_BINARY) + " run " + config.string() +
-                           " --shard statefulset 2>&1");
+  const auto statefulset = [&config](const std::string& env) {
+    return testing::run_command("env -u REDWOOD_REPLICAS -u REDWOOD_PEERS -u REDWOOD_PEERS_INTERVAL " + env + " " +
+                                std::string(REDWOOD_BINARY) + " run " + config.string() +
+                                " --streams 3 --shard statefulset --quiet 2>&1");
+  };
+  r = statefulset("POD_NAME=redwood-2");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.output.find("REDWOOD_REPLICAS is not set"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("neither REDWOOD_REPLICAS (a fixed worker count) nor REDWOOD_PEERS"), std::string::npos)
+      << r.output;
+  // The count from DNS: 'localhost' is one address (per family), and ordinal 2 counts itself: 3.
+  r = statefulset("POD_NAME=redwood-2 REDWOOD_PEERS=localhost");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("shard count from REDWOOD_PEERS='localhost': 3 worker(s), counted every 10 s"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("shard 2/3: " + std::to_string(owned) + " of 12 stream(s)"), std::string::npos) << r.output;
+  r = statefulset("POD_NAME=redwood-0 REDWOOD_PEERS=redwood-no-such-service.invalid REDWOOD_PEERS_INTERVAL=0.1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("redwood: error: --shard statefulset: REDWOOD_PEERS='redwood-no-such-service.invalid': cannot "
+                          "resolve 'redwood-no-such-service.invalid': "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(retried for 0.3 s: 3 x REDWOOD_PEERS_INTERVAL)"), std::string::npos) << r.output;
+  r = statefulset("POD_NAME=redwood-0 REDWOOD_PEERS=localhost REDWOOD_PEERS_INTERVAL=0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("REDWOOD_PEERS_INTERVAL='0' is not a number of seconds from 0.1 to 3600"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace
