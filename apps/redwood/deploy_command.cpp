@@ -1,6 +1,7 @@
 // redwood deploy k8s CONFIG --replicas N: Kubernetes manifests for a pipeline file (a StatefulSet
-// of workers that shard the streams among them, its headless Service, a ConfigMap with the file,
-// a KEDA ScaledObject; apps/redwood/k8s_manifests.hpp). The file is first built as `redwood run`
+// of workers that shard the streams among them and re-shard as their number changes, its
+// headless Service, a ConfigMap with the file, a KEDA ScaledObject between --min-replicas and
+// --max-replicas; apps/redwood/k8s_manifests.hpp). The file is first built as `redwood run`
 // builds it (models loaded, sources opened, sinks set up), without running, so a file that would
 // fail in the pods fails here with the same message; --parse-only skips the build on a machine
 // without the models. docs/deploy.md has the commands around it.
@@ -13,6 +14,7 @@
 #include "core/error.hpp"
 #include "pipelines/metrics.hpp"
 #include "pipelines/pipeline.hpp"
+#include "pipelines/shard.hpp"
 
 #include <fmt/format.h>
 
@@ -30,8 +32,6 @@ namespace fs = std::filesystem;
 // A referenced file larger than this, or with a NUL byte, is not put in the ConfigMap (whose
 // objects etcd caps at 1 MiB in all): labels and dictionaries are a few KiB, models are not text.
 constexpr std::uintmax_t kMaxConfigFileBytes = 256 * 1024;
-// The most workers `--shard statefulset` accepts in REDWOOD_REPLICAS (pipelines/shard.hpp).
-constexpr int kMaxReplicas = 65536;
 
 struct DeployArgs {
   std::string config;
@@ -102,14 +102,21 @@ void collect_files(const YAML::Node& node, const ConfigOrigin& origin, std::set<
 
 int deploy_k8s(DeployArgs& args) {
   K8sOptions& k = args.k8s;
-  RW_EXPECTS(k.replicas >= 1 && k.replicas <= kMaxReplicas, InvalidArgument, "--replicas must be from 1 to {} (got {})",
-             kMaxReplicas, k.replicas);
+  RW_EXPECTS(k.replicas >= 1 && k.replicas <= kMaxShards, InvalidArgument, "--replicas must be from 1 to {} (got {})",
+             kMaxShards, k.replicas);
   RW_EXPECTS(k.gpus_per_pod >= 0, InvalidArgument, "--gpus-per-pod must be >= 0 (got {}; 0: a CPU deployment)",
              k.gpus_per_pod);
-  RW_EXPECTS(k.min_replicas >= 0 && k.max_replicas >= 0, InvalidArgument,
-             "--min-replicas and --max-replicas must be >= 1 (0: the replica count)");
-  const int min = k.min_replicas > 0 ? k.min_replicas : k.replicas, max = k.max_replicas > 0 ? k.max_replicas : k.replicas;
-  RW_EXPECTS(min <= max, InvalidArgument, "--min-replicas {} is above --max-replicas {}", min, max);
+  // KEDA keeps spec.replicas between the bounds; the pods follow whatever count it sets.
+  RW_EXPECTS(k.min_replicas >= 0 && k.min_replicas <= kMaxShards && k.max_replicas >= 0 && k.max_replicas <= kMaxShards,
+             InvalidArgument, "--min-replicas and --max-replicas must be from 1 to {} (got {} and {})", kMaxShards,
+             k.min_replicas, k.max_replicas);
+  const ReplicaBounds bounds = replica_bounds(k);
+  RW_EXPECTS(bounds.min <= bounds.max || k.min_replicas == 0 || k.max_replicas == 0, InvalidArgument,
+             "--min-replicas {} is above --max-replicas {}", bounds.min, bounds.max);
+  RW_EXPECTS(k.replicas >= bounds.min, InvalidArgument, "--replicas {} is below --min-replicas {} (KEDA's minReplicaCount)",
+             k.replicas, bounds.min);
+  RW_EXPECTS(k.replicas <= bounds.max, InvalidArgument, "--replicas {} is above --max-replicas {} (KEDA's maxReplicaCount)",
+             k.replicas, bounds.max);
 
   // Checked as the pods will run it: with the same overrides and the metrics address they get.
   std::vector<std::string> sets = args.sets;
@@ -139,12 +146,6 @@ int deploy_k8s(DeployArgs& args) {
   collect_files(file.root, *file.origin, seen, input);
   const std::vector<Manifest> manifests = make_k8s_manifests(input, k);
 
-  if (min != k.replicas || max != k.replicas) {
-    fmt::print(stderr,
-               "redwood: warning: KEDA may scale to {}-{} pods, but every pod shards by REDWOOD_REPLICAS={}: pods "
-               "beyond it refuse to start and fewer leave streams unowned (docs/deploy.md, \"Scaling\")\n",
-               min, max, k.replicas);
-  }
   if (args.out.empty()) {
     for (const auto& m : manifests) fmt::print("---\n{}", m.yaml);
     return 0;
@@ -193,7 +194,8 @@ Command make_deploy_command() {
                     "image has them)")
         ->default_val("redwood-assets");
     sub->add_option("--min-replicas", k.min_replicas, "KEDA's minReplicaCount (default: --replicas)");
-    sub->add_option("--max-replicas", k.max_replicas, "KEDA's maxReplicaCount (default: --replicas)");
+    sub->add_option("--max-replicas", k.max_replicas,
+                    "KEDA's maxReplicaCount (default: twice --replicas); the pods re-shard as it scales");
     sub->add_option("--prometheus", k.prometheus, "Prometheus URL KEDA queries")
         ->default_val("http://prometheus-server.monitoring.svc:80");
     sub->add_option("--scale-query", k.scale_query,

@@ -4,6 +4,7 @@
 #include "apps/redwood/k8s_manifests.hpp"
 
 #include "core/error.hpp"
+#include "pipelines/shard.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -107,6 +108,9 @@ YAML::Node config_map(const std::string& name, const K8sInput& input, const K8sO
 YAML::Node service(const std::string& name, const K8sInput& input, const K8sOptions& options) {
   YAML::Node s = object("v1", "Service", name, input, options);
   s["spec"]["clusterIP"] = "None";  // headless: one DNS name per pod, <pod>.<service>
+  // Every pod's address, ready or not: the workers count themselves by these addresses
+  // (REDWOOD_PEERS), and a pod still loading its models owns its shard all the same.
+  s["spec"]["publishNotReadyAddresses"] = true;
   s["spec"]["selector"] = selector_labels(input);
   YAML::Node port;
   port["name"] = "metrics";
@@ -154,10 +158,13 @@ YAML::Node stateful_set(const std::string& name, const K8sInput& input, const K8
   pod_name["name"] = "POD_NAME";
   pod_name["valueFrom"]["fieldRef"]["fieldPath"] = "metadata.name";
   c["env"].push_back(pod_name);
-  YAML::Node replicas;
-  replicas["name"] = "REDWOOD_REPLICAS";
-  replicas["value"] = quoted(std::to_string(options.replicas));
-  c["env"].push_back(replicas);
+  // The worker count: the addresses of the headless Service, counted at start and every 10 s
+  // (pipelines/peer_count.hpp), so that the pods follow what KEDA or `kubectl scale` makes of
+  // spec.replicas. The short name resolves through the pod's DNS search path, in its namespace.
+  YAML::Node peers;
+  peers["name"] = "REDWOOD_PEERS";
+  peers["value"] = name;
+  c["env"].push_back(peers);
   // The root filesystem is read-only: the plan cache (core/cache_dir.cpp) goes to /tmp's emptyDir.
   YAML::Node cache;
   cache["name"] = "REDWOOD_CACHE_DIR";
@@ -232,7 +239,8 @@ YAML::Node stateful_set(const std::string& name, const K8sInput& input, const K8
   YAML::Node s = object("apps/v1", "StatefulSet", name, input, options);
   s["spec"]["serviceName"] = name;
   s["spec"]["replicas"] = options.replicas;
-  // Workers share nothing at start: all start at once rather than one after another.
+  // Workers share nothing at start: all start (and on scaling, come and go) at once rather than
+  // one after another; each finds the others by counting the Service's addresses.
   s["spec"]["podManagementPolicy"] = "Parallel";
   s["spec"]["selector"]["matchLabels"] = selector_labels(input);
   s["spec"]["template"] = pod;
@@ -244,8 +252,9 @@ YAML::Node scaled_object(const std::string& name, const K8sInput& input, const K
   o["spec"]["scaleTargetRef"]["apiVersion"] = "apps/v1";
   o["spec"]["scaleTargetRef"]["kind"] = "StatefulSet";
   o["spec"]["scaleTargetRef"]["name"] = name;
-  o["spec"]["minReplicaCount"] = options.min_replicas > 0 ? options.min_replicas : options.replicas;
-  o["spec"]["maxReplicaCount"] = options.max_replicas > 0 ? options.max_replicas : options.replicas;
+  const ReplicaBounds bounds = replica_bounds(options);
+  o["spec"]["minReplicaCount"] = bounds.min;
+  o["spec"]["maxReplicaCount"] = bounds.max;
   o["spec"]["pollingInterval"] = 30;
   o["spec"]["cooldownPeriod"] = 300;
   YAML::Node trigger;
@@ -271,6 +280,12 @@ std::string k8s_object_name(const std::string& pipeline_name) {
              "ending in a letter or digit, at most 52 characters",
              pipeline_name, name);
   return name;
+}
+
+ReplicaBounds replica_bounds(const K8sOptions& options) {
+  const int min = options.min_replicas > 0 ? options.min_replicas : options.replicas;
+  const int max = options.max_replicas > 0 ? options.max_replicas : std::min(2 * options.replicas, kMaxShards);
+  return {min, max};
 }
 
 std::string default_scale_query(const std::string& pipeline_name) {

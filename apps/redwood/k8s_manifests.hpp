@@ -1,8 +1,9 @@
 #pragma once
 // Kubernetes manifests for one pipeline file (`redwood deploy k8s`, docs/deploy.md): a
-// StatefulSet of sharded workers (`redwood run --shard statefulset`), its headless Service, a
-// ConfigMap with the pipeline file and the small text files it references, and a KEDA
-// ScaledObject. Written with yaml-cpp in a fixed key order, so the same input gives the same bytes.
+// StatefulSet of sharded workers (`redwood run --shard statefulset`, counting one another
+// through REDWOOD_PEERS), its headless Service, a ConfigMap with the pipeline file and the small
+// text files it references, and a KEDA ScaledObject that may scale them between two bounds.
+// Written with yaml-cpp in a fixed key order, so the same input gives the same bytes.
 
 #include <string>
 #include <vector>
@@ -35,7 +36,7 @@ struct K8sOptions {
   std::string memory_request = "4Gi";
   std::string memory_limit = "8Gi";
   std::string assets_claim = "redwood-assets";  // PersistentVolumeClaim mounted at /assets (empty: none)
-  int min_replicas = 0;         // KEDA bounds; 0: the replica count
+  int min_replicas = 0;         // KEDA bounds; 0: the replica count, and twice it (replica_bounds)
   int max_replicas = 0;
   std::string prometheus = "http://prometheus-server.monitoring.svc:80";
   std::string scale_query;      // empty: the default "falling behind" query (kDefaultScaleQuery)
@@ -50,6 +51,13 @@ struct Manifest {
   std::string file;
   std::string yaml;
 };
+
+/// The ScaledObject's minReplicaCount and maxReplicaCount: --min-replicas (default --replicas)
+/// and --max-replicas (default twice --replicas, at most kMaxShards: pipelines/shard.hpp).
+struct ReplicaBounds {
+  int min = 1, max = 1;
+};
+ReplicaBounds replica_bounds(const K8sOptions& options);
 
 /// "redwood-<name>"; throws InvalidArgument unless the pipeline name makes a DNS-1123 label
 /// short enough for a StatefulSet (52 characters with the prefix: its pods' revision label).

@@ -1,9 +1,10 @@
 // `redwood deploy k8s` as a user runs it: the four manifests for configs/ocr-video.yaml, the
 // fields the pods depend on (replicas, the GPU limit, the probes on the metrics port, the shard
-// variables, a non-root read-only container), the same bytes every time, the referenced text
-// files in the ConfigMap, and the mistakes it refuses. DeployK8sSchema checks the output against
-// the Kubernetes and KEDA OpenAPI schemas offline (scripts/validate_k8s.js; skipped without node
-// or the packages scripts/fetch_assets.sh installs).
+// variables and the Service they count, a non-root read-only container, the autoscaler's
+// bounds), the same bytes every time, the referenced text files in the ConfigMap, and the
+// mistakes it refuses. DeployK8sSchema checks the output against the Kubernetes and KEDA
+// OpenAPI schemas offline (scripts/validate_k8s.js; skipped without node or the packages
+// scripts/fetch_assets.sh installs).
 
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
@@ -68,7 +69,9 @@ TEST(DeployK8s, WritesTheFourObjectsForOcrVideo) {
             (std::vector<std::string>{"redwood", "run", "/config/pipeline.yaml", "--shard", "statefulset", "--set",
                                       "service.metrics.address=0.0.0.0"}));
   EXPECT_EQ(env_named(c, "POD_NAME")["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(), "metadata.name");
-  EXPECT_EQ(env_named(c, "REDWOOD_REPLICAS")["value"].as<std::string>(), "3");
+  // The count is the headless Service's addresses, followed while the pods run: no fixed count.
+  EXPECT_EQ(env_named(c, "REDWOOD_PEERS")["value"].as<std::string>(), "redwood-ocr-video");
+  EXPECT_TRUE(env_named(c, "REDWOOD_REPLICAS").IsNull());
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"].as<int>(), 1);
   EXPECT_EQ(c["ports"][0]["name"].as<std::string>(), "metrics");
   EXPECT_EQ(c["ports"][0]["containerPort"].as<int>(), 9464);  // service.metrics.port of the file
@@ -88,6 +91,8 @@ TEST(DeployK8s, WritesTheFourObjectsForOcrVideo) {
 
   const YAML::Node service = YAML::LoadFile((dir / "service.yaml").string());
   EXPECT_EQ(service["spec"]["clusterIP"].as<std::string>(), "None");
+  EXPECT_EQ(service["metadata"]["name"].as<std::string>(), "redwood-ocr-video");
+  EXPECT_TRUE(service["spec"]["publishNotReadyAddresses"].as<bool>()) << "a pod loading its models counts";
   EXPECT_EQ(service["spec"]["ports"][0]["port"].as<int>(), 9464);
   const YAML::Node cm = YAML::LoadFile((dir / "configmap.yaml").string());
   EXPECT_EQ(cm["data"]["pipeline.yaml"].as<std::string>(), contents(kConfig)) << "the file as written";
@@ -95,6 +100,8 @@ TEST(DeployK8s, WritesTheFourObjectsForOcrVideo) {
   EXPECT_EQ(so["apiVersion"].as<std::string>(), "keda.sh/v1alpha1");
   EXPECT_EQ(so["spec"]["scaleTargetRef"]["kind"].as<std::string>(), "StatefulSet");
   EXPECT_EQ(so["spec"]["scaleTargetRef"]["name"].as<std::string>(), "redwood-ocr-video");
+  EXPECT_EQ(so["spec"]["minReplicaCount"].as<int>(), 3);  // --replicas
+  EXPECT_EQ(so["spec"]["maxReplicaCount"].as<int>(), 6);  // twice it
   EXPECT_EQ(so["spec"]["triggers"][0]["type"].as<std::string>(), "prometheus");
   EXPECT_EQ(so["spec"]["triggers"][0]["metadata"]["query"].as<std::string>(),
             "sum(rate(redwood_stream_frames_dropped_total{pipeline=\"ocr-video\"}[1m]))");
@@ -120,7 +127,7 @@ TEST(DeployK8s, StdoutIsTheSameDocumentsEveryTime) {
   const YAML::Node pod = docs[2]["spec"]["template"]["spec"];
   EXPECT_FALSE(pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]) << "--gpus-per-pod 0: a CPU pod";
   EXPECT_FALSE(pod["tolerations"]);
-  EXPECT_EQ(env_named(pod["containers"][0], "REDWOOD_REPLICAS")["value"].as<std::string>(), "2");
+  EXPECT_EQ(env_named(pod["containers"][0], "REDWOOD_PEERS")["value"].as<std::string>(), "redwood-ocr-video");
 }
 
 TEST(DeployK8s, CarriesSmallTextFilesBelowTheConfigAndNamesTheOthers) {
@@ -176,6 +183,36 @@ TEST(DeployK8s, RefusesWhatCannotDeploy) {
   const auto upper = testing::run_launcher("deploy k8s " + kConfig + " --replicas 1 --parse-only --set name=OCR");
   EXPECT_EQ(upper.exit_code, 1);
   EXPECT_NE(upper.output.find("pipeline name 'OCR' cannot name Kubernetes objects"), std::string::npos) << upper.output;
+}
+
+// KEDA's bounds: the defaults, chosen ones, and bounds that cannot hold; no warning about a
+// fixed count (the pods follow whatever count KEDA sets).
+TEST(DeployK8s, AutoscalerBoundsDefaultToReplicasAndTwiceThem) {
+  const auto bounds = [](const std::string& options) {
+    const auto r = testing::run_launcher("deploy k8s " + kConfig + " --parse-only " + options);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
+    const std::vector<YAML::Node> docs = YAML::LoadAll(r.output);
+    if (docs.size() != 4u) return std::make_pair(-1, -1);
+    return std::make_pair(docs[3]["spec"]["minReplicaCount"].as<int>(), docs[3]["spec"]["maxReplicaCount"].as<int>());
+  };
+  EXPECT_EQ(bounds("--replicas 4"), std::make_pair(4, 8));
+  EXPECT_EQ(bounds("--replicas 2 --min-replicas 1 --max-replicas 10"), std::make_pair(1, 10));
+  EXPECT_EQ(bounds("--replicas 40000"), std::make_pair(40000, 65536));
+
+  const auto error = [](const std::string& options) {
+    const auto r = testing::run_launcher("deploy k8s " + kConfig + " --parse-only " + options);
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    return r.output;
+  };
+  EXPECT_NE(error("--replicas 2 --min-replicas 5 --max-replicas 4").find("--min-replicas 5 is above --max-replicas 4"),
+            std::string::npos);
+  EXPECT_NE(error("--replicas 5 --max-replicas 4").find("--replicas 5 is above --max-replicas 4 (KEDA's maxReplicaCount)"),
+            std::string::npos);
+  EXPECT_NE(error("--replicas 2 --min-replicas 3").find("--replicas 2 is below --min-replicas 3 (KEDA's minReplicaCount)"),
+            std::string::npos);
+  EXPECT_NE(error("--replicas 2 --max-replicas 70000").find("must be from 1 to 65536 (got 0 and 70000)"),
+            std::string::npos);
 }
 
 // A mistake a stage finds when it is built fails deploy as it fails `redwood run`: one message.
