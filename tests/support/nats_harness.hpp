@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -122,6 +123,75 @@ inline std::vector<Received> read_stream(const std::string& url, const std::stri
   jsCtx_Destroy(js);
   natsConnection_Destroy(nc);
   return out;
+}
+
+// The messages a JetStream stream holds per subject, through one stream-info request (so that
+// the counts are one moment's), on a connection kept for repeated polls. A stream not created
+// yet holds nothing.
+class StreamCounts {
+ public:
+  struct Snapshot {
+    std::map<std::string, std::uint64_t> per_subject;
+    std::uint64_t total = 0;  // every subject's, = the stream's last sequence while nothing is deleted
+  };
+  StreamCounts(const std::string& url, std::string stream) : stream_(std::move(stream)) {
+    EXPECT_EQ(natsConnection_ConnectTo(&nc_, url.c_str()), NATS_OK);
+    if (nc_ != nullptr) {
+      EXPECT_EQ(natsConnection_JetStream(&js_, nc_, nullptr), NATS_OK);
+    }
+  }
+  ~StreamCounts() {
+    if (js_ != nullptr) jsCtx_Destroy(js_);
+    if (nc_ != nullptr) natsConnection_Destroy(nc_);
+  }
+  StreamCounts(const StreamCounts&) = delete;
+  StreamCounts& operator=(const StreamCounts&) = delete;
+
+  Snapshot operator()(const std::string& filter = ">") const {
+    Snapshot out;
+    if (js_ == nullptr) return out;
+    jsOptions o;
+    jsOptions_Init(&o);
+    o.Stream.Info.SubjectsFilter = filter.c_str();
+    jsStreamInfo* si = nullptr;
+    jsErrCode code{};
+    if (js_GetStreamInfo(&si, js_, stream_.c_str(), &o, &code) != NATS_OK) return out;
+    out.total = si->State.Msgs;
+    if (si->State.Subjects != nullptr) {
+      for (int i = 0; i < si->State.Subjects->Count; ++i) {
+        out.per_subject[si->State.Subjects->List[i].Subject] = si->State.Subjects->List[i].Msgs;
+      }
+    }
+    jsStreamInfo_Destroy(si);
+    return out;
+  }
+
+ private:
+  std::string stream_;
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+};
+
+// Creates JetStream stream `name` on `subjects` in file storage, as an operator provisions it
+// before the workers start (`nats stream add`).
+inline void create_stream(const std::string& url, const std::string& name, const std::string& subjects = "redwood.>") {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, url.c_str()), NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, nc, nullptr), NATS_OK);
+  jsStreamConfig config;
+  jsStreamConfig_Init(&config);
+  config.Name = name.c_str();
+  const char* list[] = {subjects.c_str()};
+  config.Subjects = list;
+  config.SubjectsLen = 1;
+  config.Storage = js_FileStorage;
+  jsStreamInfo* info = nullptr;
+  jsErrCode code{};
+  EXPECT_EQ(js_AddStream(&info, js, &config, nullptr, &code), NATS_OK) << nats_GetLastError(nullptr);
+  if (info != nullptr) jsStreamInfo_Destroy(info);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(nc);
 }
 
 }  // namespace redwood::testing
