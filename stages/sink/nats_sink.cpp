@@ -219,6 +219,15 @@ class NatsSink final : public Sink {
       resume_wait_ms_ = 0;  // the other streams do not wait again
       return std::nullopt;
     }
+    // The JetStream stream first (created when absent and allowed): a new stream holds nothing,
+    // and a last-message request must not reach a stream another worker is still creating
+    // (nats-server 2.9 can crash on that). The publisher thread waits meanwhile: nothing has
+    // been written yet.
+    if (!stream_ready_ && !(stream_ready_ = ensure_stream())) {
+      log().warn("{}: stream '{}' starts from its first frame (JetStream stream '{}' not ready)", what_, stream_names_[stream],
+                 stream_);
+      return std::nullopt;
+    }
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = ack_timeout_ms_;
@@ -406,7 +415,6 @@ class NatsSink final : public Sink {
 
   void publish_loop() {
     set_thread_name("rw-sink-nats");
-    bool stream_ready = false;
     backoff_ms_ = retry_initial_ms_;
     for (;;) {
       std::size_t waiting = 0;
@@ -417,7 +425,7 @@ class NatsSink final : public Sink {
         if (stopping_ && Clock::now() >= deadline_) break;
         waiting = queue_.size();
       }
-      if (!connected() || (!stream_ready && !(stream_ready = ensure_stream()))) {
+      if (!connected() || (!stream_ready_ && !(stream_ready_ = ensure_stream()))) {
         back_off();
         continue;
       }
@@ -478,7 +486,7 @@ class NatsSink final : public Sink {
         continue;
       }
       if (error.empty()) error = s != NATS_OK ? status_text(s) : "no acknowledgment within ack_timeout_ms";
-      if (error.find("no responders") != std::string::npos) stream_ready = false;  // the stream may be gone
+      if (error.find("no responders") != std::string::npos) stream_ready_ = false;  // the stream may be gone
       complain(fmt::format("publishing to {} failed ({}); retrying from the first unacknowledged message", url_, error));
       back_off();
     }
@@ -529,6 +537,7 @@ class NatsSink final : public Sink {
   std::vector<char> acked_;
   std::string last_error_;
 
+  std::atomic<bool> stream_ready_{false};  // the JetStream stream exists (checked or created)
   int backoff_ms_ = 100;           // the publisher thread's
   std::string last_complaint_;     // the publisher thread's
   std::thread publisher_;
