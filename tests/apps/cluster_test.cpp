@@ -294,10 +294,8 @@ class Cluster : public ::testing::Test {
     port_ = free_port();
     server_ = std::make_unique<NatsServer>(port_, dir_ / "nats");
     server_->start();
-    // The JetStream stream exists before the workers start, as a deployment provisions it. (Left
-    // to the sinks, one worker creates it while the other asks for its streams' last messages:
-    // nats-server 2.9.10, Debian 12's, can then crash with a nil pointer in jsMsgGetRequest, as it
-    // did here twice in about fifteen runs.)
+    // The JetStream stream exists before the workers start, as a deployment provisions it (the
+    // sinks would create it otherwise; the NATS sink's own tests cover that).
     testing::create_stream(server_->url(), "CLUSTER");
     file_ = write_pipeline(dir_, server_->url());
   }
