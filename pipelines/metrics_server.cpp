@@ -84,6 +84,7 @@ MetricsServer::~MetricsServer() {
 void MetricsServer::set_not_ready(std::string reason) {
   std::lock_guard lock(mutex_);
   not_ready_reason_ = std::move(reason);
+  waiting_ = true;
 }
 
 void MetricsServer::publish(const std::string& pipeline, PipelineStats stats) {
@@ -92,6 +93,7 @@ void MetricsServer::publish(const std::string& pipeline, PipelineStats stats) {
   if (published_) previous_ = std::move(latest_);
   latest_ = std::move(stats);
   published_ = true;
+  waiting_ = false;
 }
 
 void MetricsServer::finish() {
@@ -101,7 +103,7 @@ void MetricsServer::finish() {
 
 std::string MetricsServer::metrics_text() {
   std::lock_guard lock(mutex_);
-  const bool ready = published_ && !finished_ && readiness_problems(latest_).empty();
+  const bool ready = published_ && !waiting_ && !finished_ && readiness_problems(latest_).empty();
   std::string text = fmt::format(
       "# HELP redwood_ready 1 when /readyz answers 200 (pipeline built, every stream delivering, sinks writing).\n"
       "# TYPE redwood_ready gauge\nredwood_ready {}\n",
@@ -113,7 +115,7 @@ std::string MetricsServer::metrics_text() {
 std::vector<std::string> MetricsServer::not_ready() {
   std::lock_guard lock(mutex_);
   if (finished_) return {"the run has ended"};
-  if (!published_) return {not_ready_reason_};
+  if (!published_ || waiting_) return {not_ready_reason_};
   return readiness_problems(latest_);
 }
 

@@ -41,7 +41,9 @@ class MetricsServer {
   int port() const { return port_; }
   const std::string& address() const { return address_; }
 
-  /// Why the process is not ready before a run has statistics (e.g. "loading the pipeline").
+  /// Why the process is not ready until the next publish(): before a run has statistics
+  /// ("loading the pipeline"), or between two runs (a re-shard rebuilding the pipeline), when
+  /// the last run's figures no longer say whether it delivers.
   void set_not_ready(std::string reason);
   /// A run's latest statistics; readiness follows from them (readiness_problems).
   void publish(const std::string& pipeline, PipelineStats stats);
@@ -62,7 +64,8 @@ class MetricsServer {
   std::string pipeline_;
   PipelineStats previous_, latest_;
   bool published_ = false, finished_ = false;
-  std::string not_ready_reason_ = "starting";
+  std::string not_ready_reason_ = "starting";  // in force until the next publish() while set
+  bool waiting_ = true;
 };
 
 }  // namespace redwood

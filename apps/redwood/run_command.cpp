@@ -104,7 +104,10 @@ int run_pipeline(const RunArgs& args) {
   reshard.on_reshard = [&metrics, &name, &previous, &earlier_runs_s, index](const PipelineStats& stats, int from, int to) {
     earlier_runs_s += stats.elapsed_s;
     previous = PipelineStats{};  // the next run's streams and clock are new
-    if (metrics) metrics->publish(name, stats);
+    if (metrics) {
+      metrics->publish(name, stats);
+      metrics->set_not_ready(fmt::format("re-sharding: {} -> {} workers (building the pipeline again)", from, to));
+    }
     fmt::print("{}shard count {} -> {}: now worker {} of {}\n", summary_text(stats), from, to, index, to);
     std::fflush(stdout);
   };

@@ -234,6 +234,18 @@ TEST(MetricsServer, ServesMetricsHealthAndReadinessWithReasons) {
   EXPECT_NE(metrics->body.find("redwood_ready 1\n"), std::string::npos);
   EXPECT_NE(metrics->body.find(R"(redwood_stream_frames_delivered_total{pipeline="ocr",stream="cam0"} 50)"), std::string::npos);
 
+  // Between two runs (a re-shard rebuilding the pipeline): not ready until the next run publishes,
+  // though the last run's figures stay on /metrics.
+  server.set_not_ready("re-sharding: 2 -> 3 workers");
+  ready = client.Get("/readyz");
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_EQ(ready->body, "re-sharding: 2 -> 3 workers\n");
+  metrics = client.Get("/metrics");
+  EXPECT_NE(metrics->body.find("redwood_ready 0\n"), std::string::npos);
+  EXPECT_NE(metrics->body.find(R"(redwood_stream_frames_delivered_total{pipeline="ocr",stream="cam0"} 50)"), std::string::npos);
+  server.publish("ocr", stats);
+  EXPECT_EQ(client.Get("/readyz")->status, 200);
+
   // A camera in an outage, a stream with nothing yet, a sink that cannot write: 503, each named.
   stats.streams[0].connected = false;
   stats.streams[0].outage_ms = 2500;
