@@ -324,10 +324,11 @@ TEST(ShardLauncher, ShardOptionAndItsErrors) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("neither REDWOOD_REPLICAS (a fixed worker count) nor REDWOOD_PEERS"), std::string::npos)
       << r.output;
-  // The count from DNS: 'localhost' is one address (per family), and ordinal 2 counts itself: 3.
-  r = statefulset("POD_NAME=redwood-2 REDWOOD_PEERS=localhost");
+  // The count from the lookup: '127.0.0.1' is one address (numeric: no /etc/hosts or DNS needed),
+  // and ordinal 2 counts itself: 3.
+  r = statefulset("POD_NAME=redwood-2 REDWOOD_PEERS=127.0.0.1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("shard count from REDWOOD_PEERS='localhost': 3 worker(s), counted every 10 s"),
+  EXPECT_NE(r.output.find("shard count from REDWOOD_PEERS='127.0.0.1': 3 worker(s), counted every 10 s"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("shard 2/3: " + std::to_string(owned) + " of 12 stream(s)"), std::string::npos) << r.output;
@@ -338,7 +339,7 @@ TEST(ShardLauncher, ShardOptionAndItsErrors) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("(retried for 0.3 s: 3 x REDWOOD_PEERS_INTERVAL)"), std::string::npos) << r.output;
-  r = statefulset("POD_NAME=redwood-0 REDWOOD_PEERS=localhost REDWOOD_PEERS_INTERVAL=0");
+  r = statefulset("POD_NAME=redwood-0 REDWOOD_PEERS=127.0.0.1 REDWOOD_PEERS_INTERVAL=0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("REDWOOD_PEERS_INTERVAL='0' is not a number of seconds from 0.1 to 3600"), std::string::npos)
       << r.output;
