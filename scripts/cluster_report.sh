@@ -9,6 +9,7 @@
 #   bash scripts/cluster_report.sh          # HOST_TAG names the machine in the file (default: vm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/results_header.sh
 build=${BUILD_DIR:-build}
 tag=${HOST_TAG:-vm}
 command -v nats-server >/dev/null || [[ -x /usr/sbin/nats-server ]] || {
@@ -23,20 +24,12 @@ text=$("$build/bin/redwood_tests" --gtest_filter='Cluster.*' 2>&1) || {
 lines=$(grep '^cluster:' <<<"$text" || true)
 [[ -n $lines ]] || { echo "$text" >&2; echo "cluster_report: the test printed no figures (skipped?)" >&2; exit 1; }
 timing=$(grep -E '^\[ +OK \] Cluster\.' <<<"$text")
-commit=$(git rev-parse --short HEAD)
-[[ -z $(git status --porcelain --untracked-files=no) ]] || commit+=-dirty
+commit=$(results_commit)
 day=$(date -u +%F)
 out=docs/results/$day-$tag-cluster-$commit.md
 {
-  echo "# $day · $(nproc)-core $(uname -m) VM · the cluster test"
-  echo
-  echo "| | |"
-  echo "| --- | --- |"
-  echo "| date | $day |"
-  echo "| machine | $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(. /etc/os-release && echo "$PRETTY_NAME") |"
-  echo "| commit | $commit (the results were recorded at this commit) |"
-  echo "| NATS | $(nats-server --version 2>/dev/null || /usr/sbin/nats-server --version), libnats $(pkg-config --modversion libnats 2>/dev/null || echo ?) |"
-  echo "| command | \`bash scripts/cluster_report.sh\` |"
+  results_header "$day" "$commit" "the cluster test" "| NATS | $(nats_versions) |" \
+    "| command | \`bash scripts/cluster_report.sh\` |"
   echo
   echo "On loopback: nats-server with JetStream, launchers started as a StatefulSet's pods"
   echo "(POD_NAME, REDWOOD_REPLICAS, \`--shard statefulset\`), 24 synthetic streams of 120 frames"

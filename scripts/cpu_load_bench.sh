@@ -8,6 +8,7 @@
 #   bash scripts/cpu_load_bench.sh            # HOST_TAG names the machine in the file (default: vm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/results_header.sh
 build=${BUILD_DIR:-build}
 load=${LOAD:-3}
 repeats=${REPEATS:-3}
@@ -30,16 +31,9 @@ measure() {  # label, env assignment or "", load
 measure "passive (default)" "" 0
 for ((i = 1; i <= repeats; ++i)); do measure "passive (default), run $i" "" "$load"; done
 measure "OMP_WAIT_POLICY=ACTIVE" "OMP_WAIT_POLICY=ACTIVE" "$load"
-commit=$(git rev-parse --short HEAD)
-[[ -z $(git status --porcelain --untracked-files=no) ]] || commit+=-dirty
+commit=$(results_commit)
 {
-  echo "# $day · $(nproc)-core $(uname -m) VM · CPU inference under load"
-  echo
-  echo "| | |"
-  echo "| --- | --- |"
-  echo "| date | $day |"
-  echo "| machine | $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(. /etc/os-release && echo "$PRETTY_NAME") |"
-  echo "| commit | $commit (the results were recorded at this commit) |"
+  results_header "$day" "$commit" "CPU inference under load"
   echo "| command | \`bash scripts/cpu_load_bench.sh\` (LOAD=$load, REPEATS=$repeats): \`${bench[*]} --load N\` |"
   echo
   echo "PP-OCRv4 det on a real frame of vtest-captions.avi, two threads each, medians of 20 runs; the"

@@ -9,6 +9,7 @@
 #   bash scripts/nats_bench.sh            # HOST_TAG names the machine in the file (default: vm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/results_header.sh
 build=${BUILD_DIR:-build}
 frames=${FRAMES:-5000}
 repeats=${REPEATS:-3}
@@ -29,20 +30,12 @@ for ((i = 1; i <= repeats; ++i)); do  # REPEATS runs: a small shared machine var
   echo "$run"
   lines+=$run$'\n'
 done
-commit=$(git rev-parse --short HEAD)
-[[ -z $(git status --porcelain --untracked-files=no) ]] || commit+=-dirty
+commit=$(results_commit)
 day=$(date -u +%F)
 out=docs/results/$day-$tag-nats-$commit.md
 {
-  echo "# $day · $(nproc)-core $(uname -m) VM · NATS JetStream sink"
-  echo
-  echo "| | |"
-  echo "| --- | --- |"
-  echo "| date | $day |"
-  echo "| machine | $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), $(. /etc/os-release && echo "$PRETTY_NAME") |"
-  echo "| commit | $commit (the results were recorded at this commit) |"
-  echo "| NATS | $(nats-server --version 2>/dev/null || /usr/sbin/nats-server --version), libnats $(pkg-config --modversion libnats 2>/dev/null || echo ?) |"
-  echo "| command | \`bash scripts/nats_bench.sh\` (FRAMES=$frames, REPEATS=$repeats) |"
+  results_header "$day" "$commit" "NATS JetStream sink" "| NATS | $(nats_versions) |" \
+    "| command | \`bash scripts/nats_bench.sh\` (FRAMES=$frames, REPEATS=$repeats) |"
   echo
   echo "Throughput: one synthetic stream as fast as taken (32x24 frames, no stages), the NATS sink"
   echo "alone with its defaults (max_pending 256), timed from the run's start to its end, the"

@@ -1,4 +1,4 @@
-// The cluster test (issue 23), on loopback: nats-server with JetStream, and launcher processes
+// The cluster test, on loopback: nats-server with JetStream, and launcher processes
 // started as a Kubernetes StatefulSet starts its pods (POD_NAME=redwood-<ordinal>,
 // REDWOOD_REPLICAS, `redwood run FILE --shard statefulset`), running one file of 24 paced
 // synthetic streams into a `nats` sink. Checked: every stream has exactly one owner; every
