@@ -9,6 +9,9 @@
 
 #include <opencv2/core.hpp>
 
+#include <cstdint>
+#include <vector>
+
 namespace redwood {
 
 class FrameMemory;
@@ -34,5 +37,16 @@ inline RectF from_cv(const cv::Rect2f& r) { return {r.x, r.y, r.width, r.height}
 /// A Mat header whose buffer, once created, comes from `memory` (when given): for the
 /// intermediate pictures of a stage (resized, warped), which stay Mats.
 cv::Mat frame_mat(FrameMemory* memory);
+
+/// A rows x cols Mat of `type` over `buffer`, which grows when too small and never shrinks: for an
+/// intermediate picture that lives only inside one call. Handed to OpenCV as an output of that
+/// size and type, it is written in place (create() finds it the right size), so a per-thread
+/// buffer makes the call allocate nothing once the largest picture has been seen. Valid until
+/// the buffer next grows.
+inline cv::Mat scratch_mat(std::vector<std::uint8_t>& buffer, int rows, int cols, int type) {
+  const std::size_t bytes = static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols) * CV_ELEM_SIZE(type);
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return cv::Mat(rows, cols, type, buffer.data());
+}
 
 }  // namespace redwood

@@ -6,10 +6,16 @@
 //     output: rec_in
 //     height: 48
 //     max_width: 320
+//
+// A crop lives only while its row is written: it is warped and resized into buffers of the
+// worker thread's own, which stop growing once the largest crop has been seen, so a frame's
+// crops take no memory of their own (the warp is OpenCV's, computed without its per-block
+// buffers: stages/postprocess/perspective_warp.hpp).
 
 #include "stages/postprocess/text_crops.hpp"
 
 #include "stages/picture_cv.hpp"
+#include "stages/postprocess/perspective_warp.hpp"
 #include "stages/stage.hpp"
 
 #include <opencv2/imgproc.hpp>
@@ -19,43 +25,71 @@
 
 namespace redwood {
 
+namespace {
+
+// The quad's corners and the upright size its content is warped to.
+struct QuadWarp {
+  std::array<cv::Point2f, 4> corners;
+  int width = 1, height = 1;
+};
+
+QuadWarp quad_warp(const std::vector<PointF>& quad) {
+  QuadWarp q;
+  q.corners = {to_cv(quad.at(0)), to_cv(quad.at(1)), to_cv(quad.at(2)), to_cv(quad.at(3))};
+  const auto& c = q.corners;
+  const float w = std::max(cv::norm(c[0] - c[1]), cv::norm(c[2] - c[3]));
+  const float h = std::max(cv::norm(c[0] - c[3]), cv::norm(c[1] - c[2]));
+  q.width = std::max(1, static_cast<int>(std::lround(w)));
+  q.height = std::max(1, static_cast<int>(std::lround(h)));
+  return q;
+}
+
+// Warps the quad's content into `crop` (already q.height x q.width, the picture's type).
+void warp_quad(const cv::Mat& bgr, const QuadWarp& q, cv::Mat& crop) {
+  const auto w = static_cast<float>(q.width), h = static_cast<float>(q.height);
+  const std::array<cv::Point2f, 4> upright{cv::Point2f{0, 0}, {w, 0}, {w, h}, {0, h}};
+  warp_perspective_cubic(bgr, perspective_transform(q.corners, upright), crop);
+}
+
+// Tall regions are vertical text: they are turned to read left to right, as PP-OCR does.
+bool is_vertical(const QuadWarp& q) { return q.height >= 1.5 * q.width; }
+
+// The crop resized to the strip's height (its width kept in proportion, at most max_width) and
+// normalized into one [3, height, max_width] row of the batch, whose padding is already zero.
+void write_crop(const cv::Mat& crop, const TextCropOptions& o, float* dst) {
+  thread_local std::vector<std::uint8_t> resized_bytes;
+  const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(crop.cols) / crop.rows)), 1, o.max_width);
+  cv::Mat resized = scratch_mat(resized_bytes, o.height, w, CV_8UC3);
+  cv::resize(crop, resized, resized.size(), 0, 0, cv::INTER_LINEAR);
+  const std::size_t plane = static_cast<std::size_t>(o.height) * o.max_width;
+  // (p * scale - mean) / std as one multiply-add, a channel plane at a time (vectorized).
+  const float alpha = o.scale / o.std, beta = -o.mean / o.std;
+  for (int ch = 0; ch < 3; ++ch) {
+    const int src = o.rgb ? 2 - ch : ch;
+    for (int y = 0; y < o.height; ++y) {
+      const std::uint8_t* __restrict row = resized.ptr<std::uint8_t>(y);
+      float* __restrict out = dst + ch * plane + static_cast<std::size_t>(y) * o.max_width;
+      for (int x = 0; x < w; ++x) out[x] = static_cast<float>(row[3 * x + src]) * alpha + beta;
+    }
+  }
+}
+
+}  // namespace
+
 cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<PointF>& quad, FrameMemory* memory) {
-  const std::array<cv::Point2f, 4> q{to_cv(quad.at(0)), to_cv(quad.at(1)), to_cv(quad.at(2)), to_cv(quad.at(3))};
-  const float w = std::max(cv::norm(q[0] - q[1]), cv::norm(q[2] - q[3]));
-  const float h = std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2]));
-  const int cw = std::max(1, static_cast<int>(std::lround(w))), ch = std::max(1, static_cast<int>(std::lround(h)));
-  const std::vector<cv::Point2f> dst{{0, 0}, {static_cast<float>(cw), 0}, {static_cast<float>(cw), static_cast<float>(ch)},
-                                     {0, static_cast<float>(ch)}};
+  const QuadWarp q = quad_warp(quad);
   cv::Mat crop = frame_mat(memory);
-  cv::warpPerspective(bgr, crop, cv::getPerspectiveTransform(q, dst), cv::Size(cw, ch), cv::INTER_CUBIC,
-                      cv::BORDER_REPLICATE);
-  // Tall regions are vertical text: turn them to read left to right, as PP-OCR does.
-  if (crop.rows >= 1.5 * crop.cols) cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
+  crop.create(q.height, q.width, bgr.type());
+  warp_quad(bgr, q, crop);
+  if (is_vertical(q)) cv::rotate(crop, crop, cv::ROTATE_90_COUNTERCLOCKWISE);
   return crop;
 }
 
 Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions& o, FrameMemory* memory) {
   const std::int64_t k = static_cast<std::int64_t>(crops.size());
   Tensor out = frame_tensor_zeros(memory, DType::kF32, {k, 3, o.height, o.max_width});
-  cv::Mat resized = frame_mat(memory);
-  float* base = out.data<float>();
-  const std::size_t plane = static_cast<std::size_t>(o.height) * o.max_width;
-  for (std::int64_t i = 0; i < k; ++i) {
-    const cv::Mat& c = crops[i];
-    const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(c.cols) / c.rows)), 1, o.max_width);
-    cv::resize(c, resized, cv::Size(w, o.height), 0, 0, cv::INTER_LINEAR);
-    float* dst = base + i * 3 * plane;
-    // (p * scale - mean) / std as one multiply-add, a channel plane at a time (vectorized).
-    const float alpha = o.scale / o.std, beta = -o.mean / o.std;
-    for (int ch = 0; ch < 3; ++ch) {
-      const int src = o.rgb ? 2 - ch : ch;
-      for (int y = 0; y < o.height; ++y) {
-        const std::uint8_t* __restrict row = resized.ptr<std::uint8_t>(y);
-        float* __restrict out = dst + ch * plane + static_cast<std::size_t>(y) * o.max_width;
-        for (int x = 0; x < w; ++x) out[x] = static_cast<float>(row[3 * x + src]) * alpha + beta;
-      }
-    }
-  }
+  const std::size_t row = 3 * static_cast<std::size_t>(o.height) * o.max_width;
+  for (std::int64_t i = 0; i < k; ++i) write_crop(crops[static_cast<std::size_t>(i)], o, out.data<float>() + i * row);
   return out;
 }
 
@@ -76,17 +110,32 @@ class TextCropsStage final : public Stage {
   }
 
  private:
+  static bool is_text(const Detection& d) { return d.kind == "text" && d.quad.size() == 4; }
+
   void do_process(std::span<Frame* const> frames) override {
+    // rectify_quad's steps, into this thread's buffers: warped, then turned when vertical.
+    thread_local std::vector<std::uint8_t> warped_bytes, turned_bytes;
     for (Frame* f : frames) {
-      std::vector<cv::Mat> crops;
+      const cv::Mat bgr = as_mat(f->image);
       std::vector<int> parents;  // the detection each row was cut from (Frame::crop_parents)
       for (std::size_t i = 0; i < f->detections.size(); ++i) {
-        const Detection& d = f->detections[i];
-        if (d.kind != "text" || d.quad.size() != 4) continue;
-        crops.push_back(rectify_quad(as_mat(f->image), d.quad, f->memory));
-        parents.push_back(static_cast<int>(i));
+        if (is_text(f->detections[i])) parents.push_back(static_cast<int>(i));
       }
-      f->tensors[output_] = crops_to_tensor(crops, options_, f->memory);
+      const auto k = static_cast<std::int64_t>(parents.size());
+      Tensor batch = frame_tensor_zeros(f->memory, DType::kF32, {k, 3, options_.height, options_.max_width});
+      const std::size_t row = 3 * static_cast<std::size_t>(options_.height) * options_.max_width;
+      for (std::int64_t r = 0; r < k; ++r) {
+        const QuadWarp q = quad_warp(f->detections[static_cast<std::size_t>(parents[static_cast<std::size_t>(r)])].quad);
+        cv::Mat crop = scratch_mat(warped_bytes, q.height, q.width, bgr.type());
+        warp_quad(bgr, q, crop);
+        if (is_vertical(q)) {
+          cv::Mat turned = scratch_mat(turned_bytes, q.width, q.height, bgr.type());
+          cv::rotate(crop, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
+          crop = turned;
+        }
+        write_crop(crop, options_, batch.data<float>() + r * row);
+      }
+      f->tensors[output_] = std::move(batch);
       f->crop_parents[output_] = std::move(parents);
     }
   }

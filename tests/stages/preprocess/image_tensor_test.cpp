@@ -227,6 +227,31 @@ TEST(TextCrops, EachCropIsNormalizedAtTheStripHeightAndPaddedWithZeros) {
   }
 }
 
+// rectify_quad against OpenCV's own warp of the same quad (cv::getPerspectiveTransform,
+// cv::warpPerspective, INTER_CUBIC, BORDER_REPLICATE): the same bytes, a tall quad turned upright.
+TEST(TextCrops, RectifiedCropsAreOpenCvsWarp) {
+  cv::Mat frame(120, 160, CV_8UC3);
+  cv::randu(frame, cv::Scalar::all(0), cv::Scalar::all(256));
+  const std::vector<std::vector<PointF>> quads{{{10.4f, 20.2f}, {90.7f, 24.9f}, {88.1f, 41.3f}, {9.2f, 37.5f}},
+                                               {{120.f, 10.f}, {135.5f, 11.f}, {133.f, 80.2f}, {118.5f, 79.f}},
+                                               {{-5.f, 100.f}, {170.f, 98.f}, {171.f, 125.f}, {-6.f, 126.f}}};
+  for (const auto& quad : quads) {
+    const cv::Point2f q[4] = {{quad[0].x, quad[0].y}, {quad[1].x, quad[1].y}, {quad[2].x, quad[2].y}, {quad[3].x, quad[3].y}};
+    const float w = std::max(cv::norm(q[0] - q[1]), cv::norm(q[2] - q[3]));
+    const float h = std::max(cv::norm(q[0] - q[3]), cv::norm(q[1] - q[2]));
+    const int cw = std::max(1, static_cast<int>(std::lround(w))), ch = std::max(1, static_cast<int>(std::lround(h)));
+    const cv::Point2f dst[4] = {{0, 0}, {static_cast<float>(cw), 0}, {static_cast<float>(cw), static_cast<float>(ch)},
+                                {0, static_cast<float>(ch)}};
+    cv::Mat want;
+    cv::warpPerspective(frame, want, cv::getPerspectiveTransform(q, dst), cv::Size(cw, ch), cv::INTER_CUBIC,
+                        cv::BORDER_REPLICATE);
+    if (want.rows >= 1.5 * want.cols) cv::rotate(want, want, cv::ROTATE_90_COUNTERCLOCKWISE);
+    const cv::Mat got = rectify_quad(frame, quad);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(cv::norm(got, want, cv::NORM_INF), 0);
+  }
+}
+
 // Options of each kind: NCHW RGB stretched; NHWC BGR letterboxed; grey.
 struct PixelCase {
   Shape dims;
