@@ -22,7 +22,7 @@
 
 namespace redwood {
 
-std::vector<PointF> order_quad(std::vector<PointF> pts) {
+std::array<PointF, 4> order_quad(std::array<PointF, 4> pts) {
   // PP-OCR's get_mini_boxes: sort by x, then the left pair by y and the right pair by y.
   std::sort(pts.begin(), pts.end(), [](auto& a, auto& b) { return a.x < b.x; });
   const auto [tl, bl] = pts[0].y <= pts[1].y ? std::pair{pts[0], pts[1]} : std::pair{pts[1], pts[0]};
@@ -30,20 +30,25 @@ std::vector<PointF> order_quad(std::vector<PointF> pts) {
   return {tl, tr, br, bl};
 }
 
-std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& o) {
+void decode_db(const float* prob, int height, int width, const DbOptions& o, std::vector<TextQuad>& quads) {
+  // The mask, the contours and each region's mask live in this thread's buffers, which keep
+  // their capacity from frame to frame (findContours and minAreaRect still allocate inside).
+  thread_local std::vector<std::uint8_t> mask_bytes, region_bytes;
+  thread_local std::vector<std::vector<cv::Point>> contours, shifted(1);
+  quads.clear();
   const cv::Mat map(height, width, CV_32F, const_cast<float*>(prob));
-  cv::Mat mask = map > o.threshold;  // 0 / 255
-  std::vector<std::vector<cv::Point>> contours;
+  cv::Mat mask = scratch_mat(mask_bytes, height, width, CV_8U);
+  cv::compare(map, o.threshold, mask, cv::CMP_GT);  // 0 / 255
   cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
-  std::vector<TextQuad> quads;
   for (std::size_t i = 0; i < contours.size() && static_cast<int>(i) < o.max_candidates; ++i) {
     const cv::RotatedRect rect = cv::minAreaRect(contours[i]);
     if (std::min(rect.size.width, rect.size.height) < o.min_size) continue;
     // Score: mean probability inside the contour (PP-OCR's "slow" mode, exact for rotated text).
     const cv::Rect bounds = cv::boundingRect(contours[i]) & cv::Rect(0, 0, width, height);
     if (bounds.empty()) continue;
-    cv::Mat region_mask = cv::Mat::zeros(bounds.size(), CV_8U);
-    std::vector<std::vector<cv::Point>> shifted{contours[i]};
+    cv::Mat region_mask = scratch_mat(region_bytes, bounds.height, bounds.width, CV_8U);
+    region_mask.setTo(cv::Scalar::all(0));
+    shifted[0].assign(contours[i].begin(), contours[i].end());
     for (auto& p : shifted[0]) p -= bounds.tl();
     cv::fillPoly(region_mask, shifted, cv::Scalar(1));
     const float score = static_cast<float>(cv::mean(map(bounds), region_mask)[0]);
@@ -55,16 +60,21 @@ std::vector<TextQuad> decode_db(const float* prob, int height, int width, const 
     if (std::min(grown.size.width, grown.size.height) < o.min_size + 2) continue;
     std::array<cv::Point2f, 4> corners;
     grown.points(corners.data());
-    std::vector<PointF> pts(4);
+    std::array<PointF, 4> pts;
     for (std::size_t k = 0; k < 4; ++k) {
       pts[k] = {std::clamp(corners[k].x, 0.f, static_cast<float>(width)), std::clamp(corners[k].y, 0.f, static_cast<float>(height))};
     }
-    quads.push_back({order_quad(std::move(pts)), score});
+    quads.push_back({order_quad(pts), score});
   }
   std::sort(quads.begin(), quads.end(), [](const TextQuad& a, const TextQuad& b) {
     if (std::abs(a.points[0].y - b.points[0].y) > 10.f) return a.points[0].y < b.points[0].y;
     return a.points[0].x < b.points[0].x;
   });
+}
+
+std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& o) {
+  std::vector<TextQuad> quads;
+  decode_db(prob, height, width, o, quads);
   return quads;
 }
 
@@ -105,10 +115,14 @@ class DbTextStage final : public Stage {
       // The map may differ in size from the tensor fed (it does not for DB): rescale first.
       const float sx = tf.tensor_width > 0 ? static_cast<float>(tf.tensor_width) / w : 1.f;
       const float sy = tf.tensor_height > 0 ? static_cast<float>(tf.tensor_height) / h : 1.f;
-      for (const TextQuad& q : decode_db(prob.data<float>(), h, w, options_)) {
+      thread_local std::vector<TextQuad> quads;
+      decode_db(prob.data<float>(), h, w, options_, quads);
+      f->detections.reserve(f->detections.size() + quads.size());
+      for (const TextQuad& q : quads) {
         Detection d;
         d.kind = "text";
         d.score = q.score;
+        d.quad.reserve(q.points.size());
         std::array<cv::Point2f, 4> corners;  // the quad's (decode_db gives 4), for OpenCV's bounding box
         for (std::size_t k = 0; k < corners.size(); ++k) {
           PointF pic = tf.to_picture({q.points[k].x * sx, q.points[k].y * sy});

@@ -6,6 +6,7 @@
 
 #include "stages/geometry.hpp"
 
+#include <array>
 #include <vector>
 
 namespace redwood {
@@ -19,15 +20,17 @@ struct DbOptions {
 };
 
 struct TextQuad {
-  std::vector<PointF> points;  // 4, clockwise from top-left, map coordinates
+  std::array<PointF, 4> points;  // clockwise from top-left, map coordinates
   float score = 0.f;
 };
 
 /// Decodes one H x W probability map (row-major floats). Quads are sorted top to bottom, then
 /// left to right.
 std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& options);
+/// The same into `quads` (cleared first): a vector kept across frames keeps its capacity.
+void decode_db(const float* prob, int height, int width, const DbOptions& options, std::vector<TextQuad>& quads);
 
 /// Orders 4 points clockwise from the top-left one.
-std::vector<PointF> order_quad(std::vector<PointF> points);
+std::array<PointF, 4> order_quad(std::array<PointF, 4> points);
 
 }  // namespace redwood

@@ -130,11 +130,14 @@ namespace {
 
 // The geometry and colour steps both ways share: resize (stretch or letterbox) to the fit, then
 // the model's channel order. The last step writes into `into` (a tensor's pixels) when given.
+// The intermediate pictures live in this thread's buffers (they only grow): the picture returned
+// is valid until the thread's next call, which is all its callers need.
 cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTensorOptions& options,
-                       ImageTransform* transform, FrameMemory* memory, cv::Mat* into) {
+                       ImageTransform* transform, cv::Mat* into) {
+  thread_local std::vector<std::uint8_t> inner_bytes, resized_bytes, ordered_bytes;
   const bool reorder = fit.channels == 1 || options.rgb;
   const int height = fit.height, width = fit.width;
-  cv::Mat resized = into != nullptr && !reorder ? *into : frame_mat(memory);
+  cv::Mat resized = into != nullptr && !reorder ? *into : scratch_mat(resized_bytes, height, width, bgr.type());
   ImageTransform tf;
   tf.tensor_width = width;
   tf.tensor_height = height;
@@ -142,8 +145,8 @@ cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTen
     const double s = std::min(static_cast<double>(width) / bgr.cols, static_cast<double>(height) / bgr.rows);
     const int w = std::max(1, static_cast<int>(std::lround(bgr.cols * s)));
     const int h = std::max(1, static_cast<int>(std::lround(bgr.rows * s)));
-    cv::Mat inner = frame_mat(memory);
-    cv::resize(bgr, inner, cv::Size(w, h), 0, 0, cv::INTER_LINEAR);
+    cv::Mat inner = scratch_mat(inner_bytes, h, w, bgr.type());
+    cv::resize(bgr, inner, inner.size(), 0, 0, cv::INTER_LINEAR);
     const int left = (width - w) / 2, top = (height - h) / 2;
     cv::copyMakeBorder(inner, resized, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
                        cv::Scalar::all(options.pad_value));
@@ -152,14 +155,14 @@ cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTen
     tf.pad_x = static_cast<float>(left);
     tf.pad_y = static_cast<float>(top);
   } else if (height != bgr.rows || width != bgr.cols) {
-    cv::resize(bgr, resized, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
+    cv::resize(bgr, resized, resized.size(), 0, 0, cv::INTER_LINEAR);
     tf.scale_x = static_cast<float>(width) / bgr.cols;
     tf.scale_y = static_cast<float>(height) / bgr.rows;
   } else {
     resized = bgr;
   }
   if (transform) *transform = tf;
-  cv::Mat ordered = into != nullptr ? *into : frame_mat(memory);
+  cv::Mat ordered = into != nullptr ? *into : scratch_mat(ordered_bytes, height, width, CV_8UC(fit.channels));
   if (fit.channels == 1) {
     cv::cvtColor(resized, ordered, cv::COLOR_BGR2GRAY);
   } else if (options.rgb) {
@@ -181,7 +184,7 @@ Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
                        ImageTransform* transform, FrameMemory* memory) {
   const PictureFit fit = fit_picture(bgr, input, options);
-  const cv::Mat ordered = fitted_picture(bgr, fit, options, transform, memory, nullptr);
+  const cv::Mat ordered = fitted_picture(bgr, fit, options, transform, nullptr);
   const Shape shape = fit.nchw ? Shape{1, fit.channels, fit.height, fit.width} : Shape{1, fit.height, fit.width, fit.channels};
   Tensor out = frame_tensor(memory, DType::kF32, shape);
   write_normalized(ordered, fit.channels, options.scale, options.mean.data(), options.std.data(), fit.nchw,
@@ -194,7 +197,7 @@ Tensor image_to_pixels(const cv::Mat& bgr, const ValueInfo& input, const ImageTe
   const PictureFit fit = fit_picture(bgr, input, options);
   Tensor out = frame_tensor(memory, DType::kU8, {1, fit.height, fit.width, fit.channels});
   cv::Mat into(fit.height, fit.width, CV_8UC(fit.channels), out.raw_data());
-  fitted_picture(bgr, fit, options, transform, memory, &into);
+  fitted_picture(bgr, fit, options, transform, &into);
   return out;
 }
 

@@ -73,7 +73,9 @@ PictureInput picture_input(const PictureFit& fit, const ImageTensorOptions& opti
 /// width from 1 to kMaxPicturePixels, and at most kMaxPicturePixels in all.
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options);
 /// The same, also saying how picture coordinates map into the tensor (for boxes found in it);
-/// with `memory`, the tensor and the intermediate pictures come from that pool.
+/// with `memory`, the tensor comes from that pool. The intermediate pictures (resized, reordered)
+/// live in buffers of the calling thread that only grow: once the largest has been seen, only
+/// the tensor is new.
 Tensor image_to_tensor(const cv::Mat& bgr, const ValueInfo& input, const ImageTensorOptions& options,
                        ImageTransform* transform, FrameMemory* memory = nullptr);
 
