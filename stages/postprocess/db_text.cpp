@@ -35,19 +35,26 @@ void decode_db(const float* prob, int height, int width, const DbOptions& o, std
   // their capacity from frame to frame (findContours and minAreaRect still allocate inside).
   thread_local std::vector<std::uint8_t> mask_bytes, region_bytes;
   thread_local std::vector<std::vector<cv::Point>> contours, shifted(1);
+  thread_local std::vector<cv::Point> hull;
+  thread_local std::vector<cv::Point2f> hull_points;
   quads.clear();
   const cv::Mat map(height, width, CV_32F, const_cast<float*>(prob));
   cv::Mat mask = scratch_mat(mask_bytes, height, width, CV_8U);
   cv::compare(map, o.threshold, mask, cv::CMP_GT);  // 0 / 255
   cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
   for (std::size_t i = 0; i < contours.size() && static_cast<int>(i) < o.max_candidates; ++i) {
-    const cv::RotatedRect rect = cv::minAreaRect(contours[i]);
+    // minAreaRect takes the hull of what it is given and converts an integer one to floats in
+    // new Mats; given the float hull, it finds the same hull (same points, same order) and
+    // converts nothing.
+    cv::convexHull(contours[i], hull);
+    hull_points.assign(hull.begin(), hull.end());
+    const cv::RotatedRect rect = cv::minAreaRect(hull_points);
     if (std::min(rect.size.width, rect.size.height) < o.min_size) continue;
     // Score: mean probability inside the contour (PP-OCR's "slow" mode, exact for rotated text).
     const cv::Rect bounds = cv::boundingRect(contours[i]) & cv::Rect(0, 0, width, height);
     if (bounds.empty()) continue;
     cv::Mat region_mask = scratch_mat(region_bytes, bounds.height, bounds.width, CV_8U);
-    region_mask.setTo(cv::Scalar::all(0));
+    std::fill_n(region_mask.data, region_mask.total(), std::uint8_t{0});  // continuous (setTo allocates inside)
     shifted[0].assign(contours[i].begin(), contours[i].end());
     for (auto& p : shifted[0]) p -= bounds.tl();
     cv::fillPoly(region_mask, shifted, cv::Scalar(1));

@@ -4,7 +4,9 @@
 #include "stages/postprocess/db_text.hpp"
 
 #include <gtest/gtest.h>
+#include <opencv2/imgproc.hpp>
 
+#include <random>
 #include <vector>
 
 namespace redwood {
@@ -53,6 +55,33 @@ TEST(DbText, QuadsSortTopToBottomThenLeftToRight) {
   EXPECT_LT(quads[0].points[0].x, 60);
   EXPECT_GT(quads[1].points[0].x, 100);
   EXPECT_GT(quads[2].points[0].y, 40);
+}
+
+// decode_db hands minAreaRect the contour's convex hull as floats (no conversion inside OpenCV):
+// on ragged blobs of random shapes, the very rectangle minAreaRect finds from the contour itself.
+TEST(DbText, TheFloatHullGivesTheContoursMinimumRectangle) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> coordinate(5, 150), size(3, 40);
+  for (int round = 0; round < 20; ++round) {
+    cv::Mat mask(200, 200, CV_8U, cv::Scalar::all(0));
+    for (int k = 0; k < 8; ++k) {
+      const cv::RotatedRect blob(cv::Point2f(static_cast<float>(coordinate(rng)), static_cast<float>(coordinate(rng))),
+                                 cv::Size2f(static_cast<float>(size(rng)), static_cast<float>(size(rng))),
+                                 static_cast<float>(coordinate(rng)));
+      cv::ellipse(mask, blob, cv::Scalar::all(255), cv::FILLED);
+    }
+    std::vector<std::vector<cv::Point>> contours;
+    cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+    for (const auto& contour : contours) {
+      std::vector<cv::Point> hull;
+      cv::convexHull(contour, hull);
+      const std::vector<cv::Point2f> hull_points(hull.begin(), hull.end());
+      const cv::RotatedRect want = cv::minAreaRect(contour), got = cv::minAreaRect(hull_points);
+      EXPECT_EQ(got.center, want.center);
+      EXPECT_EQ(got.size, want.size);
+      EXPECT_EQ(got.angle, want.angle);
+    }
+  }
 }
 
 }  // namespace
