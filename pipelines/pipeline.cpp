@@ -5,11 +5,14 @@
 #include "pipelines/pipeline.hpp"
 
 #include "pipelines/source_list.hpp"
+#include "core/log.hpp"
+#include "runtime/placed_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -83,6 +86,10 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     service_.queue = s.get<int>("queue", service_.queue);
     service_.threads = s.get<int>("threads", service_.threads);
     service_.status_interval_s = s.get<double>("status_interval_s", service_.status_interval_s);
+    service_.placement.latency_limit_ms = s.get<double>("latency_limit_ms", 0);
+    service_.placement.cpu_stage_ms = s.get<double>("cpu_stage_ms", 0);
+    if (!(service_.placement.latency_limit_ms >= 0)) s.fail("latency_limit_ms", "must be >= 0 (0: no limit)");
+    if (!(service_.placement.cpu_stage_ms >= 0)) s.fail("cpu_stage_ms", "must be >= 0 (core-milliseconds a frame)");
     s.node("metrics");  // read (and checked) by read_metrics_settings
     service_.metrics = read_metrics_settings(file);
     const auto pool_mb = s.get<std::int64_t>("frame_pool_mb", static_cast<std::int64_t>(service_.memory.limit_bytes >> 20));
@@ -175,6 +182,15 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
       if (entry.slots < 1 || entry.slots > 4) p.fail("slots", "must be from 1 to 4 (batches in flight per runner)");
       entry.instances = p.get<int>("instances", entry.instances);
       if (entry.instances < 1 || entry.instances > 16) p.fail("instances", "must be from 1 to 16 (runners per device)");
+      // `device: auto` models are placed together once every stage is checked (place_auto_models).
+      if (entry.device == "auto") entry.joint = std::make_shared<runtime::JointPlacement>();
+      if (p.has("rows_per_frame")) {
+        if (entry.device != "auto") p.fail("rows_per_frame", "is for the pipeline placement of device: auto models");
+        entry.rows_per_frame = p.get<double>("rows_per_frame", 0);
+        if (!(entry.rows_per_frame > 0 && entry.rows_per_frame <= 4096)) {
+          p.fail("rows_per_frame", "must be above 0 and at most 4096 (rows a frame the model is fed: crops a frame)");
+        }
+      }
       if (p.has("devices")) {
         entry.devices = p.get<std::vector<int>>("devices", {});
         if (entry.device == "cpu") p.fail("devices", "lists GPUs; this model runs on the CPU (device: cuda or auto)");
@@ -234,6 +250,8 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
     stages_.push_back(std::move(stage));
   }
 
+  place_models();
+
   // The frames' pool: page-locked memory when a model runs on a GPU (its runners then copy the
   // frames' tensors in and the outputs back with no staging), else plain host memory.
   for (const auto& stage : stages_) {
@@ -258,6 +276,40 @@ Pipeline::Pipeline(const PipelineFile& file, const PipelineOptions& options) : o
 }
 
 Pipeline::~Pipeline() = default;
+
+double Pipeline::frames_per_s() const {
+  const bool paced = options_.realtime || options_.fps > 0 ||
+                     std::all_of(streams_.begin(), streams_.end(), [](const Stream& s) { return s.source->live(); });
+  if (!paced) return 0;
+  double total = 0;
+  for (const Stream& s : streams_) {
+    const double fps = options_.fps > 0 ? options_.fps : s.source->frame_rate();
+    if (fps <= 0) return 0;  // a stream of unknown rate: throughput alone
+    total += fps;
+  }
+  return total;
+}
+
+void Pipeline::place_models() {
+  const bool waiting = std::any_of(models_.begin(), models_.end(),
+                                   [](const auto& m) { return m.second.joint && !m.second.joint->feeds().empty(); });
+  if (!waiting) return;  // no device: auto model runs where CUDA is usable: nothing changes
+  runtime::PartitionOptions base;
+  base.devices = {"cpu", "cuda"};
+  runtime::CostHistory history;
+  history.load(runtime::CostHistory::default_path());
+  base.history = &history;
+  try {
+    placement_ = place_auto_models(models_, frames_per_s(), service_.placement, base);
+  } catch (const Error& e) {
+    // The runners waiting for a decision then place alone at their first batch.
+    log().warn("pipeline '{}': the pipeline placement failed, each device: auto model is placed alone: {}", name_, e.what());
+    return;
+  }
+  if (placement_) {
+    for (const std::string& line : placement_->lines()) log().info("{}", line);
+  }
+}
 
 std::vector<std::string> Pipeline::stream_names() const {
   std::vector<std::string> names;

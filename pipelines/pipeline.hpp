@@ -15,6 +15,7 @@
 
 #include "pipelines/config.hpp"
 #include "pipelines/metrics.hpp"
+#include "pipelines/pipeline_planner.hpp"
 #include "pipelines/shard.hpp"
 #include "pipelines/stats.hpp"
 #include "stages/frame_memory.hpp"
@@ -41,6 +42,8 @@ struct ServiceSettings {
   double status_interval_s = 1;
   FrameMemoryConfig memory;     // the frame pool (pictures, tensors, batches, crops)
   MetricsSettings metrics;      // the metrics and health endpoint (the launcher serves it)
+  /// latency_limit_ms, cpu_stage_ms: the placement of device: auto models (pipeline_planner.hpp).
+  PipelinePlacementSettings placement;
 };
 
 /// How the launcher asks a pipeline to run its sources (redwood run --streams, --realtime).
@@ -98,6 +101,9 @@ class Pipeline {
   /// With --shard: this worker's place and the streams it owns (also in every PipelineStats).
   const std::optional<ShardStats>& shard() const { return shard_; }
   const std::vector<std::unique_ptr<Stage>>& stages() const { return stages_; }
+  /// The placement of the `device: auto` models, made together at load (none when no such model
+  /// runs where CUDA is usable).
+  const std::optional<PipelinePlan>& placement() const { return placement_; }
   /// The pool frames' buffers come from (statistics: PipelineStats::memory).
   FrameMemory& memory() { return *memory_; }
 
@@ -115,6 +121,11 @@ class Pipeline {
  private:
   /// run() of a sharded worker that owns no stream: waits for options.stop (statuses go on).
   PipelineStats idle(const RunOptions& options, const std::function<PipelineStats(PipelineStats)>& with_shard);
+  /// Every stream's frames a second together: --fps, else the sources' rates when paced (--realtime,
+  /// or live sources); 0 when unpaced or a rate is unknown.
+  double frames_per_s() const;
+  /// Places the device: auto models together (pipeline_planner.hpp), once every stage is checked.
+  void place_models();
 
   std::string name_;
   PipelineOptions options_;
@@ -125,6 +136,7 @@ class Pipeline {
   std::vector<NamedSink> sinks_;
   std::unique_ptr<FrameMemory> memory_;
   std::optional<ShardStats> shard_;
+  std::optional<PipelinePlan> placement_;
 };
 
 }  // namespace redwood

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 
@@ -19,12 +20,19 @@ namespace {
 
 class PlacedRunner final : public ModelRunner {
  public:
-  PlacedRunner(std::shared_ptr<const Graph> graph, PartitionOptions options, const RunnerConfig& config, std::string name)
+  PlacedRunner(std::shared_ptr<const Graph> graph, PartitionOptions options, const RunnerConfig& config, std::string name,
+               std::shared_ptr<JointPlacement> joint)
       : ModelRunner(*graph),
         graph_(std::move(graph)),
         options_(std::move(options)),
         config_(config),
-        name_(std::move(name)) {}
+        name_(std::move(name)),
+        joint_(std::move(joint)) {
+    if (joint_) joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); });
+  }
+  ~PlacedRunner() override {
+    if (joint_) joint_->detach(joint_id_);
+  }
 
   void submit(InferBatch batch, InferDone done) override {
     if (ModelRunner* r = chosen()) {  // placed: straight through, nothing added per batch
@@ -42,7 +50,19 @@ class PlacedRunner final : public ModelRunner {
     runner(shapes).submit(std::move(batch), std::move(done));
   }
 
-  void prepare(const std::vector<Shape>& input_shapes) override { runner(input_shapes).prepare(input_shapes); }
+  void prepare(const std::vector<Shape>& input_shapes) override {
+    {
+      // The pipeline has yet to decide: its planner reads the shapes, and the decided runner is
+      // prepared at them (apply).
+      std::lock_guard lock(mutex_);
+      if (!inner_ && joint_ && !joint_->decision()) {
+        pending_.push_back(input_shapes);
+        joint_->record(input_shapes);
+        return;
+      }
+    }
+    runner(input_shapes).prepare(input_shapes);
+  }
 
   void drain() override {
     if (ModelRunner* r = chosen()) r->drain();
@@ -53,7 +73,8 @@ class PlacedRunner final : public ModelRunner {
   }
   std::string description() const override {
     const ModelRunner* r = chosen();
-    return r != nullptr ? r->description() : fmt::format("placed on {} when its shapes are known", fmt::join(options_.devices, ", "));
+    if (r == nullptr) return fmt::format("placed on {} when its shapes are known", fmt::join(options_.devices, ", "));
+    return decision_ ? fmt::format("{} ({}{})", r->description(), decision_->note, measured(r->stats())) : r->description();
   }
   RunnerStats stats() const override {
     const ModelRunner* r = chosen();
@@ -61,7 +82,9 @@ class PlacedRunner final : public ModelRunner {
   }
   std::vector<RunnerStats> segment_stats() const override {
     const ModelRunner* r = chosen();
-    return r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
+    std::vector<RunnerStats> out = r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
+    if (!out.empty() && decision_) out[0].description += fmt::format(" ({}{})", decision_->note, measured(r->stats()));
+    return out;
   }
 
   const Partition* partition() const {
@@ -73,6 +96,46 @@ class PlacedRunner final : public ModelRunner {
   ModelRunner* chosen() const {
     std::lock_guard lock(mutex_);
     return inner_.get();
+  }
+
+  // ", measured 3.412 ms a batch": what a batch took, copies and compute, against the decision's
+  // prediction.
+  static std::string measured(const RunnerStats& st) {
+    if (st.batches == 0) return "";
+    return fmt::format(", measured {:.3f} ms a batch", (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / static_cast<double>(st.batches));
+  }
+
+  // The pipeline's decision: this runner's own runner made as decided, prepared at the shapes
+  // recorded so far. A runner that placed alone already (a batch came first) keeps its placement.
+  void apply(std::shared_ptr<const PlacementDecision> d) {
+    std::vector<std::vector<Shape>> pending;
+    if (d->alone) {
+      {
+        std::lock_guard lock(mutex_);
+        pending.swap(pending_);
+      }
+      for (const auto& shapes : pending) runner(shapes).prepare(shapes);
+      return;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (inner_) {
+        log().warn("model '{}': placed alone before the pipeline decided; keeps that placement", name_);
+        return;
+      }
+      if (d->device.empty()) {
+        RW_EXPECTS(d->partition != nullptr, InvalidArgument, "model '{}': a split decision without its partition", name_);
+        inner_ = make_split_runner(*d->partition, config_);
+      } else {
+        RunnerConfig config = config_;
+        if (d->device == "cpu") config.device_options.clear();  // the accelerator's, not the CPU's
+        inner_ = make_runner(d->device, graph_, config);
+      }
+      if (d->partition) partition_ = *d->partition;
+      decision_ = std::move(d);
+      pending.swap(pending_);
+    }
+    for (const auto& shapes : pending) inner_->prepare(shapes);
   }
 
   ModelRunner& runner(const std::vector<Shape>& shapes) {
@@ -120,15 +183,75 @@ class PlacedRunner final : public ModelRunner {
   mutable std::mutex mutex_;
   std::optional<Partition> partition_;
   std::unique_ptr<ModelRunner> inner_;
+  std::shared_ptr<JointPlacement> joint_;
+  int joint_id_ = -1;
+  std::vector<std::vector<Shape>> pending_;  // prepared before the pipeline's decision
+  std::shared_ptr<const PlacementDecision> decision_;
 };
 
 }  // namespace
 
+void JointPlacement::add_feed(Feed feed) {
+  std::lock_guard lock(mutex_);
+  feeds_.push_back(std::move(feed));
+}
+
+std::vector<JointPlacement::Feed> JointPlacement::feeds() const {
+  std::lock_guard lock(mutex_);
+  return feeds_;
+}
+
+std::vector<Shape> JointPlacement::largest_shapes() const {
+  std::lock_guard lock(mutex_);
+  return largest_;
+}
+
+void JointPlacement::record(const std::vector<Shape>& shapes) {
+  std::lock_guard lock(mutex_);
+  const auto rows = [](const std::vector<Shape>& s) { return s.empty() || s[0].empty() ? std::int64_t{0} : s[0][0]; };
+  if (largest_.empty() || rows(shapes) > rows(largest_)) largest_ = shapes;
+}
+
+int JointPlacement::attach(Apply apply) {
+  std::lock_guard lock(mutex_);
+  runners_.emplace(next_id_, std::move(apply));
+  return next_id_++;
+}
+
+void JointPlacement::detach(int id) {
+  std::lock_guard lock(mutex_);
+  runners_.erase(id);
+}
+
+void JointPlacement::decide(PlacementDecision decision) {
+  std::map<int, Apply> runners;
+  std::shared_ptr<const PlacementDecision> d;
+  {
+    std::lock_guard lock(mutex_);
+    RW_EXPECTS(!decision_, Error, "a model's pipeline placement was decided twice");
+    decision_ = d = std::make_shared<const PlacementDecision>(std::move(decision));
+    runners = runners_;
+  }
+  // Outside the lock: each runner prepares its new runner, which may take seconds on a GPU.
+  for (const auto& [id, apply] : runners) apply(d);
+}
+
+std::shared_ptr<const PlacementDecision> JointPlacement::decision() const {
+  std::lock_guard lock(mutex_);
+  return decision_;
+}
+
+int JointPlacement::batch_frames(int max_batch) const {
+  std::lock_guard lock(mutex_);
+  return decision_ && !decision_->alone ? std::min(max_batch, std::max(1, decision_->batch_frames)) : max_batch;
+}
+
 std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> graph, PartitionOptions options,
-                                                const RunnerConfig& config, std::string model_name) {
+                                                const RunnerConfig& config, std::string model_name,
+                                                std::shared_ptr<JointPlacement> joint) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "make_placed_runner: no graph");
   options.precision = config.precision;
-  return std::make_unique<PlacedRunner>(std::move(graph), std::move(options), config, std::move(model_name));
+  return std::make_unique<PlacedRunner>(std::move(graph), std::move(options), config, std::move(model_name), std::move(joint));
 }
 
 const Partition* placed_partition(const ModelRunner& runner) {

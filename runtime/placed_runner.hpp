@@ -7,19 +7,79 @@
 // makes that device's runner at once, without the analysis.
 //
 // This is what `device: auto` and a `device: cuda` model with ops the GPU lacks get in a
-// pipeline (stages/infer/infer_stage.cpp); the placement and its predicted time are logged.
+// pipeline (stages/infer/infer_stage.cpp); the placement and its predicted time are logged. A
+// pipeline's `device: auto` models are placed together instead (JointPlacement below,
+// pipelines/pipeline_planner.hpp): the runner then takes the pipeline's decision.
 
 #include "core/model_runner.hpp"
 #include "runtime/partition.hpp"
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 
 namespace redwood::runtime {
 
+/// A pipeline's decision for one model (pipelines/pipeline_planner.hpp).
+struct PlacementDecision {
+  std::shared_ptr<const Partition> partition;  // the model analysed at its largest batch
+  std::string device;       // whole on this device ("cpu", "cuda"); empty: split, as `partition` placed it
+  int batch_frames = 1;     // frames a batch the stage sends
+  double batch_rows = 1;    // rows such a batch has
+  double predicted_batch_ms = 0;  // one batch of batch_rows alone
+  std::string note;         // for the runner's description: "pipeline placement: ..."
+  bool alone = false;       // not placed by the pipeline: each runner places alone, as without one
+};
+
+/// What a pipeline that places its `device: auto` models together (pipelines/pipeline_planner.hpp)
+/// shares with one model's placed runners and the stage that feeds it. Until decide(), the runners
+/// record the shapes they are prepared at instead of placing alone; decide() makes each runner's
+/// own runner (the decided device's, or the split) and prepares it at those shapes. A runner
+/// given a batch before any decision places alone, as without a pipeline.
+class JointPlacement {
+ public:
+  /// The stage that feeds the model: its name, max_batch, timeout_ms, and the rows its input
+  /// tensor has a frame (dim 0 of its spec: -1 when it varies, as crops do).
+  struct Feed {
+    std::string stage;
+    int max_batch = 1;
+    double timeout_ms = 0;
+    std::int64_t rows_per_frame = 1;
+  };
+  void add_feed(Feed feed);
+  std::vector<Feed> feeds() const;
+  /// The input shapes of the largest batch (dim 0 of the first input) the runners were prepared
+  /// at; empty when none was (the stage did not know its input's shape at load).
+  std::vector<Shape> largest_shapes() const;
+  /// Hands `decision` to every runner attached (once; later calls are refused with Error).
+  void decide(PlacementDecision decision);
+  /// The decision, or null before it.
+  std::shared_ptr<const PlacementDecision> decision() const;
+  /// Frames a batch for the stage: the decision's, else `max_batch`.
+  int batch_frames(int max_batch) const;
+
+  // For the placed runners (placed_runner.cpp).
+  using Apply = std::function<void(std::shared_ptr<const PlacementDecision>)>;
+  int attach(Apply apply);
+  void detach(int id);
+  void record(const std::vector<Shape>& shapes);
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<Feed> feeds_;
+  std::vector<Shape> largest_;
+  std::map<int, Apply> runners_;
+  int next_id_ = 0;
+  std::shared_ptr<const PlacementDecision> decision_;
+};
+
 /// A runner that places `graph` with `options` (device 0 "cpu", device 1 the accelerator whose
 /// runner `config` configures) when its input shapes are first known. `model_name` is for logs.
+/// With `joint`, the pipeline decides instead (JointPlacement).
 std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> graph, PartitionOptions options,
-                                                const RunnerConfig& config, std::string model_name);
+                                                const RunnerConfig& config, std::string model_name,
+                                                std::shared_ptr<JointPlacement> joint = nullptr);
 
 /// The placement a PlacedRunner chose (null before it chose, or for another runner).
 const Partition* placed_partition(const ModelRunner& runner);

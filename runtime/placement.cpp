@@ -190,7 +190,7 @@ double makespan_in(const PlacementProblem& p, const std::vector<int>& order, con
   return s.end(device);
 }
 
-double bottleneck_in(const PlacementProblem& p, const std::vector<double>& values, const std::vector<int>& device) {
+std::vector<double> loads_in(const PlacementProblem& p, const std::vector<double>& values, const std::vector<int>& device) {
   const std::size_t d = p.devices.size();
   std::vector<double> load(d + d * d, 0.0);  // devices, then links a -> b at d + a * d + b
   auto link = [&](int a, int b) -> double& { return load[d + static_cast<std::size_t>(a) * d + static_cast<std::size_t>(b)]; };
@@ -210,6 +210,11 @@ double bottleneck_in(const PlacementProblem& p, const std::vector<double>& value
     once = 1;
     link(a, b) += p.transfer_ms(a, b, values[static_cast<std::size_t>(e.from)]);
   }
+  return load;
+}
+
+double bottleneck_in(const PlacementProblem& p, const std::vector<double>& values, const std::vector<int>& device) {
+  const std::vector<double> load = loads_in(p, values, device);
   return *std::max_element(load.begin(), load.end());
 }
 
@@ -249,6 +254,12 @@ double makespan(const PlacementProblem& p, const std::vector<int>& device) {
   const std::vector<int> order = rank_order(p);
   check_placement(p, device);
   return makespan_in(p, order, device);
+}
+
+std::vector<double> resource_loads(const PlacementProblem& p, const std::vector<int>& device) {
+  p.validate();
+  check_placement(p, device);
+  return loads_in(p, p.result_bytes(), device);
 }
 
 double bottleneck(const PlacementProblem& p, const std::vector<int>& device) {

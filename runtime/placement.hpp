@@ -87,6 +87,11 @@ double makespan(const PlacementProblem& p, const std::vector<int>& device);
 /// makespan() does).
 double bottleneck(const PlacementProblem& p, const std::vector<int>& device);
 
+/// What bottleneck() takes the maximum of: each device's busy time per batch (devices' order),
+/// then each link direction's, a -> b at devices.size() + a * devices.size() + b (validated as
+/// makespan() does).
+std::vector<double> resource_loads(const PlacementProblem& p, const std::vector<int>& device);
+
 /// HEFT: in rank order, each node on the device where it would finish first.
 Placement place_heft(const PlacementProblem& p);
 

@@ -30,6 +30,10 @@
 
 namespace redwood {
 
+namespace runtime {
+class JointPlacement;  // runtime/placed_runner.hpp
+}
+
 /// What is known at load of a tensor a stage writes: dims (-1 when it varies) and dtype. Dim 0
 /// counts the items of one frame (1 for a whole picture, the crops for crops); batching
 /// concatenates on it.
@@ -80,6 +84,12 @@ struct ModelEntry {
   /// `cuda: {NAME: on|off}`: the CUDA backend's switches for this model's GPU runners
   /// (RunnerConfig::device_options; docs/cuda.md, "Options").
   std::map<std::string, std::string> cuda_options;
+  /// `device: auto` where CUDA is usable: the pipeline places its auto models together
+  /// (pipelines/pipeline_planner.hpp) and hands the decision to the model's runners through this.
+  std::shared_ptr<runtime::JointPlacement> joint;
+  /// `rows_per_frame`: rows a frame the model is fed where the feeding tensor's rows vary (crops),
+  /// for the pipeline's placement (0: the planner's default).
+  double rows_per_frame = 0;
 };
 using ModelTable = std::map<std::string, ModelEntry>;
 

@@ -87,7 +87,8 @@ std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, 
       for (int d : model.devices) {
         config.device = d;
         for (int i = 0; i < model.instances; ++i) {
-          runners.push_back(runtime::make_placed_runner(model.graph, options, config, model_name));
+          runners.push_back(runtime::make_placed_runner(model.graph, options, config, model_name,
+                                                        model.device == "auto" ? model.joint : nullptr));
         }
       }
       if (missing.empty()) {
@@ -178,6 +179,7 @@ class InferStage final : public Stage {
     fixed_batch_one_ = batch.known() && batch.value == 1;
     if (batch.known() && batch.value != 1) p.fail("model", fmt::format("input batch is fixed at {}; only 1 or dynamic are fed", batch.value));
     runners_ = make_runners(model, model_name_, device_);
+    if (model.device == "auto" && device_ != "cpu") joint_ = model.joint;  // the pipeline places it with the others
     // Preferred batch sizes: rows a batch is padded to, so that a GPU keeps one captured plan per
     // size. Default on a GPU: the next power of two; on the CPU padding only costs, so none.
     if (p.has("batch_sizes")) {
@@ -223,10 +225,12 @@ class InferStage final : public Stage {
       }
       picture_.reset();
     }
+    if (joint_) joint_->add_feed({name(), max_batch_, timeout_ms_, spec.dims.empty() ? 1 : spec.dims[0]});
     prepare_batch_sizes(spec);
   }
 
-  int max_batch() const override { return max_batch_; }
+  // A pipeline that placed the model with the others decides its batch size too.
+  int max_batch() const override { return joint_ ? joint_->batch_frames(max_batch_) : max_batch_; }
   double batch_timeout_ms() const override { return timeout_ms_; }
   double latency_budget_ms() const override { return latency_budget_ms_; }
   double expected_batch_ms() const override { return expected_ms_.load(std::memory_order_relaxed); }
@@ -469,6 +473,7 @@ class InferStage final : public Stage {
   bool pad_to_power_of_two_ = false;
   std::string device_ = "cpu";
   std::vector<std::unique_ptr<ModelRunner>> runners_;
+  std::shared_ptr<runtime::JointPlacement> joint_;
   std::atomic<std::size_t> next_runner_{0};
   std::atomic<double> expected_ms_{0};
 };

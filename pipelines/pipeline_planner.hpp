@@ -1,0 +1,82 @@
+#pragma once
+// The pipeline's `device: auto` models placed together (issue 19, item 5): at load, once every
+// stage is checked, each such model's placement (whole on the CPU, whole on the GPU, or the
+// partitioner's split) and batch size are chosen for the pipeline's throughput under its latency
+// limit (runtime/pipeline_placement.hpp), and handed to the model's runners
+// (runtime::JointPlacement) instead of each placing alone for one batch.
+//
+// What the problem is made of:
+//   input shape   the largest batch the infer stage prepared its runners at (the stage knows its
+//                 input tensor's shape at load); a model whose stage does not, or that two stages
+//                 feed, is placed alone as before, and the log says why
+//   costs         runtime::partition_model once a model, at that largest batch R: per node, its
+//                 cost on the CPU and on the GPU, the bytes it moves, and the split. At another
+//                 batch of r rows a node costs
+//                     c(r) = f + (c(R) - f) * r / R,   f = min(c(R), the device's launch cost),
+//                 (a fixed launch and a part proportional to the rows), and moves r / R of the
+//                 bytes; a time the cost history holds for the node at r rows (dim 0 of its values
+//                 that were R is r) comes first. An option's busy time on a device is its nodes'
+//                 costs plus its device's segment cost for each segment there; on each copy
+//                 direction, its transfers (runtime::resource_loads); its batch time is the list
+//                 schedule's (runtime::makespan) plus its segments' costs.
+//   batch sizes   frames a batch: the powers of two below the stage's max_batch, and max_batch
+//                 (a model whose batch is fixed at 1 keeps one row a run)
+//   rows a frame  dim 0 of the stage's input tensor (1 for a picture); where it varies (crops)
+//                 the model's `rows_per_frame` key, default 4
+//   demand        every stream's frame rate (--streams copies included): --fps, else the
+//                 source's own rate when paced (--realtime, or live sources); files read as fast
+//                 as they go have none, and the placement minimizes the bottleneck a frame
+//   other stages  `service.cpu_stage_ms`: what the other stages take a frame on the CPU, in
+//                 core-milliseconds (default 0), divided by the cores as the CPU's fixed load and
+//                 taken whole as their time along the path
+//   limit         `service.latency_limit_ms` on the path (default: none)
+
+#include "runtime/partition.hpp"
+#include "runtime/pipeline_placement.hpp"
+#include "stages/stage.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace redwood {
+
+/// The pipeline placement's settings (the `service:` keys and the defaults above).
+struct PipelinePlacementSettings {
+  double latency_limit_ms = 0;
+  double cpu_stage_ms = 0;
+  double crop_rows_per_frame = 4;
+};
+
+/// A model's options, derived from its partition at the batch it was analysed at (see the header's
+/// comment). `frames` are the batch sizes in frames, `rows_per_frame` the rows each adds;
+/// `fixed_one`: the model runs one row at a time; `precision` the accelerator's (the history's
+/// key). `history` may be null.
+std::vector<runtime::PipelineOption> pipeline_options(const runtime::Partition& partition, const std::vector<int>& frames,
+                                                      double rows_per_frame, bool fixed_one, const std::string& precision,
+                                                      const runtime::CostHistory* history);
+
+/// Frames a batch to try for a stage of `max_batch`: the powers of two below it, and it.
+std::vector<int> batch_candidates(int max_batch);
+
+struct PipelinePlan {
+  runtime::PipelineProblem problem;
+  runtime::PipelinePlacementResult result;
+  std::vector<std::string> models;  // the problem's models, by name
+  std::vector<std::string> alone;   // models left to place alone, each with why
+  /// The log's and the summary's lines: the search, the choice per model beside the baseline's,
+  /// the predicted utilization of each resource and the path's latency.
+  std::vector<std::string> lines() const;
+};
+
+/// Places the `device: auto` models of `models` whose stage recorded a feed (their
+/// runtime::JointPlacement), together, and hands each its decision; the others' runners are told
+/// to place alone. `base` is the partitioner's options (devices {"cpu", accelerator}, profiles,
+/// history; tests give a stand-in accelerator); `frames_per_s` the demand (0: unpaced). Returns
+/// nothing when no model takes part.
+std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double frames_per_s,
+                                              const PipelinePlacementSettings& settings,
+                                              const runtime::PartitionOptions& base);
+
+}  // namespace redwood
