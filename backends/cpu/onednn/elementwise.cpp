@@ -122,8 +122,9 @@ class BinaryKernel final : public FallbackKernel {
     key.push_back(-1);
     key.insert(key.end(), bs.begin(), bs.end());
     auto it = cache_.find(key);
-    const dnnl::memory::desc a_md = plain_desc(out), b_md = plain_desc(bs);
     if (it == cache_.end()) {
+      // The descriptors only where a primitive is made: building one allocates its dims.
+      const dnnl::memory::desc a_md = plain_desc(out), b_md = plain_desc(bs);
       try {
         dnnl::binary::desc d(alg_, a_md, b_md, a_md);
         Bound bound(dnnl::binary(dnnl::binary::primitive_desc(d, engine())));
@@ -174,9 +175,9 @@ class SoftmaxKernel final : public FallbackKernel {
       else inner *= x.dim(i);
     }
     const Shape key{outer, extent, inner};
-    const dnnl::memory::desc md({outer, extent, inner}, dt::f32, tag::abc);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
+      const dnnl::memory::desc md({outer, extent, inner}, dt::f32, tag::abc);
       try {
         dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, md, 1);
         Bound b(dnnl::softmax_forward(dnnl::softmax_forward::primitive_desc(d, engine())));

@@ -162,8 +162,12 @@ class ElementwiseChainKernel final : public Kernel {
     RW_EXPECTS(x.dtype() == DType::kF32, InvalidArgument, "{}: input must be float32, got {}",
                node.where(), x.description());
     // The constants, and where each maps an element to (checked against this run's shape).
-    std::vector<Step> steps = steps_;
-    std::vector<Tensor> constants(ctx.inputs.size());
+    // Members reused from run to run (a kernel runs one batch at a time), so that a run
+    // allocates nothing here.
+    std::vector<Step>& steps = run_steps_;
+    std::vector<Tensor>& constants = run_constants_;
+    steps.assign(steps_.begin(), steps_.end());
+    constants.assign(ctx.inputs.size(), Tensor());
     for (std::size_t k = 0; k < steps.size(); ++k) {
       Step& s = steps[k];
       if (s.operand < 0) continue;
@@ -186,6 +190,7 @@ class ElementwiseChainKernel final : public Kernel {
       }
     });
     ctx.outputs[0] = std::move(y);
+    constants.clear();  // the run's inputs are not held past it
   }
 
  private:
@@ -216,6 +221,8 @@ class ElementwiseChainKernel final : public Kernel {
   }
 
   std::vector<Step> steps_;
+  std::vector<Step> run_steps_;       // steps_ with this run's constants
+  std::vector<Tensor> run_constants_;
 };
 
 }  // namespace

@@ -56,13 +56,29 @@ BroadcastPlan<N> plan_broadcast(const std::array<Shape, N>& in, const Shape& out
     std::int64_t extent;
     std::array<std::int64_t, N> stride;
   };
-  std::vector<Group> groups;  // innermost first
+  // Innermost first; in place up to Shape's inline rank (a plan is made on every run), on the
+  // heap only beyond.
+  std::array<Group, Shape::kInline> inline_groups;
+  std::vector<Group> heap_groups;
+  std::size_t group_count = 0;
+  const auto push_group = [&](const Group& g) {
+    if (group_count < inline_groups.size()) {
+      inline_groups[group_count] = g;
+    } else {
+      if (heap_groups.empty()) heap_groups.assign(inline_groups.begin(), inline_groups.end());
+      heap_groups.push_back(g);
+    }
+    ++group_count;
+  };
+  const auto group = [&](std::size_t i) -> Group& {
+    return group_count <= inline_groups.size() ? inline_groups[i] : heap_groups[i];
+  };
   for (std::size_t d = rank; d-- > 0;) {
     if (out[d] == 1) continue;
     std::array<std::int64_t, N> stride;
     for (std::size_t k = 0; k < N; ++k) stride[k] = dims[k][d] == 1 ? 0 : str[k][d];
-    if (!groups.empty()) {
-      Group& g = groups.back();
+    if (group_count > 0) {
+      Group& g = group(group_count - 1);
       bool joins = true;
       for (std::size_t k = 0; k < N; ++k) joins = joins && stride[k] == g.stride[k] * g.extent;
       if (joins) {
@@ -70,16 +86,16 @@ BroadcastPlan<N> plan_broadcast(const std::array<Shape, N>& in, const Shape& out
         continue;
       }
     }
-    groups.push_back({out[d], stride});
+    push_group({out[d], stride});
   }
 
   BroadcastPlan<N> plan;
-  if (groups.empty()) return plan;  // every extent is 1: one element
-  plan.inner = groups.front().extent;
-  plan.inner_stride = groups.front().stride;
-  for (std::size_t g = groups.size(); g-- > 1;) {
-    plan.outer_dims.push_back(groups[g].extent);
-    for (std::size_t k = 0; k < N; ++k) plan.outer[k].push_back(groups[g].stride[k]);
+  if (group_count == 0) return plan;  // every extent is 1: one element
+  plan.inner = group(0).extent;
+  plan.inner_stride = group(0).stride;
+  for (std::size_t g = group_count; g-- > 1;) {
+    plan.outer_dims.push_back(group(g).extent);
+    for (std::size_t k = 0; k < N; ++k) plan.outer[k].push_back(group(g).stride[k]);
   }
   return plan;
 }

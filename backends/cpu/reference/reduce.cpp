@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -71,22 +72,32 @@ class ReduceKernel final : public Kernel {
     const Node& node = ctx.node;
     const Tensor x = ctx.input(0).contiguous();
     expect_data_dtype(node, x.dtype(), reduction_);
-    std::vector<std::int64_t> axes = axes_;
+    // The axes in a Shape (in place for up to eight), read from the input without a vector.
+    Shape axes(axes_.begin(), axes_.end());
     if (axes_from_input_ && ctx.has_input(1)) {
       const Tensor& t = ctx.input(1);
       RW_EXPECTS(t.dtype() == DType::kI64 && t.rank() <= 1, InvalidArgument,
                  "{}: axes {} must be a 1-D int64 tensor", node.where(), t.description());
-      axes = t.to_int64_vector();
+      const Tensor c = t.contiguous();
+      axes.assign(c.data<std::int64_t>(), c.data<std::int64_t>() + c.numel());
     }
     if (axes.empty() && noop_with_empty_axes_) {
       ctx.outputs[0] = x;
       return;
     }
-    const std::vector<bool> reduced = reduced_axes_mask(node, axes, x.shape());
-    Tensor y = ctx.allocate_output(0, x.dtype(), reduced_shape(x.shape(), reduced, keepdims_));
+    // The layout of the last input shape and axes is kept: a model runs the same shapes batch
+    // after batch, and making the plan allocates.
+    if (!cached_ || cached_shape_ != x.shape() || cached_axes_ != axes) {
+      const std::vector<bool> reduced = reduced_axes_mask(node, axes, x.shape());
+      cached_out_ = reduced_shape(x.shape(), reduced, keepdims_);
+      cached_.emplace(x.shape(), reduced);
+      cached_shape_ = x.shape();
+      cached_axes_ = axes;
+    }
+    Tensor y = ctx.allocate_output(0, x.dtype(), cached_out_);
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
-    const ReducePlan plan(x.shape(), reduced);
+    const ReducePlan& plan = *cached_;
     dispatch<float, std::int64_t, std::int32_t, std::uint8_t>(x.dtype(), node, [&](auto tag) {
       using T = decltype(tag);
       reduce<T>(plan, x.data<T>(), y.data<T>());
@@ -153,6 +164,10 @@ class ReduceKernel final : public Kernel {
   bool keepdims_;
   bool noop_with_empty_axes_;
   std::vector<std::int64_t> axes_;
+  // The last run's input shape and axes, and their output shape and plan (a kernel runs one
+  // batch at a time).
+  Shape cached_shape_, cached_axes_, cached_out_;
+  std::optional<ReducePlan> cached_;
 };
 
 KernelFactory reduce_factory(Reduction reduction) {

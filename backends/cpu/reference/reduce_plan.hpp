@@ -18,7 +18,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace redwood::cpu {
@@ -34,7 +36,7 @@ inline std::int64_t node_axis(const Node& node, std::int64_t axis, const Shape& 
 
 /// Which axes of `shape` a node reduces: those in `axes`, or every axis when `axes` is empty.
 /// Throws InvalidArgument naming the node for an axis out of range or listed twice.
-inline std::vector<bool> reduced_axes_mask(const Node& node, const std::vector<std::int64_t>& axes,
+inline std::vector<bool> reduced_axes_mask(const Node& node, std::span<const std::int64_t> axes,
                                            const Shape& shape) {
   std::vector<bool> reduced(shape.size(), axes.empty());
   for (std::int64_t axis : axes) {
@@ -158,7 +160,12 @@ void reduce_rows(const ReducePlan& plan, const T* x, Out* y, Acc init, Fold fold
   const std::int64_t width = plan.width(), run = plan.run();
   const std::vector<std::int64_t>& runs = plan.run_offsets();
   parallel_for(plan.rows(), plan.grain(), [&](std::int64_t begin, std::int64_t end) {
-    std::vector<Acc> acc(static_cast<std::size_t>(width));
+    // The accumulators of one row: on the stack when the row is short (a task of every run),
+    // on the heap only for wide rows.
+    constexpr std::int64_t kOnStack = 64;
+    std::array<Acc, kOnStack> on_stack;
+    std::vector<Acc> on_heap(static_cast<std::size_t>(width > kOnStack ? width : 0));
+    const std::span<Acc> acc = width > kOnStack ? std::span<Acc>(on_heap) : std::span<Acc>(on_stack.data(), static_cast<std::size_t>(width));
     for (std::int64_t r = begin; r < end; ++r) {
       const T* row = x + plan.row_offset(r);
       const std::int64_t o = r * width;

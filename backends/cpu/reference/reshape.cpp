@@ -30,8 +30,15 @@ class ReshapeKernel final : public Kernel {
   void run(KernelContext& ctx) override {
     const Node& node = ctx.node;
     const Tensor& x = ctx.input(0);
-    const std::vector<std::int64_t> requested =
-        shape_from_input_ ? ctx.input(1).to_int64_vector() : shape_attr_;
+    // In a Shape (in place for up to eight extents): a Reshape runs on every batch.
+    Shape requested;
+    if (!shape_from_input_) {
+      requested.assign(shape_attr_.begin(), shape_attr_.end());
+    } else if (const Tensor& t = ctx.input(1); t.dtype() == DType::kI64 && t.is_contiguous()) {
+      requested.assign(t.data<std::int64_t>(), t.data<std::int64_t>() + t.numel());
+    } else {
+      requested = t.to_int64_vector();
+    }
     Shape shape(requested.size());
     std::int64_t inferred = -1;  // position of the -1
     std::int64_t known = 1;      // product of the other extents

@@ -29,19 +29,25 @@ class AxesSource {
     return from_input_ ? ctx.has_input(1) : has_attr_;
   }
 
-  std::vector<std::int64_t> raw(const KernelContext& ctx) const {
-    return from_input_ ? ctx.inputs[1].to_int64_vector() : attr_;
+  /// The axes as given, in a Shape (in place for up to eight: these run on every batch).
+  Shape raw(const KernelContext& ctx) const {
+    if (!from_input_) return Shape(attr_.begin(), attr_.end());
+    const Tensor& t = ctx.inputs[1];
+    if (t.dtype() != DType::kI64) return Shape(t.to_int64_vector());
+    const Tensor c = t.contiguous();
+    return Shape(c.data<std::int64_t>(), c.data<std::int64_t>() + c.numel());
   }
 
-  std::vector<std::int64_t> normalized(const KernelContext& ctx, std::vector<std::int64_t> axes,
-                                       std::int64_t rank) const {
-    std::vector<bool> seen(static_cast<std::size_t>(rank), false);
-    for (std::int64_t& a : axes) {
+  /// `axes` normalized against `rank` (negative ones counted from the back), repeats rejected.
+  Shape normalized(const KernelContext& ctx, Shape axes, std::int64_t rank) const {
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      std::int64_t& a = axes[i];
       RW_EXPECTS(a >= -rank && a < rank, InvalidArgument, "{}: axis {} is out of range for rank {}",
                  ctx.node.where(), a, rank);
       if (a < 0) a += rank;
-      RW_EXPECTS(!seen[a], InvalidArgument, "{}: axis {} is repeated", ctx.node.where(), a);
-      seen[a] = true;
+      for (std::size_t j = 0; j < i; ++j) {
+        RW_EXPECTS(axes[j] != a, InvalidArgument, "{}: axis {} is repeated", ctx.node.where(), a);
+      }
     }
     return axes;
   }
@@ -58,20 +64,20 @@ class SqueezeKernel final : public Kernel {
 
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
-    std::vector<bool> drop(static_cast<std::size_t>(x.rank()), false);
+    Shape drop(static_cast<std::size_t>(x.rank()), 0);  // 1: the axis goes (a Shape: no allocation)
     if (axes_.present(ctx)) {
       for (std::int64_t a : axes_.normalized(ctx, axes_.raw(ctx), x.rank())) {
         RW_EXPECTS(x.shape()[a] == 1, InvalidArgument,
                    "{}: cannot squeeze axis {} of {}: its extent is not 1", ctx.node.where(), a,
                    x.description());
-        drop[a] = true;
+        drop[a] = 1;
       }
     } else {
       for (std::size_t d = 0; d < drop.size(); ++d) drop[d] = x.shape()[d] == 1;
     }
     Shape shape;
     for (std::size_t d = 0; d < drop.size(); ++d) {
-      if (!drop[d]) shape.push_back(x.shape()[d]);
+      if (drop[d] == 0) shape.push_back(x.shape()[d]);
     }
     ctx.outputs[0] = x.contiguous().reshaped(std::move(shape));
   }
@@ -92,11 +98,11 @@ class UnsqueezeKernel final : public Kernel {
     RW_EXPECTS(axes_.present(ctx), InvalidArgument, "{}: input 'axes' is required",
                ctx.node.where());
     // Axes index the output, whose rank is the input's plus the number of axes.
-    std::vector<std::int64_t> axes = axes_.raw(ctx);
+    Shape axes = axes_.raw(ctx);
     const std::int64_t out_rank = x.rank() + static_cast<std::int64_t>(axes.size());
     axes = axes_.normalized(ctx, std::move(axes), out_rank);
-    std::vector<bool> inserted(static_cast<std::size_t>(out_rank), false);
-    for (std::int64_t a : axes) inserted[a] = true;
+    Shape inserted(static_cast<std::size_t>(out_rank), 0);  // 1: a new axis
+    for (std::int64_t a : axes) inserted[a] = 1;
     Shape shape;
     std::size_t next = 0;  // next input dimension
     for (std::size_t d = 0; d < inserted.size(); ++d) {

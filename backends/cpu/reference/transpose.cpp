@@ -24,7 +24,7 @@ class TransposeKernel final : public Kernel {
   void run(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const std::int64_t rank = x.rank();
-    std::vector<std::int64_t> perm = perm_;
+    Shape perm(perm_.begin(), perm_.end());  // in place for up to eight axes: no allocation a run
     if (perm.empty() && !ctx.node.has_attr("perm")) {
       perm.resize(static_cast<std::size_t>(rank));
       std::iota(perm.rbegin(), perm.rend(), std::int64_t{0});
