@@ -120,16 +120,19 @@ RunnerStats RunnerStatsRecorder::stats() const {
 // ---- slots ----
 
 SlotRing::SlotRing(int slots) : slots_(slots) {
-  RW_EXPECTS(slots >= 1 && slots <= 4, InvalidArgument, "slots must be from 1 to 4, not {}", slots);
-  for (int i = 0; i < slots; ++i) free_.push_back(i);
+  RW_EXPECTS(slots >= 1 && slots <= static_cast<int>(free_.size()), InvalidArgument, "slots must be from 1 to {}, not {}",
+             free_.size(), slots);
+  for (int i = 0; i < slots; ++i) free_[static_cast<std::size_t>(i)] = i;
+  free_count_ = slots;
 }
 
 int SlotRing::acquire(double* waited_ms) {
   const auto asked = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
-  freed_.wait(lock, [&] { return !free_.empty(); });
-  const int slot = free_.front();
-  free_.pop_front();
+  freed_.wait(lock, [&] { return free_count_ > 0; });
+  const int slot = free_[static_cast<std::size_t>(first_free_)];
+  first_free_ = (first_free_ + 1) % slots_;
+  --free_count_;
   if (waited_ms != nullptr) *waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count();
   return slot;
 }
@@ -137,19 +140,20 @@ int SlotRing::acquire(double* waited_ms) {
 void SlotRing::release(int slot) {
   {
     std::lock_guard lock(mutex_);
-    free_.push_back(slot);
+    free_[static_cast<std::size_t>((first_free_ + free_count_) % slots_)] = slot;
+    ++free_count_;
   }
   freed_.notify_all();
 }
 
 void SlotRing::drain() const {
   std::unique_lock lock(mutex_);
-  freed_.wait(lock, [&] { return static_cast<int>(free_.size()) == slots_; });
+  freed_.wait(lock, [&] { return free_count_ == slots_; });
 }
 
 int SlotRing::in_flight() const {
   std::lock_guard lock(mutex_);
-  return slots_ - static_cast<int>(free_.size());
+  return slots_ - free_count_;
 }
 
 // ---- batches ----
@@ -296,6 +300,13 @@ std::size_t normalize_parts(const std::vector<Tensor>& parts, const PictureInput
 std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows,
                                  std::size_t* bytes_in) {
   std::vector<Tensor> staged;
+  stage_inputs(batch, total_rows, run_rows, bytes_in, staged);
+  return staged;
+}
+
+void stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows, std::size_t* bytes_in,
+                  std::vector<Tensor>& staged) {
+  staged.clear();
   staged.reserve(batch.inputs.size());
   for (std::size_t i = 0; i < batch.inputs.size(); ++i) {
     const auto& parts = batch.inputs[i];
@@ -317,7 +328,6 @@ std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_row
     if (!picture) *bytes_in += in.nbytes();
     staged.push_back(std::move(in));
   }
-  return staged;
 }
 
 

@@ -30,6 +30,7 @@
 #include "core/tensor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -165,7 +166,10 @@ class SlotRing {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable freed_;
-  std::deque<int> free_;  // oldest free first: slots are used in turn
+  // Free slots, oldest free first (slots are used in turn): a ring over a fixed array, so that
+  // taking and giving back a slot (every batch) allocates nothing.
+  std::array<int, 4> free_{};
+  int first_free_ = 0, free_count_ = 0;
   int slots_;
 };
 
@@ -234,6 +238,9 @@ Shape batch_input_shape(const InferBatch& batch, std::size_t i, std::int64_t run
 /// staged to *bytes_in.
 std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows,
                                  std::size_t* bytes_in);
+/// The same into `staged` (cleared first): a runner keeps the vector from batch to batch.
+void stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows, std::size_t* bytes_in,
+                  std::vector<Tensor>& staged);
 /// Splits `whole` (rows on dim 0, `run_rows` of them) into parts of `rows` rows, the first rows
 /// first, each a new tensor from `allocate`; the rows past their sum (padding) are dropped. A
 /// batch of one part that runs exactly its rows keeps the tensor. Throws InvalidArgument naming

@@ -4,6 +4,7 @@
 // someone else keeps alive. Copying a Tensor copies the handle, not the data; clone() copies data.
 
 #include "core/dtype.hpp"
+#include "core/recycling_allocator.hpp"
 #include "core/shape.hpp"
 
 #include <cstddef>
@@ -62,7 +63,8 @@ class Tensor {
   static Tensor from_storage(std::shared_ptr<Storage> storage, DType dtype, Shape shape);
   /// A contiguous tensor over `bytes` at `data` on `device`, allocated by someone else (a pool):
   /// `release(data)` runs once, when the last tensor sharing it goes. A template, so that the
-  /// release travels in the shared pointer's control block with no allocation of its own.
+  /// release travels in the shared pointer's control block, one block with the storage, recycled
+  /// (core/recycling_allocator.hpp): no heap allocation once warm.
   template <typename Release>
   static Tensor adopt(void* data, std::size_t bytes, Device device, DType dtype, Shape shape, Release release);
   /// Copies values into a new owning tensor.
@@ -134,18 +136,27 @@ class Tensor {
 
 namespace detail {
 // Storage's own deleter is a plain function pointer without context: adopted storage is given back
-// by the shared pointer's deleter, and this one only marks the storage as owning.
+// by the derived object's destructor, and this one only marks the storage as owning.
 inline void released_by_shared_ptr(void*) {}
+
+// Adopted storage: the storage, its release and the shared pointer's count in one block, which
+// a RecyclingAllocator keeps for the next (a pool tensor per frame costs no heap allocation).
+template <typename Release>
+class AdoptedStorage final : public Storage {
+ public:
+  AdoptedStorage(void* data, std::size_t bytes, Device device, Release release)
+      : Storage(data, bytes, device, &released_by_shared_ptr), release_(std::move(release)) {}
+  ~AdoptedStorage() { release_(data()); }
+
+ private:
+  Release release_;
+};
 }  // namespace detail
 
 template <typename Release>
 Tensor Tensor::adopt(void* data, std::size_t bytes, Device device, DType dtype, Shape shape, Release release) {
-  std::shared_ptr<Storage> storage(new Storage(data, bytes, device, &detail::released_by_shared_ptr),
-                                   [release = std::move(release)](Storage* s) mutable {
-                                     void* d = s->data();
-                                     delete s;
-                                     release(d);
-                                   });
+  std::shared_ptr<Storage> storage = std::allocate_shared<detail::AdoptedStorage<Release>>(
+      RecyclingAllocator<detail::AdoptedStorage<Release>>(), data, bytes, device, std::move(release));
   return from_storage(std::move(storage), dtype, std::move(shape));
 }
 

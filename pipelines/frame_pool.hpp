@@ -5,6 +5,7 @@
 // capacity — and the next frame a source reads reuses it. At most about (queue + max_in_flight +
 // 2) frames per stream exist at once, so `created()` stops growing after warm-up.
 
+#include "core/recycling_allocator.hpp"
 #include "stages/frame.hpp"
 
 #include <memory>
@@ -32,12 +33,16 @@ class FramePool {
       std::lock_guard lock(shared_->mutex);
       ++shared_->created;
     }
-    // The deleter holds the free list (not the pool), so a frame may outlive the pool.
-    return FramePtr(frame.release(), [shared = shared_](Frame* f) {
-      reset(*f);
-      std::lock_guard lock(shared->mutex);
-      shared->free.emplace_back(f);
-    });
+    // The deleter holds the free list (not the pool), so a frame may outlive the pool; the
+    // handle's control block is recycled too (no heap allocation once warm).
+    return FramePtr(
+        frame.release(),
+        [shared = shared_](Frame* f) {
+          reset(*f);
+          std::lock_guard lock(shared->mutex);
+          shared->free.emplace_back(f);
+        },
+        RecyclingAllocator<Frame>());
   }
 
   /// Frame objects made so far (the rest were reused).

@@ -14,8 +14,10 @@
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
 
+#include <array>
 #include <map>
 #include <optional>
+#include <span>
 #include <thread>
 
 namespace redwood {
@@ -172,8 +174,7 @@ class Run {
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::serial, [this, stage, order, next](FramePtr f) {
               order->push(std::move(f), [&](FramePtr ready) {
-                std::vector<FramePtr> one{ready};
-                run_stage(*stage, one);
+                run_stage(*stage, std::span<FramePtr>(&ready, 1));
                 next->try_put(std::move(ready));
               });
               return flow::continue_msg();
@@ -183,8 +184,7 @@ class Run {
       } else {
         auto node = std::make_unique<flow::function_node<FramePtr, FramePtr>>(
             graph_, stage->serial() ? flow::serial : flow::unlimited, [this, stage](FramePtr f) {
-              std::vector<FramePtr> one{f};
-              run_stage(*stage, one);
+              run_stage(*stage, std::span<FramePtr>(&f, 1));
               return f;
             });
         flow::make_edge(*node, *next);
@@ -196,13 +196,26 @@ class Run {
   }
 
   /// Runs a stage on the frames that have not failed; an exception fails them and stops the run.
-  void run_stage(Stage& stage, std::vector<FramePtr>& frames) {
-    std::vector<Frame*> live;
+  void run_stage(Stage& stage, std::span<FramePtr> frames) {
+    // The live frames' pointers on the stack (a stage runs on every frame), on the heap only for
+    // a batch of more than a few.
+    std::array<Frame*, 8> on_stack;
+    std::vector<Frame*> on_heap;
+    std::size_t count = 0;
     for (auto& f : frames) {
       if (failed_) f->failed = true;
-      if (!f->failed) live.push_back(f.get());
+      if (f->failed) continue;
+      if (count < on_stack.size()) {
+        on_stack[count] = f.get();
+      } else {
+        if (on_heap.empty()) on_heap.assign(on_stack.begin(), on_stack.end());
+        on_heap.push_back(f.get());
+      }
+      ++count;
     }
-    if (live.empty()) return;
+    if (count == 0) return;
+    const std::span<Frame* const> live = count <= on_stack.size() ? std::span<Frame* const>(on_stack.data(), count)
+                                                                  : std::span<Frame* const>(on_heap);
     try {
       stage.process(live);
     } catch (const std::exception& e) {

@@ -7,9 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <deque>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -21,13 +22,25 @@ double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady
   return std::chrono::duration<double, std::milli>(t - epoch).count();
 }
 
+// Steady state: a batch allocates nothing on the runner's side. Jobs wait in a ring of one place
+// per slot (submit holds a slot, so it never overflows), the staging, output and result vectors
+// are the worker's and keep their room from batch to batch, the executor writes the graph outputs
+// into the batch's allocator (the frames' pool), and each frame's output part is a view of its
+// rows. A batch of a row count the executor has no plan for would plan it (oneDNN primitives,
+// a workspace) in the middle of a run: prepare() plans the row counts the infer stage expects
+// (1 to its full batch), and a batch of more rows than the most prepared runs in pieces of
+// prepared row counts, the largest first.
 class CpuRunner final : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
       : ModelRunner(*graph),
         slots_(config.slots),
         executor_(std::move(graph)),
-        recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots) {
+        recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots),
+        ring_(static_cast<std::size_t>(config.slots)) {
+    for (std::size_t o = 0; o < executor_.graph().outputs.size(); ++o) {
+      output_what_.push_back(fmt::format("output '{}'", executor_.graph().outputs[o].name));
+    }
     worker_ = std::thread([this] { work(); });
   }
 
@@ -46,9 +59,30 @@ class CpuRunner final : public ModelRunner {
     const int slot = slots_.acquire(&waited);
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back({std::move(batch), std::move(done), waited, slot});
+      ring_[(head_ + queued_) % ring_.size()] = Job{std::move(batch), std::move(done), waited, slot};
+      ++queued_;
     }
     work_cv_.notify_one();
+  }
+
+  // Runs the graph once on zeros of these shapes (on the calling thread, between batches), so
+  // that the executor and its kernels hold the plan of this row count before a batch needs it.
+  void prepare(const std::vector<Shape>& input_shapes) override {
+    const Graph& graph = executor_.graph();
+    RW_EXPECTS(input_shapes.size() == graph.inputs.size(), InvalidArgument, "{}: {} input shapes to prepare for {} graph inputs",
+               graph.source.empty() ? graph.name : graph.source, input_shapes.size(), graph.inputs.size());
+    std::vector<Tensor> zeros;
+    for (std::size_t i = 0; i < input_shapes.size(); ++i) {
+      const DType dtype = graph.inputs[i].dtype == DType::kUndefined ? DType::kF32 : graph.inputs[i].dtype;
+      zeros.push_back(Tensor::zeros(dtype, input_shapes[i]));
+    }
+    std::vector<Tensor> outputs;
+    std::lock_guard run(run_mutex_);
+    executor_.run_into(zeros, outputs);
+    if (input_shapes.empty() || input_shapes[0].empty()) return;
+    const std::int64_t rows = input_shapes[0][0];
+    auto at = std::lower_bound(prepared_rows_.begin(), prepared_rows_.end(), rows);
+    if (at == prepared_rows_.end() || *at != rows) prepared_rows_.insert(at, rows);
   }
 
   void drain() override { slots_.drain(); }
@@ -70,16 +104,19 @@ class CpuRunner final : public ModelRunner {
       Job job;
       {
         std::unique_lock lock(mutex_);
-        work_cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
-        if (queue_.empty()) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
+        work_cv_.wait(lock, [&] { return queued_ > 0 || stopping_; });
+        if (queued_ == 0) return;
+        job = std::move(ring_[head_]);
+        ring_[head_] = Job{};
+        head_ = (head_ + 1) % ring_.size();
+        --queued_;
       }
-      InferResult result;
+      InferResult& result = result_;  // the worker's: its vectors keep their room
+      result.error = nullptr;
       BatchTiming timing;
       timing.wait_ms = job.wait_ms;
       try {
-        result.outputs = run_batch(job.batch, timing);
+        run_batch(job.batch, timing, result);
       } catch (...) {
         result.outputs.clear();
         result.error = std::current_exception();
@@ -91,32 +128,49 @@ class CpuRunner final : public ModelRunner {
         // A continuation must handle its own errors; this thread must not die of one.
         log().error("cpu runner: a batch's completion threw: {}", e.what());
       }
+      for (auto& parts : result.outputs) parts.clear();  // what the continuation left goes now
+      result.error = nullptr;
       const int slot = job.slot;
       job = Job{};  // the batch's tensors go back to their pool before the slot does
       slots_.release(slot);
     }
   }
 
-  std::vector<std::vector<Tensor>> run_batch(const InferBatch& batch, BatchTiming& timing) {
-    const Graph& graph = executor_.graph();
+  // The rows of the next piece of a batch with `rows` left: all of them when that row count is
+  // prepared (or nothing is), else the most prepared that fit.
+  std::int64_t piece_rows(std::int64_t rows) const {
+    if (prepared_rows_.empty() || std::binary_search(prepared_rows_.begin(), prepared_rows_.end(), rows)) return rows;
+    const auto above = std::upper_bound(prepared_rows_.begin(), prepared_rows_.end(), rows);
+    return above == prepared_rows_.begin() ? rows : *std::prev(above);
+  }
+
+  void run_batch(const InferBatch& batch, BatchTiming& timing, InferResult& result) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::int64_t>& rows = rows_;  // reused from batch to batch: no allocation each
     part_rows(batch.inputs[0], rows);
     std::int64_t total = 0;
     for (auto r : rows) total += r;
     const std::int64_t run_rows = batch.run_rows > 0 ? batch.run_rows : total;
-    std::vector<Tensor> staged = stage_inputs(batch, total, run_rows, &timing.bytes_in);
-    std::map<std::string, Tensor> feeds;
-    for (std::size_t i = 0; i < staged.size(); ++i) feeds.emplace(graph.inputs[i].name, std::move(staged[i]));
+    stage_inputs(batch, total, run_rows, &timing.bytes_in, staged_);
+    const TensorAllocator* allocate = batch.allocate ? &batch.allocate : nullptr;
     const auto t1 = std::chrono::steady_clock::now();
-    std::vector<Tensor> outs = executor_.run(feeds);
-    feeds.clear();
-    const auto t2 = std::chrono::steady_clock::now();
-    std::vector<std::vector<Tensor>> parts;
-    for (std::size_t o = 0; o < outs.size(); ++o) {
-      timing.bytes_out += outs[o].nbytes();
-      parts.push_back(split_rows(outs[o], rows, run_rows, batch.allocate, fmt::format("output '{}'", graph.outputs[o].name)));
+    {
+      std::lock_guard run(run_mutex_);
+      const std::int64_t first = staged_.empty() || staged_[0].rank() == 0 ? run_rows : piece_rows(run_rows);
+      if (first == run_rows) {
+        executor_.run_into(staged_, outs_, allocate);
+      } else {
+        run_in_pieces(run_rows, allocate);
+      }
     }
+    staged_.clear();
+    const auto t2 = std::chrono::steady_clock::now();
+    result.outputs.resize(outs_.size());
+    for (std::size_t o = 0; o < outs_.size(); ++o) {
+      timing.bytes_out += outs_[o].nbytes();
+      split_into_views(outs_[o], rows, run_rows, o, result.outputs[o]);
+    }
+    outs_.clear();
     const auto t3 = std::chrono::steady_clock::now();
     timing.copy_in_start = ms_since(epoch_, t0);
     timing.compute_start = ms_since(epoch_, t1);
@@ -124,17 +178,70 @@ class CpuRunner final : public ModelRunner {
     timing.copy_out_end = ms_since(epoch_, t3);
     timing.rows = total;
     timing.run_rows = run_rows;
-    return parts;
+  }
+
+  // A batch beyond the prepared row counts: pieces of prepared counts, each a view of the staged
+  // rows, their outputs gathered into whole outputs of all the rows.
+  void run_in_pieces(std::int64_t run_rows, const TensorAllocator* allocate) {
+    outs_.clear();
+    for (std::int64_t begin = 0; begin < run_rows;) {
+      const std::int64_t n = piece_rows(run_rows - begin);
+      piece_in_.clear();
+      for (const Tensor& t : staged_) piece_in_.push_back(t.rows(begin, n));
+      executor_.run_into(piece_in_, piece_out_, allocate);
+      for (std::size_t o = 0; o < piece_out_.size(); ++o) {
+        const Tensor part = piece_out_[o].contiguous();
+        RW_EXPECTS(part.rank() >= 1 && part.dim(0) == n, InvalidArgument, "{} is {}, expected {} rows (one per item: every output of a batched model must be)",
+                   output_what_[o], part.description(), n);
+        if (begin == 0) {
+          Shape shape = part.shape();
+          shape[0] = run_rows;
+          Tensor whole = allocate ? (*allocate)(part.dtype(), shape) : Tensor();
+          outs_.push_back(whole.defined() ? whole : Tensor::empty(part.dtype(), shape));
+        }
+        const std::size_t row_bytes = part.nbytes() / static_cast<std::size_t>(n);
+        if (part.nbytes() > 0) {
+          std::memcpy(static_cast<std::byte*>(outs_[o].raw_data()) + row_bytes * static_cast<std::size_t>(begin), part.raw_data(),
+                      part.nbytes());
+        }
+      }
+      piece_out_.clear();
+      begin += n;
+    }
+    piece_in_.clear();
+  }
+
+  // Output `o` of the batch (`run_rows` rows) into one part per frame: views of each frame's rows
+  // (the padding rows are dropped).
+  void split_into_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows, std::size_t o,
+                        std::vector<Tensor>& parts) const {
+    RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
+               "{} is {}, expected {} rows (one per item: every output of a batched model must be)", output_what_[o],
+               whole.description(), run_rows);
+    const Tensor c = whole.contiguous();
+    parts.clear();
+    std::int64_t begin = 0;
+    for (auto r : rows) {
+      parts.push_back(c.rows(begin, r));
+      begin += r;
+    }
   }
 
   SlotRing slots_;  // first: a bad slot count fails before the executor is built
   Executor executor_;
-  std::vector<std::int64_t> rows_;  // the batch's rows per part (the worker's scratch)
+  std::mutex run_mutex_;                   // the executor runs one batch (or prepare) at a time
+  std::vector<std::int64_t> prepared_rows_;  // row counts prepare() planned, ascending
+  std::vector<std::string> output_what_;   // "output 'NAME'" per graph output, for messages
+  // The worker's scratch, kept from batch to batch.
+  std::vector<std::int64_t> rows_;  // the batch's rows per part
+  std::vector<Tensor> staged_, outs_, piece_in_, piece_out_;
+  InferResult result_;
   RunnerStatsRecorder recorder_;
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::mutex mutex_;
   std::condition_variable work_cv_;
-  std::deque<Job> queue_;
+  std::vector<Job> ring_;  // jobs waiting: one place per slot
+  std::size_t head_ = 0, queued_ = 0;
   bool stopping_ = false;
   std::thread worker_;  // last: starts once everything above exists
 };

@@ -78,10 +78,6 @@ void Executor::find_shape_folded_nodes() {
 
 Executor::~Executor() = default;
 
-void Executor::check_inputs(const std::map<std::string, Tensor>& inputs) const {
-  runtime::check_inputs(*graph_, inputs, options_.device);
-}
-
 // ---- memory plan ----
 
 namespace {
@@ -120,6 +116,8 @@ class Executor::OutputPlacer final : public OutputAllocator {
   const MemoryPlan* plan = nullptr;
   std::byte* workspace = nullptr;
   bool off_plan = false;            // a request the plan did not foresee (went to the heap)
+  // Where what the plan leaves off the workspace (the graph outputs) comes from; null: the heap.
+  const std::function<Tensor(DType, const Shape&)>* outside = nullptr;
   // kRecord
   struct Made {
     std::size_t output;
@@ -139,6 +137,10 @@ class Executor::OutputPlacer final : public OutputAllocator {
         if (bytes > plan->bytes[node][output]) off_plan = true;
         else if (bytes != 0) return Tensor::view(workspace + offs[output], dtype, std::move(shape));
       }
+    }
+    if (mode == Mode::kPlanned && outside != nullptr && *outside && !off_plan) {
+      Tensor t = (*outside)(dtype, shape);
+      if (t.defined()) return t;
     }
     Tensor t = Tensor::empty(dtype, std::move(shape));
     if (mode == Mode::kRecord) made.push_back({output, t.raw_data(), bytes});
@@ -208,16 +210,69 @@ std::shared_ptr<Executor::MemoryPlan> Executor::record_plan(const OutputPlacer& 
   plan->stats.lower_bound = wp.lower_bound;
   plan->stats.planned_tensors = placed.size();
   plan->stats.steps = g.nodes.size();
+  // The first workspace now, so that the plan's runs allocate none (a runner that prepares its
+  // batch sizes records their plans before the first batch).
+  if (plan->stats.workspace_bytes != 0) {
+    plan->idle.push_back(Storage::allocate_host(plan->stats.workspace_bytes));
+    workspace_allocations_.fetch_add(1);
+  }
   return plan;
 }
 
-std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
-  check_inputs(inputs);
-  const Graph& g = *graph_;
-  std::vector<Tensor> values = constants_;
+/// One run's scratch, kept across runs: the value slots, the signature, the kernels' argument
+/// lists and a capture of shape values.
+struct Executor::Scratch {
+  std::vector<Tensor> values;
   std::vector<std::int64_t> signature;
+  std::vector<Tensor> in_buf, out_buf;
+};
+
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+  runtime::check_inputs(*graph_, inputs, options_.device);
+  std::vector<Tensor> ordered;
+  for (const auto& vi : graph_->inputs) ordered.push_back(inputs.at(vi.name));
+  std::vector<Tensor> outputs;
+  run_checked(ordered, outputs, nullptr);
+  return outputs;
+}
+
+void Executor::run_into(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
+                        const std::function<Tensor(DType, const Shape&)>* allocate) {
+  runtime::check_inputs(*graph_, inputs, options_.device);
+  run_checked(inputs, outputs, allocate);
+}
+
+void Executor::run_checked(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
+                           const std::function<Tensor(DType, const Shape&)>* allocate) {
+  std::unique_ptr<Scratch> scratch;
+  {
+    std::lock_guard lock(scratch_mutex_);
+    if (!idle_scratch_.empty()) {
+      scratch = std::move(idle_scratch_.back());
+      idle_scratch_.pop_back();
+    }
+  }
+  if (scratch == nullptr) scratch = std::make_unique<Scratch>();
+  struct GiveBack {
+    Executor& executor;
+    std::unique_ptr<Scratch>& scratch;
+    ~GiveBack() {
+      // Nothing of the run stays referenced: the slots' tensors go now, their room stays.
+      scratch->values.clear();
+      scratch->in_buf.clear();
+      scratch->out_buf.clear();
+      std::lock_guard lock(executor.scratch_mutex_);
+      executor.idle_scratch_.push_back(std::move(scratch));
+    }
+  } give_back{*this, scratch};
+
+  const Graph& g = *graph_;
+  std::vector<Tensor>& values = scratch->values;
+  values.assign(constants_.begin(), constants_.end());
+  std::vector<std::int64_t>& signature = scratch->signature;
+  signature.clear();
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
-    const Tensor& t = inputs.at(g.inputs[i].name);
+    const Tensor& t = inputs[i];
     values[static_cast<std::size_t>(flow_.graph_inputs[i])] = t;
     signature.push_back(static_cast<std::int64_t>(t.dtype()));
     signature.push_back(t.rank());
@@ -231,19 +286,19 @@ std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
     std::lock_guard lock(plans_mutex_);
     if (auto* found = shape_values_.find(signature)) folded = *found;
   }
-  std::vector<Tensor> outputs =
-      run_signature(values, signature, folded.get(), folding && !folded ? &captured : nullptr);
+  OutputPlacer placer;
+  placer.outside = allocate;
+  run_signature(*scratch, placer, outputs, folded.get(), folding && !folded ? &captured : nullptr);
   if (folding && !folded) {
     std::lock_guard lock(plans_mutex_);
-    shape_values_.insert(std::move(signature), std::make_shared<const ShapeValues>(std::move(captured)));
+    shape_values_.insert(signature, std::make_shared<const ShapeValues>(std::move(captured)));
   }
-  return outputs;
 }
 
-std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::vector<std::int64_t> signature,
-                                            const ShapeValues* folded, ShapeValues* capture) {
-  OutputPlacer placer;
-  if (!options_.plan_memory) return run_nodes(values, placer, folded, capture);
+void Executor::run_signature(Scratch& scratch, OutputPlacer& placer, std::vector<Tensor>& outputs,
+                             const ShapeValues* folded, ShapeValues* capture) {
+  if (!options_.plan_memory) return run_nodes(scratch, placer, outputs, folded, capture);
+  const std::vector<std::int64_t>& signature = scratch.signature;
 
   std::shared_ptr<MemoryPlan> plan;
   {
@@ -252,12 +307,12 @@ std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::ve
   }
   if (plan == nullptr) {
     placer.mode = OutputPlacer::Mode::kRecord;
-    std::vector<Tensor> outputs = run_nodes(values, placer, folded, capture);
+    run_nodes(scratch, placer, outputs, folded, capture);
     auto recorded = record_plan(placer);
     std::lock_guard lock(plans_mutex_);
-    plans_.insert(std::move(signature), recorded);
+    plans_.insert(signature, recorded);
     last_plan_ = std::move(recorded);
-    return outputs;
+    return;
   }
 
   // A workspace of this signature that no other run is using, else a new one.
@@ -285,8 +340,11 @@ std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::ve
       plan.idle.push_back(std::move(workspace));
     }
   } give_back{*plan, workspace};
-  std::vector<Tensor> outputs = run_nodes(values, placer, folded, capture);
-  values.clear();  // every view into the workspace goes before it is given back
+  run_nodes(scratch, placer, outputs, folded, capture);
+  // Every view into the workspace goes before it is given back.
+  scratch.values.clear();
+  scratch.in_buf.clear();
+  scratch.out_buf.clear();
   // Insurance: a graph output must never view the workspace (the recording saw none do so).
   const auto* lo = placer.workspace;
   const auto* hi = lo + plan->stats.workspace_bytes;
@@ -302,17 +360,18 @@ std::vector<Tensor> Executor::run_signature(std::vector<Tensor>& values, std::ve
     std::lock_guard lock(plans_mutex_);
     plans_.erase(signature);
   }
-  return outputs;
 }
 
-std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlacer& placer,
-                                        const ShapeValues* folded, ShapeValues* capture) {
+void Executor::run_nodes(Scratch& scratch, OutputPlacer& placer, std::vector<Tensor>& outputs,
+                         const ShapeValues* folded, ShapeValues* capture) {
   const Graph& g = *graph_;
+  std::vector<Tensor>& values = scratch.values;
   if (profiling_) timings_.clear();
   if (folded != nullptr) {
     for (const auto& [slot, value] : *folded) values[slot] = value;
   }
-  std::vector<Tensor> in_buf, out_buf;
+  std::vector<Tensor>& in_buf = scratch.in_buf;
+  std::vector<Tensor>& out_buf = scratch.out_buf;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& node = g.nodes[i];
     if (folded != nullptr && shape_folded_[i]) {
@@ -347,9 +406,8 @@ std::vector<Tensor> Executor::run_nodes(std::vector<Tensor>& values, OutputPlace
     }
     for (int s : release_after_[i]) values[s] = Tensor();
   }
-  std::vector<Tensor> outputs;
+  outputs.clear();
   for (int s : flow_.graph_outputs) outputs.push_back(values[static_cast<std::size_t>(s)]);
-  return outputs;
 }
 
 WorkspaceStats Executor::workspace_stats() const {

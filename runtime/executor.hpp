@@ -32,6 +32,12 @@
 // Threads: run() may be called from several threads at once. Plans are shared; a workspace is
 // used by one run at a time (a run takes an idle one, or allocates another), so N concurrent
 // runs of one signature hold N workspaces. Profiling (last_timings) is for one thread at a time.
+//
+// Steady state: a run of a signature that has its plan allocates nothing on the executor's side.
+// Its scratch (the value slots, the signature, the kernels' argument lists) is taken from idle
+// sets kept across runs (one per concurrent run), the plan's first workspace is allocated when the
+// plan is recorded, and run_into() writes the outputs into the caller's vector and takes the graph
+// outputs' buffers from the caller's allocator (a frame pool) instead of the heap.
 
 #include "core/graph/graph.hpp"
 #include "core/lru_map.hpp"
@@ -41,9 +47,11 @@
 #include "runtime/schedule.hpp"
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -108,6 +116,11 @@ class Executor {
   /// Runs the graph. `inputs` maps graph input names to tensors; every graph input must be
   /// given, and no unknown name. Returns the graph outputs in the graph's order.
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  /// Runs the graph on `inputs` in the graph's input order (one each), writing the outputs in
+  /// the graph's order into `outputs` (cleared first; a caller keeps it from run to run). The
+  /// graph outputs a run allocates come from `allocate` when given (else the heap).
+  void run_into(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
+                const std::function<Tensor(DType, const Shape&)>* allocate = nullptr);
 
   void set_profiling(bool on) { profiling_ = on; }
   const std::vector<NodeTiming>& last_timings() const { return timings_; }
@@ -124,16 +137,19 @@ class Executor {
  private:
   struct MemoryPlan;
   class OutputPlacer;
-  void check_inputs(const std::map<std::string, Tensor>& inputs) const;
+  struct Scratch;
   void find_shape_folded_nodes();
   /// Values of the shape-folded nodes' outputs for one signature (heap copies), by slot.
   using ShapeValues = std::vector<std::pair<int, Tensor>>;
-  /// Runs the nodes; with `folded` set, the shape-folded nodes are skipped and their values
-  /// taken from it; with `capture` set, their outputs are copied into it.
-  std::vector<Tensor> run_nodes(std::vector<Tensor>& values, OutputPlacer& placer,
-                                const ShapeValues* folded = nullptr, ShapeValues* capture = nullptr);
-  std::vector<Tensor> run_signature(std::vector<Tensor>& values, std::vector<std::int64_t> signature,
-                                    const ShapeValues* folded, ShapeValues* capture);
+  /// run_into() once its inputs are checked.
+  void run_checked(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
+                   const std::function<Tensor(DType, const Shape&)>* allocate);
+  /// Runs the nodes into `outputs`; with `folded` set, the shape-folded nodes are skipped and
+  /// their values taken from it; with `capture` set, their outputs are copied into it.
+  void run_nodes(Scratch& scratch, OutputPlacer& placer, std::vector<Tensor>& outputs,
+                 const ShapeValues* folded = nullptr, ShapeValues* capture = nullptr);
+  void run_signature(Scratch& scratch, OutputPlacer& placer, std::vector<Tensor>& outputs, const ShapeValues* folded,
+                     ShapeValues* capture);
   std::shared_ptr<MemoryPlan> record_plan(const OutputPlacer& placer) const;
 
   std::shared_ptr<const Graph> graph_;
@@ -149,10 +165,12 @@ class Executor {
   mutable std::mutex plans_mutex_;
   LruMap<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_{1};  // by signature (options_.max_plans)
   std::shared_ptr<MemoryPlan> last_plan_;
-  std::atomic<std::uint64_t> workspace_allocations_{0};
+  mutable std::atomic<std::uint64_t> workspace_allocations_{0};  // record_plan (const) counts the first
   std::vector<bool> shape_folded_;                        // node -> folded per input shape
   std::vector<std::size_t> shape_folded_nodes_;
   LruMap<std::vector<std::int64_t>, std::shared_ptr<const ShapeValues>> shape_values_{1};  // by signature
+  std::mutex scratch_mutex_;
+  std::vector<std::unique_ptr<Scratch>> idle_scratch_;  // one per run at once, kept across runs
 };
 
 }  // namespace redwood

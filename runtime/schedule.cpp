@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
+#include <array>
 
 namespace redwood::runtime {
 namespace {
@@ -75,28 +75,67 @@ void place_concat_inputs(const Graph& graph, Schedule& s, std::size_t alignment)
   }
 }
 
+// Symbolic dimensions bound so far while checking one set of inputs: a few, kept in place, so
+// that checking a batch's inputs (every batch) allocates nothing unless it throws.
+class SymbolBindings {
+ public:
+  /// The extent `symbol` is bound to, binding it to `extent` if it is new.
+  std::int64_t bind(const std::string& symbol, std::int64_t extent) {
+    for (std::size_t i = 0; i < count_; ++i) {
+      if (*at(i).symbol == symbol) return at(i).extent;
+    }
+    if (count_ < in_place_.size()) {
+      in_place_[count_] = {&symbol, extent};
+    } else {
+      beyond_.push_back({&symbol, extent});
+    }
+    ++count_;
+    return extent;
+  }
+
+ private:
+  struct Binding {
+    const std::string* symbol = nullptr;  // the graph's own string
+    std::int64_t extent = 0;
+  };
+  Binding& at(std::size_t i) { return i < in_place_.size() ? in_place_[i] : beyond_[i - in_place_.size()]; }
+  std::array<Binding, 16> in_place_{};
+  std::vector<Binding> beyond_;
+  std::size_t count_ = 0;
+};
+
 // One input's dtype and shape against its declaration; `dtype` kUndefined skips the dtype check.
-void check_input(const Graph& graph, const ValueInfo& vi, DType dtype, const Shape& shape, const std::string& given,
-                 std::map<std::string, std::int64_t>& symbols) {
-  const std::string model = model_name(graph);
+// `given()` describes what was given, for the messages (made only when one is thrown).
+template <typename Given>
+void check_input(const Graph& graph, const ValueInfo& vi, DType dtype, const Shape& shape, const Given& given,
+                 SymbolBindings& symbols) {
   RW_EXPECTS(dtype == DType::kUndefined || vi.dtype == DType::kUndefined || dtype == vi.dtype, InvalidArgument,
-             "{}: input '{}' expects {} but was given {}", model, vi.name, vi.description(), given);
+             "{}: input '{}' expects {} but was given {}", model_name(graph), vi.name, vi.description(), given());
   if (!vi.has_shape) return;
   RW_EXPECTS(shape.size() == vi.dims.size(), InvalidArgument, "{}: input '{}' expects rank {} ({}) but was given {}",
-             model, vi.name, vi.dims.size(), vi.description(), given);
+             model_name(graph), vi.name, vi.dims.size(), vi.description(), given());
   for (std::size_t d = 0; d < vi.dims.size(); ++d) {
     const Dim& dim = vi.dims[d];
     if (dim.known()) {
       RW_EXPECTS(shape[d] == dim.value, InvalidArgument,
-                 "{}: input '{}' expects {} but was given {} (dimension {} differs)", model, vi.name,
-                 vi.description(), given, d);
+                 "{}: input '{}' expects {} but was given {} (dimension {} differs)", model_name(graph), vi.name,
+                 vi.description(), given(), d);
     } else if (!dim.symbol.empty()) {
-      auto [it, inserted] = symbols.emplace(dim.symbol, shape[d]);
-      RW_EXPECTS(inserted || it->second == shape[d], InvalidArgument,
-                 "{}: dimension '{}' of input '{}' is {} but another input bound it to {}", model, dim.symbol,
-                 vi.name, shape[d], it->second);
+      const std::int64_t bound = symbols.bind(dim.symbol, shape[d]);
+      RW_EXPECTS(bound == shape[d], InvalidArgument,
+                 "{}: dimension '{}' of input '{}' is {} but another input bound it to {}", model_name(graph),
+                 dim.symbol, vi.name, shape[d], bound);
     }
   }
+}
+
+// One given input tensor against graph input `vi`.
+void check_input_tensor(const Graph& graph, const ValueInfo& vi, const Tensor& t, Device device, SymbolBindings& symbols) {
+  RW_EXPECTS(t.defined(), InvalidArgument, "{}: input '{}' ({}) is not given", model_name(graph), vi.name,
+             vi.description());
+  RW_EXPECTS(t.device() == device, InvalidArgument, "{}: input '{}' is on {}, the executor runs on {}",
+             model_name(graph), vi.name, device_name(t.device()), device_name(device));
+  check_input(graph, vi, t.dtype(), t.shape(), [&] { return t.description(); }, symbols);
 }
 
 }  // namespace
@@ -178,33 +217,36 @@ std::vector<bool> shape_determined_nodes(const Graph& graph, const Dataflow& flo
 }
 
 void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& inputs, Device device) {
-  const std::string model = model_name(graph);
-  std::set<std::string> declared;
-  for (const auto& vi : graph.inputs) declared.insert(vi.name);
   for (const auto& [name, t] : inputs) {
-    if (declared.count(name)) continue;
+    const bool declared = std::any_of(graph.inputs.begin(), graph.inputs.end(), [&](const ValueInfo& vi) { return vi.name == name; });
+    if (declared) continue;
     std::string list;
     for (const auto& vi : graph.inputs) list += (list.empty() ? "" : ", ") + vi.name;
-    throw InvalidArgument(fmt::format("{}: the model has no input named '{}' (its inputs: {})", model, name, list));
+    throw InvalidArgument(fmt::format("{}: the model has no input named '{}' (its inputs: {})", model_name(graph), name, list));
   }
-  std::map<std::string, std::int64_t> symbols;  // symbolic dimension -> bound extent
+  SymbolBindings symbols;
   for (const auto& vi : graph.inputs) {
     auto it = inputs.find(vi.name);
-    RW_EXPECTS(it != inputs.end() && it->second.defined(), InvalidArgument, "{}: input '{}' ({}) is not given", model,
-               vi.name, vi.description());
-    const Tensor& t = it->second;
-    RW_EXPECTS(t.device() == device, InvalidArgument, "{}: input '{}' is on {}, the executor runs on {}", model,
-               vi.name, device_name(t.device()), device_name(device));
-    check_input(graph, vi, t.dtype(), t.shape(), t.description(), symbols);
+    RW_EXPECTS(it != inputs.end(), InvalidArgument, "{}: input '{}' ({}) is not given", model_name(graph), vi.name,
+               vi.description());
+    check_input_tensor(graph, vi, it->second, device, symbols);
   }
+}
+
+void check_inputs(const Graph& graph, std::span<const Tensor> inputs, Device device) {
+  RW_EXPECTS(inputs.size() == graph.inputs.size(), InvalidArgument, "{}: {} inputs given for {} graph inputs",
+             model_name(graph), inputs.size(), graph.inputs.size());
+  SymbolBindings symbols;
+  for (std::size_t i = 0; i < inputs.size(); ++i) check_input_tensor(graph, graph.inputs[i], inputs[i], device, symbols);
 }
 
 void check_input_shapes(const Graph& graph, const std::vector<Shape>& shapes) {
   RW_EXPECTS(shapes.size() == graph.inputs.size(), InvalidArgument, "{}: {} input shapes for {} graph inputs",
              model_name(graph), shapes.size(), graph.inputs.size());
-  std::map<std::string, std::int64_t> symbols;
+  SymbolBindings symbols;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    check_input(graph, graph.inputs[i], DType::kUndefined, shapes[i], "shape " + shape_str(shapes[i]), symbols);
+    check_input(graph, graph.inputs[i], DType::kUndefined, shapes[i], [&] { return "shape " + shape_str(shapes[i]); },
+                symbols);
   }
 }
 

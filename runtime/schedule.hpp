@@ -25,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ std::vector<bool> shape_determined_nodes(const Graph& graph, const Dataflow& flo
 /// name), on `device`, with the declared dtype, rank and fixed extents, and symbolic dimensions
 /// bound alike across inputs. Throws InvalidArgument naming the model, the input and what differs.
 void check_inputs(const Graph& graph, const std::map<std::string, Tensor>& inputs, Device device);
+/// The same for inputs given in the graph's input order, one each. Neither allocates unless it
+/// throws: they run on every batch.
+void check_inputs(const Graph& graph, std::span<const Tensor> inputs, Device device);
 /// The same for input shapes alone, in the graph's input order (a planner's view: no values yet).
 void check_input_shapes(const Graph& graph, const std::vector<Shape>& shapes);
 

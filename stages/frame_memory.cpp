@@ -1,5 +1,6 @@
 #include "stages/frame_memory.hpp"
 
+#include "core/recycling_allocator.hpp"
 #include "memory/host_resource.hpp"
 #include "memory/tiered.hpp"
 #include "memory/tracing_resource.hpp"
@@ -82,7 +83,9 @@ class PoolMatAllocator final : public cv::MatAllocator {
         throw;  // Mat::create then takes the buffer from OpenCV's default allocator
       }
     }
-    auto* u = new PooledMatData(this, state_.shared_from_this());
+    // The record is recycled (core/recycling_allocator.hpp): no heap allocation once warm.
+    RecyclingAllocator<PooledMatData> records;
+    auto* u = ::new (records.allocate(1)) PooledMatData(this, state_.shared_from_this());
     u->data = u->origdata = static_cast<uchar*>(data);
     u->size = total;
     if (data0) u->flags |= cv::UMatData::USER_ALLOCATED;
@@ -99,7 +102,8 @@ class PoolMatAllocator final : public cv::MatAllocator {
     // release it only after everything here is done.
     std::shared_ptr<FrameMemory::State> keep = std::move(pooled->state);
     if (!(u->flags & cv::UMatData::USER_ALLOCATED)) keep->calls().deallocate(u->origdata, std::max<std::size_t>(u->size, 1), kAlignment, nullptr);
-    delete pooled;
+    pooled->~PooledMatData();
+    RecyclingAllocator<PooledMatData>().deallocate(pooled, 1);
   }
 
  private:
@@ -149,11 +153,11 @@ Picture FrameMemory::picture(int width, int height, int channels) {
     ++state_->fallbacks;
     return Picture::allocate(width, height, channels);
   }
-  // The release travels in the shared pointer's control block: the one heap allocation a pool
-  // picture costs.
-  p.owner = std::shared_ptr<void>(p.data, [state = state_, block](void* data) {
-    state->calls().deallocate(data, block, kAlignment, nullptr);
-  });
+  // The release travels in the shared pointer's control block, recycled: no heap allocation
+  // once warm.
+  p.owner = std::shared_ptr<void>(
+      p.data, [state = state_, block](void* data) { state->calls().deallocate(data, block, kAlignment, nullptr); },
+      RecyclingAllocator<char>());
   return p;
 }
 

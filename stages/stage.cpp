@@ -90,23 +90,39 @@ void Stage::process(std::span<Frame* const> frames) {
   frames_ += static_cast<std::int64_t>(frames.size());
 }
 
+// One process_async call: the frames to mark when it completes (a copy: the caller's span may be
+// gone by then), when it started, and the caller's continuation. The continuation handed to
+// do_process_async holds only a pointer to it, which std::function keeps in place.
+struct Stage::AsyncCall {
+  Stage* stage = nullptr;
+  Clock::time_point start;
+  std::vector<Frame*> marked;
+  Completion done;
+};
+
+Stage::~Stage() {
+  for (AsyncCall* call : idle_calls_) delete call;
+}
+
 void Stage::process_async(std::span<Frame* const> frames, Completion done) {
-  const auto start = Clock::now();
-  // The frames' marks are set when they complete; the copy of the names keeps them valid after
-  // the caller's span is gone.
-  auto completion = [this, start, marked = std::vector<Frame*>(frames.begin(), frames.end()),
-                     done = std::move(done)](std::exception_ptr error) {
-    const auto at = Clock::now();
-    for (Frame* f : marked) f->stage_done.push_back({name_, at});
-    {
-      std::lock_guard lock(latency_mutex_);
-      call_latency_.add(std::chrono::duration<double, std::milli>(at - start).count());
+  AsyncCall* call = nullptr;  // back to idle_calls_ in complete_async
+  {
+    std::lock_guard lock(calls_mutex_);
+    if (!idle_calls_.empty()) {
+      call = idle_calls_.back();
+      idle_calls_.pop_back();
     }
-    done(error);
-  };
+  }
+  if (call == nullptr) call = new AsyncCall();
+  call->stage = this;
+  call->start = Clock::now();
+  call->marked.assign(frames.begin(), frames.end());
+  call->done = std::move(done);
+  const Completion completion = [call](std::exception_ptr error) { call->stage->complete_async(call, error); };
   // do_process_async reports errors through `done` once it has handed anything over; an
   // exception out of it means nothing was handed over, so `done` gets it here.
   std::exception_ptr error;
+  const auto start = call->start;
   const std::int64_t cpu_start = thread_cpu_us();
   try {
     do_process_async(frames, completion);
@@ -118,6 +134,23 @@ void Stage::process_async(std::span<Frame* const> frames, Completion done) {
   ++calls_;
   frames_ += static_cast<std::int64_t>(frames.size());
   if (error) completion(error);
+}
+
+void Stage::complete_async(AsyncCall* call, std::exception_ptr error) {
+  const auto at = Clock::now();
+  for (Frame* f : call->marked) f->stage_done.push_back({name_, at});
+  {
+    std::lock_guard lock(latency_mutex_);
+    call_latency_.add(std::chrono::duration<double, std::milli>(at - call->start).count());
+  }
+  Completion done = std::move(call->done);
+  call->done = nullptr;
+  call->marked.clear();
+  {
+    std::lock_guard lock(calls_mutex_);
+    idle_calls_.push_back(call);
+  }
+  done(error);
 }
 
 LatencyHistogram Stage::call_latency() const {

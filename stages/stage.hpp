@@ -104,7 +104,7 @@ struct StageArgs {
 class Stage {
  public:
   explicit Stage(std::string name) : name_(std::move(name)) {}
-  virtual ~Stage() = default;
+  virtual ~Stage();
   Stage(const Stage&) = delete;
   Stage& operator=(const Stage&) = delete;
 
@@ -200,6 +200,12 @@ class Stage {
   std::atomic<std::int64_t> busy_us_{0};
   mutable std::mutex latency_mutex_;
   LatencyHistogram call_latency_;
+  // process_async's calls in flight: recycled through a free list, so that a call allocates
+  // nothing once there are as many as are ever in flight.
+  struct AsyncCall;
+  void complete_async(AsyncCall* call, std::exception_ptr error);
+  std::mutex calls_mutex_;
+  std::vector<AsyncCall*> idle_calls_;  // owned: deleted with the stage
 };
 
 using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;

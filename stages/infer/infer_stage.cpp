@@ -122,14 +122,33 @@ std::vector<std::unique_ptr<ModelRunner>> make_runners(const ModelEntry& model, 
   throw ConfigError(fmt::format("{}: model '{}': device cuda is not usable: {}", model.device_where, model_name, reason));
 }
 
+class InferStage;
+struct Dispatch;
+
+// One submission of a dispatch to a runner: the frames it feeds (indices into the dispatch's),
+// which item of theirs, and when it went. The runner's continuation holds only a pointer to it,
+// which std::function keeps in place (no allocation).
+struct Submission {
+  InferStage* stage = nullptr;
+  Dispatch* dispatch = nullptr;
+  std::vector<std::size_t> targets;
+  std::size_t item = 0;
+  Clock::time_point submitted;
+};
+
 // One process_async call: its frames, the outputs arriving per submission, and the countdown
-// that completes the call when the last submission (or the handing over) is done.
+// that completes the call when the last submission (or the handing over) is done. Dispatches
+// are recycled by their stage (a free list) with their vectors' room, so that a call allocates
+// nothing once the stage has as many as it ever has in flight.
 struct Dispatch {
   std::vector<Frame*> frames;
   // [frame][output][item]: outputs as they arrive (one item per frame for a batched model; one
-  // per row for a model of batch 1 fed K rows).
+  // per row for a model of batch 1 fed K rows). Only the first frames.size() are this call's.
   std::vector<std::vector<std::vector<Tensor>>> outputs;
-  std::atomic<int> pending{1};  // submissions in flight, plus the handing-over thread's own count
+  std::vector<Submission> submissions;  // the first `submitted` are this call's
+  std::size_t submitted = 0;
+  std::vector<std::size_t> pending, group, rest;  // do_process_async's scratch
+  std::atomic<int> countdown{1};  // submissions in flight, plus the handing-over thread's own count
   std::mutex mutex;
   std::exception_ptr error;
   Stage::Completion done;
@@ -285,20 +304,37 @@ class InferStage final : public Stage {
   }
 
   void do_process_async(std::span<Frame* const> frames, Completion done) override {
-    auto d = std::make_shared<Dispatch>();
+    Dispatch* d = acquire_dispatch();
     d->frames.assign(frames.begin(), frames.end());
-    d->outputs.resize(frames.size());
+    if (d->outputs.size() < frames.size()) d->outputs.resize(frames.size());
     d->done = std::move(done);
+    try {
+      dispatch(*d, frames);
+    } catch (...) {
+      fail(*d, std::current_exception());  // completes once what was handed over is done
+    }
+    release(d);
+  }
+
+  void dispatch(Dispatch& dr, std::span<Frame* const> frames) {
+    Dispatch* d = &dr;
     // Frames whose item shapes agree share a submission (streams of different sizes cannot).
-    std::vector<std::size_t> pending;
+    std::vector<std::size_t>& pending = d->pending;
+    std::size_t most_submissions = 0;
     for (std::size_t i = 0; i < frames.size(); ++i) {
       auto it = frames[i]->tensors.find(input_key_);
       if (it == frames[i]->tensors.end() || !it->second.defined() || it->second.rank() == 0 || it->second.dim(0) == 0) continue;
       pending.push_back(i);
+      most_submissions += fixed_batch_one_ ? static_cast<std::size_t>(it->second.dim(0)) : 1;
     }
+    // Room for every submission first: the runners' continuations point at them.
+    if (d->submissions.size() < most_submissions) d->submissions.resize(most_submissions);
     while (!pending.empty()) {
       const Shape item = item_shape(frames[pending.front()]);
-      std::vector<std::size_t> group, rest;
+      std::vector<std::size_t>& group = d->group;
+      std::vector<std::size_t>& rest = d->rest;
+      group.clear();
+      rest.clear();
       for (std::size_t i : pending) (item_shape(frames[i]) == item ? group : rest).push_back(i);
       if (fixed_batch_one_) {
         // A model of batch 1: one submission per row, each a view of that row of the frame's tensor.
@@ -307,29 +343,87 @@ class InferStage final : public Stage {
           Tensor& all = frames[i]->tensors.at(input_key_);
           if (!all.is_contiguous()) all = all.contiguous();
           const std::int64_t k = all.dim(0);
-          d->outputs[i].assign(output_keys_.size(), std::vector<Tensor>(static_cast<std::size_t>(k)));
-          for (std::int64_t r = 0; r < k; ++r) submit(d, {i}, {row_of(all, r)}, static_cast<std::size_t>(r));
+          size_outputs(d->outputs[i], static_cast<std::size_t>(k));
+          for (std::int64_t r = 0; r < k; ++r) {
+            Submission& sub = next_submission(*d);
+            sub.targets.push_back(i);
+            sub.item = static_cast<std::size_t>(r);
+            submit(sub, {row_of(all, r)});
+          }
         }
       } else {
         std::vector<Tensor> parts;
+        parts.reserve(group.size());
+        Submission& sub = next_submission(*d);
         for (std::size_t i : group) {
           parts.push_back(frames[i]->tensors.at(input_key_));
-          d->outputs[i].assign(output_keys_.size(), std::vector<Tensor>(1));
+          size_outputs(d->outputs[i], 1);
+          sub.targets.push_back(i);
         }
-        submit(d, group, std::move(parts), 0);
+        sub.item = 0;
+        submit(sub, std::move(parts));
       }
       pending.swap(rest);
     }
-    release(d);
+  }
+
+  // A frame's outputs: one vector of `items` per model output, emptied of an earlier call's.
+  void size_outputs(std::vector<std::vector<Tensor>>& outputs, std::size_t items) const {
+    outputs.resize(output_keys_.size());
+    for (auto& per_output : outputs) {
+      per_output.clear();
+      per_output.resize(items);
+    }
+  }
+
+  static Submission& next_submission(Dispatch& d) {
+    Submission& sub = d.submissions[d.submitted++];
+    sub.dispatch = &d;
+    sub.targets.clear();
+    return sub;
+  }
+
+  Dispatch* acquire_dispatch() {
+    {
+      std::lock_guard lock(dispatch_mutex_);
+      if (!idle_dispatches_.empty()) {
+        Dispatch* d = idle_dispatches_.back().release();
+        idle_dispatches_.pop_back();
+        return d;
+      }
+    }
+    return new Dispatch();
+  }
+
+  // Back to the free list, holding nothing of the call (tensors, frames, the continuation).
+  void recycle(Dispatch* d) {
+    for (std::size_t i = 0; i < d->frames.size(); ++i) {
+      for (auto& per_output : d->outputs[i]) per_output.clear();
+    }
+    for (std::size_t k = 0; k < d->submitted; ++k) d->submissions[k].targets.clear();
+    d->frames.clear();
+    d->pending.clear();
+    d->group.clear();
+    d->rest.clear();
+    d->submitted = 0;
+    d->countdown.store(1, std::memory_order_relaxed);
+    d->error = nullptr;
+    d->done = nullptr;
+    std::lock_guard lock(dispatch_mutex_);
+    idle_dispatches_.emplace_back(d);
   }
 
   // When the tensor's item shape is known at load, the runners make their plans for the batch
   // sizes the run will use now (on a GPU: tuning and capture, which would otherwise stall the
-  // first batch of each size for up to seconds, and back up every stream): every size of an
-  // explicit `batch_sizes`, else the powers of two up to the rows of a full batch (whole
-  // pictures: one row a frame; crops, not known: one a frame is assumed, larger ones come later).
+  // first batch of each size for up to seconds, and back up every stream; on the CPU: oneDNN's
+  // primitives and the executor's memory plan, whose making allocates in the middle of a run):
+  // every size of an explicit `batch_sizes`, else the row counts a batch runs at up to the rows
+  // of a full batch (a GPU's powers of two; on the CPU every count, as the CPU does not pad).
+  // Whole pictures are one row a frame; crops, not known, are assumed one a frame: a batch of
+  // more rows than prepared runs on the GPU at a new size, on the CPU in prepared pieces
+  // (runtime/cpu_runner.cpp).
   void prepare_batch_sizes(const TensorSpec& spec) const {
-    if (device_ == "cpu" || spec.dims.empty()) return;
+    if (spec.dims.empty()) return;
     Shape shape(spec.dims.begin(), spec.dims.end());
     for (std::size_t i = 1; i < shape.size(); ++i) {
       if (shape[i] < 0) return;
@@ -385,32 +479,33 @@ class InferStage final : public Stage {
     return *best;
   }
 
-  // Submits `parts` (one per frame in `targets`, item index `item` of each) to a runner; the
-  // outputs land in the dispatch when the runner completes them.
-  void submit(const std::shared_ptr<Dispatch>& d, std::vector<std::size_t> targets, std::vector<Tensor> parts, std::size_t item) {
+  // Submits `parts` (one per frame in the submission's targets, its item of each) to a runner;
+  // the outputs land in the dispatch when the runner completes them.
+  void submit(Submission& sub, std::vector<Tensor> parts) {
+    Dispatch& d = *sub.dispatch;
+    sub.stage = this;
     std::int64_t rows = 0;
     for (const Tensor& t : parts) rows += t.dim(0);
     InferBatch batch;
     batch.inputs.push_back(std::move(parts));
     batch.run_rows = fixed_batch_one_ ? 0 : run_rows(rows);
     batch.picture = picture_;
-    FrameMemory* memory = d->frames[targets.front()]->memory;
+    FrameMemory* memory = d.frames[sub.targets.front()]->memory;
     batch.allocate = [memory](DType dtype, const Shape& shape) { return frame_tensor(memory, dtype, shape); };
-    d->pending.fetch_add(1, std::memory_order_relaxed);
-    const auto submitted = Clock::now();
+    d.countdown.fetch_add(1, std::memory_order_relaxed);
+    sub.submitted = Clock::now();
     try {
-      least_busy_runner().submit(std::move(batch), [this, d, targets = std::move(targets), item, submitted](InferResult& r) {
-        complete(d, targets, item, r, submitted);
-      });
+      Submission* s = &sub;
+      least_busy_runner().submit(std::move(batch), [s](InferResult& r) { s->stage->complete(*s, r); });
     } catch (...) {
-      fail(*d, std::current_exception());
-      release(d);
+      fail(d, std::current_exception());
+      release(&d);
     }
   }
 
-  void complete(const std::shared_ptr<Dispatch>& d, const std::vector<std::size_t>& targets, std::size_t item, InferResult& r,
-                Clock::time_point submitted) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - submitted).count();
+  void complete(Submission& sub, InferResult& r) {
+    Dispatch* d = sub.dispatch;
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sub.submitted).count();
     // A moving average of a batch's time from submit to completion: what the batcher plans with.
     const double before = expected_ms_.load(std::memory_order_relaxed);
     expected_ms_.store(before == 0 ? ms : 0.9 * before + 0.1 * ms, std::memory_order_relaxed);
@@ -418,7 +513,7 @@ class InferStage final : public Stage {
       fail(*d, r.error);
     } else {
       for (std::size_t o = 0; o < r.outputs.size() && o < output_keys_.size(); ++o) {
-        for (std::size_t k = 0; k < targets.size(); ++k) d->outputs[targets[k]][o][item] = std::move(r.outputs[o][k]);
+        for (std::size_t k = 0; k < sub.targets.size(); ++k) d->outputs[sub.targets[k]][o][sub.item] = std::move(r.outputs[o][k]);
       }
     }
     release(d);
@@ -429,9 +524,10 @@ class InferStage final : public Stage {
     if (!d.error) d.error = std::move(error);
   }
 
-  // Drops one count; the last one writes the outputs into the frames and completes the call.
-  void release(const std::shared_ptr<Dispatch>& d) {
-    if (d->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Drops one count; the last one writes the outputs into the frames, recycles the dispatch and
+  // completes the call.
+  void release(Dispatch* d) {
+    if (d->countdown.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     std::exception_ptr error = d->error;
     if (!error) {
       try {
@@ -439,6 +535,7 @@ class InferStage final : public Stage {
           Frame* f = d->frames[i];
           for (std::size_t o = 0; o < d->outputs[i].size(); ++o) {
             auto& items = d->outputs[i][o];
+            if (items.empty()) continue;  // a frame with no rows gets no output
             f->tensors[output_keys_[o]] = items.size() == 1 ? std::move(items[0]) : concat_rows(items, f->memory);
           }
         }
@@ -446,7 +543,9 @@ class InferStage final : public Stage {
         error = std::current_exception();
       }
     }
-    d->done(error);
+    Completion done = std::move(d->done);
+    recycle(d);
+    done(error);
   }
 
   static Tensor concat_rows(const std::vector<Tensor>& parts, FrameMemory* memory) {
@@ -476,6 +575,8 @@ class InferStage final : public Stage {
   std::shared_ptr<runtime::JointPlacement> joint_;
   std::atomic<std::size_t> next_runner_{0};
   std::atomic<double> expected_ms_{0};
+  std::mutex dispatch_mutex_;
+  std::vector<std::unique_ptr<Dispatch>> idle_dispatches_;  // recycled by release()
 };
 
 }  // namespace

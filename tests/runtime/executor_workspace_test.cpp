@@ -205,11 +205,12 @@ TEST(ExecutorWorkspace, PlansAreBoundedAndTheLeastRecentlyUsedGoesFirst) {
   };
   for (std::int64_t n = 1; n <= 20; ++n) run(n);
   EXPECT_EQ(e.planned_signatures(), 2u);
-  EXPECT_EQ(e.workspace_allocations(), 0u);  // each first run records; none reused a plan yet
-  run(20);  // the most recent: its plan is kept and reused
-  EXPECT_EQ(e.workspace_allocations(), 1u);
-  run(18);  // evicted long ago: recorded again
-  EXPECT_EQ(e.workspace_allocations(), 1u);
+  // Each first run records its plan, and the plan's first workspace comes with it.
+  EXPECT_EQ(e.workspace_allocations(), 20u);
+  run(20);  // the most recent: its plan and workspace are kept and reused
+  EXPECT_EQ(e.workspace_allocations(), 20u);
+  run(18);  // evicted long ago: recorded again, with a workspace
+  EXPECT_EQ(e.workspace_allocations(), 21u);
   EXPECT_EQ(e.planned_signatures(), 2u);
 }
 
