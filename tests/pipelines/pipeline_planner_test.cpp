@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 namespace redwood {
 namespace {
 
@@ -99,6 +101,7 @@ TEST(PipelinePlanner, TwoAutoModelsPlacedTogetherDifferFromEachAlone) {
   EXPECT_EQ(plan->result.alone.bottleneck, runtime::kGpu);
   EXPECT_LT(plan->result.best.peak_load_ms, 0.8 * plan->result.alone.peak_load_ms);
   const std::vector<std::string> lines = plan->lines();
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());  // the log's lines (docs/planner.md quotes them)
   ASSERT_GE(lines.size(), 5u);
   EXPECT_NE(lines[0].find("pipeline placement of 2 model(s), demand unpaced"), std::string::npos) << lines[0];
   EXPECT_NE(lines[2].find("model 'b': cpu, batch 2"), std::string::npos) << lines[2];
