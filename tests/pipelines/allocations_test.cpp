@@ -57,7 +57,7 @@ Counts allocations(std::int64_t frames, const std::filesystem::path& dir) {
 // oneDNN 2.6's primitive execution (it builds its own argument map on every run: Redwood passes
 // its arguments through the C entry point, bound once), about 130 in FFmpeg's decoder, some in
 // OpenCV's temporaries (perspective warps, resizes). Redwood's own code: about 30 (29.3 in one
-// run), what is left of each batch's and frame's bookkeeping between the stages (the batcher's
+// run, 22.7 in another), what is left of each batch's and frame's bookkeeping between the stages (the batcher's
 // and the flow graph's vectors, a frame's tensor map) and in the stages' own code. The runtime
 // plans every row count a batch can have before the first frame (runtime/cpu_runner.cpp), so
 // batches that form late by timing make no plans. The totals vary from run to run with the

@@ -19,7 +19,6 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -85,19 +84,22 @@ class ReduceKernel final : public Kernel {
       ctx.outputs[0] = x;
       return;
     }
-    // The layout of the last input shape and axes is kept: a model runs the same shapes batch
-    // after batch, and making the plan allocates.
-    if (!cached_ || cached_shape_ != x.shape() || cached_axes_ != axes) {
-      const std::vector<bool> reduced = reduced_axes_mask(node, axes, x.shape());
-      cached_out_ = reduced_shape(x.shape(), reduced, keepdims_);
-      cached_.emplace(x.shape(), reduced);
-      cached_shape_ = x.shape();
-      cached_axes_ = axes;
+    // The layouts of the last few input shapes and axes are kept: a model runs the same few
+    // shapes (one per batch size) batch after batch, and making a plan allocates.
+    Layout* layout = nullptr;
+    for (Layout& l : layouts_) {
+      if (l.shape == x.shape() && l.axes == axes) layout = &l;
     }
-    Tensor y = ctx.allocate_output(0, x.dtype(), cached_out_);
+    if (layout == nullptr) {
+      const std::vector<bool> reduced = reduced_axes_mask(node, axes, x.shape());
+      if (layouts_.size() >= kLayouts) layouts_.erase(layouts_.begin());  // the oldest goes
+      layouts_.push_back({x.shape(), axes, reduced_shape(x.shape(), reduced, keepdims_), ReducePlan(x.shape(), reduced)});
+      layout = &layouts_.back();
+    }
+    Tensor y = ctx.allocate_output(0, x.dtype(), layout->out);
     ctx.outputs[0] = y;
     if (y.numel() == 0) return;
-    const ReducePlan& plan = *cached_;
+    const ReducePlan& plan = layout->plan;
     dispatch<float, std::int64_t, std::int32_t, std::uint8_t>(x.dtype(), node, [&](auto tag) {
       using T = decltype(tag);
       reduce<T>(plan, x.data<T>(), y.data<T>());
@@ -164,10 +166,14 @@ class ReduceKernel final : public Kernel {
   bool keepdims_;
   bool noop_with_empty_axes_;
   std::vector<std::int64_t> axes_;
-  // The last run's input shape and axes, and their output shape and plan (a kernel runs one
-  // batch at a time).
-  Shape cached_shape_, cached_axes_, cached_out_;
-  std::optional<ReducePlan> cached_;
+  // Recent input shapes and axes, with their output shape and plan (a kernel runs one batch at
+  // a time), oldest first.
+  struct Layout {
+    Shape shape, axes, out;
+    ReducePlan plan;
+  };
+  static constexpr std::size_t kLayouts = 8;
+  std::vector<Layout> layouts_;
 };
 
 KernelFactory reduce_factory(Reduction reduction) {
