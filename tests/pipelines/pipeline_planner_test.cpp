@@ -127,6 +127,8 @@ TEST(PipelinePlanner, TwoAutoModelsPlacedTogetherDifferFromEachAlone) {
 }
 
 TEST(PipelinePlanner, AModelWithoutShapesAtLoadIsPlacedAloneAndSaysWhy) {
+  // Placed alone, a whole-device placement goes to the placement cache: a folder of the test's own.
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-cache").c_str());
   Auto a = auto_model(conv_model(), "a");
   ModelEntry b;
   b.graph = memory_bound_model();
@@ -144,7 +146,8 @@ TEST(PipelinePlanner, AModelWithoutShapesAtLoadIsPlacedAloneAndSaysWhy) {
   // It places alone at its first batch, as without a pipeline.
   const Tensor x = testing::random_tensor(DType::kF32, {3, 16, 32, 32}, -1, 1, 8);
   EXPECT_EQ(testing::run_one(*runner, x).shape(), x.shape());
-  EXPECT_NE(runtime::placed_partition(*runner), nullptr);
+  EXPECT_NE(runtime::placed_partition(*runner), nullptr);  // partitioned alone (a fresh cache)
+  EXPECT_EQ(runner->description().find("pipeline placement"), std::string::npos) << runner->description();
 }
 
 TEST(PipelinePlanner, OptionsScaleFromTheAnalysedBatch) {
