@@ -11,6 +11,7 @@
 #include "runtime/cpu_runner.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/stand_in_accelerator.hpp"
+#include "pipeline_text.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
@@ -168,6 +169,43 @@ TEST(PipelinePlanner, OptionsScaleFromTheAnalysedBatch) {
                                    accel1.busy_ms[runtime::kGpuToHost], 1e-9);
   EXPECT_EQ(batch_candidates(6), (std::vector<int>{1, 2, 4, 6}));
   EXPECT_EQ(batch_candidates(1), (std::vector<int>{1}));
+}
+
+// A pipeline of one model; `service` and `model_key` are lines of those sections.
+std::string one_model(const std::string& service, const std::string& model_key) {
+  return "version: 1\nservice:\n  " + service + R"(
+sources:
+  - name: a
+    type: synthetic
+    frames: 2
+models:
+  face:
+    path: models/face_detection_front_128x128_barracuda.onnx
+    )" + model_key + R"(
+stages:
+  - name: pre
+    type: preprocess
+    model: face
+    output: face_in
+  - name: face
+    type: infer
+    model: face
+    input: face_in
+)";
+}
+
+TEST(PipelinePlanner, TheKeysAreCheckedWhereTheyAreWritten) {
+  const Pipeline p(testing::pipeline_text(one_model("latency_limit_ms: 80\n  cpu_stage_ms: 3", "device: auto\n    rows_per_frame: 6")));
+  EXPECT_DOUBLE_EQ(p.service().placement.latency_limit_ms, 80);
+  EXPECT_DOUBLE_EQ(p.service().placement.cpu_stage_ms, 3);
+  EXPECT_NE(testing::load_error(one_model("latency_limit_ms: -1", "device: auto")).find("latency_limit_ms: must be >= 0"),
+            std::string::npos);
+  EXPECT_NE(testing::load_error(one_model("cpu_stage_ms: -2", "device: auto")).find("cpu_stage_ms: must be >= 0"),
+            std::string::npos);
+  const std::string cpu = testing::load_error(one_model("queue: 2", "rows_per_frame: 6"));
+  EXPECT_NE(cpu.find("rows_per_frame: is for the pipeline placement of device: auto models"), std::string::npos) << cpu;
+  const std::string zero = testing::load_error(one_model("queue: 2", "device: auto\n    rows_per_frame: 0"));
+  EXPECT_NE(zero.find("rows_per_frame: must be above 0"), std::string::npos) << zero;
 }
 
 }  // namespace
