@@ -169,6 +169,7 @@ class InferStage final : public Stage {
     input_where_ = p.origin().where(p.node("input"));
     consume_picture(input_key_);
     max_batch_ = p.get<int>("max_batch", 1);
+    batch_where_ = p.origin().where(p.node("max_batch") ? p.node("max_batch") : p.node("model"));
     timeout_ms_ = p.get<double>("timeout_ms", 5.0);
     latency_budget_ms_ = p.get<double>("latency_budget_ms", 0.0);
     if (max_batch_ < 1) p.fail("max_batch", "must be at least 1");
@@ -436,7 +437,14 @@ class InferStage final : public Stage {
     for (std::int64_t r = 1; r < most; r = run_rows(r) + 1) sizes.insert(run_rows(r));
     for (std::int64_t rows : sizes) {
       shape[0] = rows;
-      for (const auto& runner : runners_) runner->prepare({shape});
+      try {
+        for (const auto& runner : runners_) runner->prepare({shape});
+      } catch (const Error& e) {
+        // A model that cannot run a batch the stage will form fails here, at load, rather than
+        // at its first such batch in the middle of the run.
+        throw ConfigError(fmt::format("{}: stage '{}': model '{}' cannot run a batch of {} row(s) ({}; max_batch {}): {}",
+                                      batch_where_, name(), model_name_, rows, shape_str(shape), max_batch_, e.what()));
+      }
     }
   }
 
@@ -560,6 +568,7 @@ class InferStage final : public Stage {
   std::shared_ptr<const Graph> graph_;
   std::string model_name_;
   std::string input_key_, input_where_;
+  std::string batch_where_;  // where max_batch is written (else the model's key), for errors
   std::vector<std::string> output_keys_;
   // The picture's normalization, when the input is a preprocess stage's 8-bit pixels: learnt from
   // its spec in check(), which runs once at load, before any frame.
