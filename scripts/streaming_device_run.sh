@@ -9,7 +9,8 @@
 #
 #   device run, carry [".device/pN"]:  bash scripts/streaming_device_run.sh
 #
-# STREAMS_FAST (32) streams run unpaced; STREAMS_REALTIME ("100 128") run at 30 fps; each run
+# STREAMS_FAST (32) streams run unpaced; STREAMS_REALTIME ("100 128") run at 30 fps, and
+# STREAMS_AUTO (100) at 30 fps with both models `device: auto`; each run
 # lasts DURATION (30) seconds after its start-up. Steps that overrun their time limit are cut
 # and say so; the rest still runs.
 set -uo pipefail
@@ -98,35 +99,50 @@ pipeline() {  # name, then redwood run's options
 }
 step "heap allocations per frame, one stream on the GPU"
 counter=$(ls "$RW_BUNDLE_DATA"/*/tests/libredwood_alloc_counter.so 2>/dev/null | head -1)
-allocs="not measured (no allocation counter in the bundle)"
 if [[ -n $counter ]]; then
   # Both models on the GPU by name (not `auto`): the partitioner's analysis at load runs each model
   # once on the CPU, whose allocations vary from run to run by more than 300 frames' worth.
   # Both counted runs start warm from one cache folder that an uncounted first run fills (a cold
   # start imports and tunes the models: start-up would not cancel out).
+  # Counted twice: as shipped (one stream gets every core as FFmpeg frame threads, whose hand-overs
+  # allocate), and with one decoder thread (what each stream gets once there are more streams
+  # than cores).
   export REDWOOD_CACHE_DIR=$(mktemp -d)
-  for n in 10 100 400; do
-    rm -f /tmp/allocs-$n /tmp/origins-$n  # every preloaded process appends its lines: keep the launcher's
-    OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$counter REDWOOD_ALLOC_COUNT=/tmp/allocs-$n REDWOOD_ALLOC_ORIGINS=/tmp/origins-$n \
-      timeout 120 bash "$run" redwood run configs/ocr-streams.yaml --quiet --frames "$n" \
-      --set models.det.device=cuda --set models.rec.device=cuda >/dev/null 2>&1
+  for threads in 0 1; do
+    for n in 10 100 400; do
+      rm -f /tmp/allocs-$threads-$n /tmp/origins-$threads-$n  # every preloaded process appends its lines: keep the launcher's
+      OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$counter REDWOOD_ALLOC_COUNT=/tmp/allocs-$threads-$n REDWOOD_ALLOC_ORIGINS=/tmp/origins-$threads-$n \
+        timeout 120 bash "$run" redwood run configs/ocr-streams.yaml --quiet --frames "$n" \
+        --set models.det.device=cuda --set models.rec.device=cuda --set sources.captions.decoder_threads=$threads >/dev/null 2>&1
+    done
   done
   rm -rf "$REDWOOD_CACHE_DIR"
   unset REDWOOD_CACHE_DIR
-  a=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-100 2>/dev/null)
-  b=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-400 2>/dev/null)
+fi
+: >"$OUT/allocations.txt"
+for threads in 0 1; do
+  label="as shipped (decoder_threads 0: every core to the one stream)"
+  [[ $threads == 1 ]] && label="decoder_threads 1"
+  [[ -n $counter ]] || allocs="not measured (no allocation counter in the bundle)"
+  [[ -n $counter ]] && allocs="not measured (a run failed)"
+  a=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-$threads-100 2>/dev/null)
+  b=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-$threads-400 2>/dev/null)
   if [[ -n $a && -n $b ]]; then
     allocs=$(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.1f (100 frames: %d, 400 frames: %d)", (b-a)/300, a, b}')
   fi
-fi
-echo "allocations per frame: $allocs" | tee "$OUT/allocations.txt"
-# Per frame by the object that asked ("COUNT PROGRAM OBJECT"; "(program)" is Redwood's own code).
-awk '$2 == "redwood" { if (FILENAME ~ /-100$/) a[$3] = $1; else b[$3] = $1 }
-     END { for (o in b) { d = (b[o] - a[o]) / 300; if (d >= 0.5) printf "  %.1f from %s\n", d, o } }' \
-  /tmp/origins-100 /tmp/origins-400 2>/dev/null | sort -rn | tee -a "$OUT/allocations.txt"
+  echo "allocations per frame, $label: $allocs" | tee -a "$OUT/allocations.txt"
+  # Per frame by the object that asked ("COUNT PROGRAM OBJECT"; "(program)" is Redwood's own code).
+  awk '$2 == "redwood" { if (FILENAME ~ /-100$/) a[$3] = $1; else b[$3] = $1 }
+       END { for (o in b) { d = (b[o] - a[o]) / 300; if (d >= 0.5) printf "  %.1f from %s\n", d, o } }' \
+    /tmp/origins-$threads-100 /tmp/origins-$threads-400 2>/dev/null | sort -rn | tee -a "$OUT/allocations.txt"
+done
 
 pipeline "fast-${STREAMS_FAST:-32}" --streams "${STREAMS_FAST:-32}"
 for n in ${STREAMS_REALTIME:-100 128}; do pipeline "realtime-$n" --streams "$n" --fps 30; done
+# Both models `device: auto`: the pipeline placement chooses their devices and batch sizes
+# together for STREAMS_AUTO (100) cameras under a 100 ms limit (docs/planner.md, "Pipelines").
+pipeline "auto-${STREAMS_AUTO:-100}" --streams "${STREAMS_AUTO:-100}" --fps 30 \
+  --set models.det.device=auto --set models.rec.device=auto --set service.latency_limit_ms=100
 
 # The dated results file.
 tests=$(grep -E '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$OUT/gpu_tests.log" |
@@ -146,13 +162,13 @@ row() {  # a run's line of the pipeline table, from its summary
   machine_rows
   echo "| command | \`bash scripts/streaming_device_run.sh\` (DURATION=$duration) |"
   echo "| \`redwood_gpu_tests\`, same call | ${tests:-not recorded} |"
-  echo "| heap allocations per frame (one stream, both models on the GPU; tests/support/alloc_counter.c) | $(head -1 "$OUT/allocations.txt" 2>/dev/null | sed 's/^allocations per frame: //') |"
+  grep '^allocations per frame, ' "$OUT/allocations.txt" 2>/dev/null | sed -E 's/^allocations per frame, ([^:]*): (.*)$/| heap allocations per frame, one stream, both models on the GPU, \1 (tests\/support\/alloc_counter.c) | \2 |/'
   echo
-  if [[ $(wc -l <"$OUT/allocations.txt" 2>/dev/null || echo 0) -gt 1 ]]; then
+  if [[ -s $OUT/allocations.txt ]]; then
     echo "Heap allocations per frame by the object that asked (\"(program)\": Redwood's own code):"
     echo
     echo '```'
-    tail -n +2 "$OUT/allocations.txt"
+    cat "$OUT/allocations.txt"
     echo '```'
     echo
   fi
@@ -190,6 +206,14 @@ row() {  # a run's line of the pipeline table, from its summary
     echo '```'
     grep -E "^pipeline|^\[|^  " "$log" | grep -v "^\[.*\] \[info\]" | sed -n '/^pipeline/,$p' | head -$((duration + 70))
     echo '```'
+    if grep -qE "pipeline placement|: placed at " "$log"; then
+      echo
+      echo "The placement, from the log:"
+      echo
+      echo '```'
+      grep -E "pipeline placement|: placed at " "$log" | sed -E 's/^\[[^]]*\] \[[a-z]+\] //' | head -20
+      echo '```'
+    fi
     if [[ -s $OUT/threads-${name%.log}.md ]]; then
       echo
       echo "CPU by thread mid-run (scripts/thread_cpu.py):"
