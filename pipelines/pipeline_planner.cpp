@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 namespace redwood {
@@ -172,6 +173,10 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
   std::vector<std::shared_ptr<runtime::JointPlacement>> joints;
   std::vector<std::shared_ptr<const runtime::Partition>> partitions;
   std::vector<std::shared_ptr<runtime::JointPlacement>> left;  // told to place alone
+  // Per model, its options' batch time at any rows, for the summary's prediction at the rows the
+  // batches had: from the partition's costs scaled as above, without the cost history (read for
+  // the load only; the runners outlive it).
+  std::vector<std::function<double(const std::string&, double)>> predict_at;
   int cores = 0;
   for (const auto& [name, entry] : models) {
     if (!entry.joint) continue;
@@ -215,6 +220,12 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
       skip("no device runs every node and there is no split");
       continue;
     }
+    predict_at.push_back([part, fixed_one, precision = entry.precision](const std::string& placement, double rows) {
+      for (const runtime::PipelineOption& o : pipeline_options(*part, {1}, rows, fixed_one, precision, nullptr)) {
+        if (o.placement == placement) return o.batch_ms;
+      }
+      return 0.0;
+    });
     cores = std::max(cores, part->profiles[0].cores);
     plan.problem.models.push_back(std::move(model));
     plan.models.push_back(name);
@@ -236,6 +247,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     d.batch_frames = o.frames;
     d.batch_rows = o.rows;
     d.predicted_batch_ms = o.batch_ms;
+    d.predicted_ms_at = [f = predict_at[m], placement = o.placement](double rows) { return f(placement, rows); };
     // The runner's line in the run's summary: its part, and the pipeline's predicted utilization.
     d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch; the pipeline's "
                          "predicted utilization: {}",

@@ -28,6 +28,9 @@ struct PlacementDecision {
   int batch_frames = 1;     // frames a batch the stage sends
   double batch_rows = 1;    // rows such a batch has
   double predicted_batch_ms = 0;  // one batch of batch_rows alone
+  /// One batch of this many rows alone, as the same cost model predicts it (may be empty): the
+  /// run's summary sets it beside the batches measured, at their mean rows.
+  std::function<double(double rows)> predicted_ms_at;
   std::string note;         // for the runner's description: "pipeline placement: ..."
   bool alone = false;       // not placed by the pipeline: each runner places alone, as without one
 };

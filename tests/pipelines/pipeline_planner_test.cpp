@@ -124,7 +124,12 @@ TEST(PipelinePlanner, TwoAutoModelsPlacedTogetherDifferFromEachAlone) {
     ASSERT_EQ(got.shape(), want.shape());
     for (std::int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4);
   }
-  EXPECT_NE(b.runner->description().find("measured"), std::string::npos) << b.runner->description();
+  // The summary's line: the batches measured, against the prediction at the rows they had (here
+  // the decided 2, so the decision's own figure).
+  const runtime::PipelineOption& chosen = plan->problem.models[1].options[static_cast<std::size_t>(plan->result.best.option[1])];
+  const std::string described = b.runner->description();
+  EXPECT_NE(described.find("ms a batch of 2.0 rows on average"), std::string::npos) << described;
+  EXPECT_NE(described.find(fmt::format(", predicted {:.3f} at those rows", chosen.batch_ms)), std::string::npos) << described;
 }
 
 TEST(PipelinePlanner, AModelWithoutShapesAtLoadIsPlacedAloneAndSaysWhy) {
