@@ -9,8 +9,7 @@
 #
 #   device run, carry [".device/pN"]:  bash scripts/streaming_device_run.sh
 #
-# STREAMS_FAST (32) streams run unpaced; STREAMS_REALTIME ("100 128") run at 30 fps, and
-# STREAMS_AUTO (100) at 30 fps with both models `device: auto`; each run
+# STREAMS_FAST (32) streams run unpaced; STREAMS_REALTIME ("100 128") run at 30 fps; each run
 # lasts DURATION (30) seconds after its start-up. Steps that overrun their time limit are cut
 # and say so; the rest still runs.
 set -uo pipefail
@@ -121,7 +120,7 @@ if [[ -n $counter ]]; then
 fi
 : >"$OUT/allocations.txt"
 for threads in 0 1; do
-  label="as shipped (decoder_threads 0: every core to the one stream)"
+  label="as shipped (decoder_threads 0, every core to the one stream)"
   [[ $threads == 1 ]] && label="decoder_threads 1"
   [[ -n $counter ]] || allocs="not measured (no allocation counter in the bundle)"
   [[ -n $counter ]] && allocs="not measured (a run failed)"
@@ -139,10 +138,6 @@ done
 
 pipeline "fast-${STREAMS_FAST:-32}" --streams "${STREAMS_FAST:-32}"
 for n in ${STREAMS_REALTIME:-100 128}; do pipeline "realtime-$n" --streams "$n" --fps 30; done
-# Both models `device: auto`: the pipeline placement chooses their devices and batch sizes
-# together for STREAMS_AUTO (100) cameras under a 100 ms limit (docs/planner.md, "Pipelines").
-pipeline "auto-${STREAMS_AUTO:-100}" --streams "${STREAMS_AUTO:-100}" --fps 30 \
-  --set models.det.device=auto --set models.rec.device=auto --set service.latency_limit_ms=100
 
 # The dated results file.
 tests=$(grep -E '^\[  (PASSED|SKIPPED|FAILED) +\] [0-9]+ tests?' "$OUT/gpu_tests.log" |
