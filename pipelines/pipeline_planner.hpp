@@ -8,7 +8,7 @@
 // What the problem is made of:
 //   input shape   the largest batch the infer stage prepared its runners at (the stage knows its
 //                 input tensor's shape at load); a model whose stage does not, or that two stages
-//                 feed, is placed alone as before, and the log says why
+//                 feed, is placed alone (each runner for its own batch), and the log says why
 //   costs         runtime::partition_model once a model, at that largest batch R: per node, its
 //                 cost on the CPU and on the GPU, the bytes it moves, and the split. At another
 //                 batch of r rows a node costs
