@@ -252,13 +252,17 @@ std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs
 }
 
 
+void check_output_rows(const Tensor& output, std::int64_t rows, const std::string& what) {
+  RW_EXPECTS(output.rank() >= 1 && output.dim(0) == rows, InvalidArgument,
+             "{} is {}, expected {} rows (one per item: every output of a batched model must be)", what,
+             output.description(), rows);
+}
+
 std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
                                const TensorAllocator& allocate, const std::string& what) {
   std::int64_t total = 0;
   for (auto r : rows) total += r;
-  RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
-             "{} is {}, expected {} rows (one per item: every output of a batched model must be)", what,
-             whole.description(), run_rows);
+  check_output_rows(whole, run_rows, what);
   if (rows.size() == 1 && run_rows == total && !allocate) return {whole};
   const Tensor c = whole.contiguous();
   const std::size_t row_bytes = run_rows > 0 ? c.nbytes() / static_cast<std::size_t>(run_rows) : 0;

@@ -241,6 +241,9 @@ std::vector<Tensor> stage_inputs(const InferBatch& batch, std::int64_t total_row
 /// The same into `staged` (cleared first): a runner keeps the vector from batch to batch.
 void stage_inputs(const InferBatch& batch, std::int64_t total_rows, std::int64_t run_rows, std::size_t* bytes_in,
                   std::vector<Tensor>& staged);
+/// Throws InvalidArgument naming `what` unless `output` has `rows` rows on dim 0 (a batched model
+/// returns one row per item in every output).
+void check_output_rows(const Tensor& output, std::int64_t rows, const std::string& what);
 /// Splits `whole` (rows on dim 0, `run_rows` of them) into parts of `rows` rows, the first rows
 /// first, each a new tensor from `allocate`; the rows past their sum (padding) are dropped. A
 /// batch of one part that runs exactly its rows keeps the tensor. Throws InvalidArgument naming

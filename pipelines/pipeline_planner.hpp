@@ -1,5 +1,5 @@
 #pragma once
-// The pipeline's `device: auto` models placed together (issue 19, item 5): at load, once every
+// The pipeline's `device: auto` models placed together: at load, once every
 // stage is checked, each such model's placement (whole on the CPU, whole on the GPU, or the
 // partitioner's split) and batch size are chosen for the pipeline's throughput under its latency
 // limit (runtime/pipeline_placement.hpp), and handed to the model's runners

@@ -191,8 +191,7 @@ class CpuRunner final : public ModelRunner {
       executor_.run_into(piece_in_, piece_out_, allocate);
       for (std::size_t o = 0; o < piece_out_.size(); ++o) {
         const Tensor part = piece_out_[o].contiguous();
-        RW_EXPECTS(part.rank() >= 1 && part.dim(0) == n, InvalidArgument, "{} is {}, expected {} rows (one per item: every output of a batched model must be)",
-                   output_what_[o], part.description(), n);
+        check_output_rows(part, n, output_what_[o]);
         if (begin == 0) {
           Shape shape = part.shape();
           shape[0] = run_rows;
@@ -215,9 +214,7 @@ class CpuRunner final : public ModelRunner {
   // (the padding rows are dropped).
   void split_into_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows, std::size_t o,
                         std::vector<Tensor>& parts) const {
-    RW_EXPECTS(whole.rank() >= 1 && whole.dim(0) == run_rows, InvalidArgument,
-               "{} is {}, expected {} rows (one per item: every output of a batched model must be)", output_what_[o],
-               whole.description(), run_rows);
+    check_output_rows(whole, run_rows, output_what_[o]);
     const Tensor c = whole.contiguous();
     parts.clear();
     std::int64_t begin = 0;
