@@ -103,11 +103,10 @@ if [[ -n $counter ]]; then
   # once on the CPU, whose allocations vary from run to run by more than 300 frames' worth.
   # Both counted runs start warm from one cache folder that an uncounted first run fills (a cold
   # start imports and tunes the models: start-up would not cancel out).
-  # Counted twice: as shipped (one stream gets every core as FFmpeg frame threads, whose hand-overs
-  # allocate), and with one decoder thread (what each stream gets once there are more streams
-  # than cores).
+  # Counted as shipped (decoder_threads 0: one thread for this SD clip); ALLOC_DECODER_THREADS
+  # lists other counts to compare (FFmpeg's frame threads allocate in their hand-overs).
   export REDWOOD_CACHE_DIR=$(mktemp -d)
-  for threads in 0 1; do
+  for threads in ${ALLOC_DECODER_THREADS:-0}; do
     for n in 10 100 400; do
       rm -f /tmp/allocs-$threads-$n /tmp/origins-$threads-$n  # every preloaded process appends its lines: keep the launcher's
       OMP_WAIT_POLICY=PASSIVE LD_PRELOAD=$counter REDWOOD_ALLOC_COUNT=/tmp/allocs-$threads-$n REDWOOD_ALLOC_ORIGINS=/tmp/origins-$threads-$n \
@@ -119,9 +118,9 @@ if [[ -n $counter ]]; then
   unset REDWOOD_CACHE_DIR
 fi
 : >"$OUT/allocations.txt"
-for threads in 0 1; do
-  label="as shipped (decoder_threads 0, every core to the one stream)"
-  [[ $threads == 1 ]] && label="decoder_threads 1"
+for threads in ${ALLOC_DECODER_THREADS:-0}; do
+  label="decoder_threads $threads"
+  [[ $threads == 0 ]] && label="as shipped (decoder_threads 0: one thread for this SD clip)"
   [[ -n $counter ]] || allocs="not measured (no allocation counter in the bundle)"
   [[ -n $counter ]] && allocs="not measured (a run failed)"
   a=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-$threads-100 2>/dev/null)

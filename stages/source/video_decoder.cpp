@@ -14,6 +14,7 @@ extern "C" {
 #include <libswscale/swscale.h>
 }
 
+#include <algorithm>
 #include <mutex>
 
 namespace redwood {
@@ -138,6 +139,16 @@ VideoDecoder::VideoDecoder(const std::filesystem::path& path) : s_(std::make_uni
 }
 
 VideoDecoder::~VideoDecoder() = default;
+
+int VideoDecoder::width() const { return s_->video()->codecpar->width; }
+int VideoDecoder::height() const { return s_->video()->codecpar->height; }
+
+int automatic_decoder_threads(int cores, int open_sources, int width, int height) {
+  const int share = std::max(1, cores / std::max(1, open_sources));
+  const std::int64_t pixels = width > 0 && height > 0 ? std::int64_t{width} * height : 1'000'000;
+  const auto by_size = static_cast<int>((pixels + 999'999) / 1'000'000);
+  return std::clamp(by_size, 1, share);
+}
 
 void VideoDecoder::set_threads(int threads) { s_->threads = std::max(0, threads); }
 

@@ -21,8 +21,8 @@
 // av_read_frame (each packet read into a new buffer, av_grow_packet, and queued, which FFmpeg
 // keeps internal). Frame threads add about 80 (with two: 130 a frame): each thread's copy of
 // the picture tables (av_buffer_make_writable) and the references handed between threads.
-// decoder_threads: 1 avoids those where one thread decodes fast enough (this clip: about
-// 0.5 ms a frame on one core).
+// The automatic thread count (automatic_decoder_threads) gives an SD picture one thread, which
+// decodes fast enough (this clip: about 0.5 ms a frame on one core).
 
 #include "stages/picture.hpp"
 
@@ -65,10 +65,19 @@ class VideoDecoder {
   std::int64_t declared_frames() const;
   /// Packets that failed to decode since the last rewind.
   std::int64_t corrupt_packets() const;
+  /// The picture's size as the stream's header gives it (0 where it does not).
+  int width() const;
+  int height() const;
 
  private:
   struct State;
   std::unique_ptr<State> s_;
 };
+
+/// Decoder threads for `decoder_threads: 0`: one per started megapixel of the picture (FFmpeg
+/// decodes an SD picture on one thread at hundreds to thousands of frames a second, and each frame
+/// thread adds a frame of delay and its hand-over allocations), at most the cores shared out among
+/// the open video sources, at least one. A size the header does not give counts as one megapixel.
+int automatic_decoder_threads(int cores, int open_sources, int width, int height);
 
 }  // namespace redwood

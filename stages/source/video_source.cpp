@@ -8,11 +8,12 @@
 //     path: ../assets/video/vtest.avi
 //     start_frame: 0
 //     loop: false
-//     decoder_threads: 0   # 0: the cores shared out among the open video sources, at least 1
+//     decoder_threads: 0   # 0: automatic (below); 1-64 to set it
 //
-// decoder_threads 0 gives each file max(1, cores / video sources open) decoding threads when it
-// starts: one file on its own decodes on every core, a hundred streams on 16 cores one thread
-// each (more threads than cores only add switching).
+// decoder_threads 0 gives each file, when it starts, a thread per started megapixel of its
+// picture, at most max(1, cores / video sources open) (automatic_decoder_threads): an SD file
+// decodes on one thread, a 4K file on its own on up to nine, and a hundred streams on 16 cores
+// one thread each (more threads than cores only add switching).
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -119,7 +120,7 @@ class VideoSource final : public Source {
     int threads = threads_;
     if (threads == 0) {
       const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-      threads = std::max(1, cores / std::max(1, open_video_sources.load()));
+      threads = automatic_decoder_threads(cores, open_video_sources.load(), decoder_->width(), decoder_->height());
     }
     decoder_->set_threads(threads);
     started_ = true;

@@ -108,6 +108,21 @@ TEST(VideoDecoder, DecodesOnTheThreadsItIsGiven) {
   EXPECT_GE(thread_count(), before + 3) << "four decoder threads (the caller's among them, or all four of FFmpeg's)";
 }
 
+TEST(VideoDecoder, AutomaticThreadsFollowThePictureSizeWithinTheSourcesShareOfCores) {
+  EXPECT_EQ(automatic_decoder_threads(16, 1, 768, 576), 1) << "SD decodes on one thread";
+  EXPECT_EQ(automatic_decoder_threads(16, 1, 1280, 720), 1);
+  EXPECT_EQ(automatic_decoder_threads(16, 1, 1920, 1080), 3) << "2.07 megapixels: three";
+  EXPECT_EQ(automatic_decoder_threads(16, 1, 3840, 2160), 9);
+  EXPECT_EQ(automatic_decoder_threads(16, 4, 3840, 2160), 4) << "at most the source's share of the cores";
+  EXPECT_EQ(automatic_decoder_threads(16, 100, 3840, 2160), 1) << "at least one";
+  EXPECT_EQ(automatic_decoder_threads(0, 0, 3840, 2160), 1) << "no cores known, no source counted";
+  EXPECT_EQ(automatic_decoder_threads(16, 1, 0, 0), 1) << "a size the header lacks counts as one megapixel";
+  if (!std::filesystem::exists(clip())) GTEST_SKIP() << clip() << " is missing: run scripts/setup.sh";
+  VideoDecoder decoder(clip());
+  EXPECT_EQ(decoder.width(), 768);
+  EXPECT_EQ(decoder.height(), 576);
+}
+
 TEST(VideoDecoder, FilesItCannotReadAreIoErrorsNamingTheFile) {
   const auto dir = testing::temp_dir("video_decoder");
   const auto junk = dir / "junk.avi";
