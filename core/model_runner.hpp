@@ -96,6 +96,9 @@ struct RunnerStats {
   bool copies_overlap = false;
   std::int64_t batches = 0, rows = 0, run_rows = 0, failed = 0;
   std::map<std::int64_t, std::int64_t> batch_rows;  // rows in a batch -> batches
+  /// Rows a batch ran (padding included) -> (batches, their copy-in + compute + copy-out ms summed):
+  /// what the cost history keeps of a run (pipelines/pipeline_planner.hpp).
+  std::map<std::int64_t, std::pair<std::int64_t, double>> run_rows_ms;
   double wait_ms = 0;                        // summed over submits
   double copy_in_ms = 0, compute_ms = 0, copy_out_ms = 0;  // summed over batches
   double compute_busy_ms = 0;                // union of compute intervals
