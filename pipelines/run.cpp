@@ -430,6 +430,7 @@ class Run {
         if (ok) {
           ++s.delivered;
           s.latency.add(latency);
+          if (stats_.first_result_s < 0) stats_.first_result_s = std::chrono::duration<double>(Clock::now() - start_).count();
         }
       }
       r.limiter.release();

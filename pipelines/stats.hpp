@@ -74,6 +74,7 @@ struct ShardStats {
 
 struct PipelineStats {
   double elapsed_s = 0;
+  double first_result_s = -1;  // from the run's start to the first frame every sink got (-1: none yet)
   double cpu_s = 0;    // the process's CPU time (user + system, every thread) over the run
   int host_cores = 0;  // the cores this process may run on
   std::vector<StreamStats> streams;

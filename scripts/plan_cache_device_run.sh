@@ -14,7 +14,7 @@
 #   device run, carry [".device/p1"]:  bash .device/p1/run --stage       (each part but the last)
 #   device run, carry [".device/pN"]:  bash scripts/plan_cache_device_run.sh
 #
-# PRECISION (fp16) and RUNS (3) change the runs; the issue's target is warm >= 10x faster.
+# PRECISION (fp16) and RUNS (3) change the runs, PIPELINE_RUNS (RUNS; 0: none) the pipeline's.
 # A second table splits the last cold and warm start of each model into its parts (debug log lines).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -93,6 +93,34 @@ for spec in "${cases[@]}"; do
   fi
   echo "$name: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
 done
+
+# The OCR pipeline as a user restarts it: `redwood run configs/ocr-streams.yaml` for one frame of
+# one stream, both models `device: auto` (placed at load), each prepared at every batch size its
+# stage pads to (14 for det, 14 for rec): a plan, tuned and captured, per size. Timed to the first
+# frame through the sinks ("first result" line). The 3 GiB frame-pool reservation, sized for 100
+# cameras, is left out (frame_pool_reserve_mb=0): no cache shortens it.
+pipeline_start() {  # cache_dir log
+  REDWOOD_CACHE_DIR=$1 REDWOOD_LOG=debug timeout 590 bash "$run" redwood run configs/ocr-streams.yaml --frames 1 --quiet \
+    --set service.frame_pool_reserve_mb=0 >"$2" 2>&1
+  sed -n 's/^first result \([0-9.]*\) ms after the start.*/\1/p' "$2" | head -1
+}
+if [[ ${PIPELINE_RUNS:-$runs} -gt 0 ]]; then
+  cold=() warm=()
+  for i in $(seq 1 "${PIPELINE_RUNS:-$runs}"); do
+    cache="$work/cache-pipeline-$i"
+    mkdir -p "$cache"
+    cold+=("$(pipeline_start "$cache" "$OUT/pipeline-cold-$i.log")")
+    warm+=("$(pipeline_start "$cache" "$OUT/pipeline-warm-$i.log")")
+  done
+  c=$(printf '%s\n' "${cold[@]}" | grep . | median)
+  w=$(printf '%s\n' "${warm[@]}" | grep . | median)
+  if [[ -n $c && -n $w ]]; then
+    echo "| OCR pipeline (ocr-streams.yaml, det and rec auto, every batch size) | 1 stream, 1 frame | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | |" >>"$table"
+  else
+    echo "| OCR pipeline (ocr-streams.yaml) | 1 stream, 1 frame | ${c:-failed} | ${w:-failed} | | see pipeline-*.log |" >>"$table"
+  fi
+  echo "OCR pipeline: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
+fi
 cat "$table" "$parts"
 
 # What the cache holds after the last warm run (when the launcher has `plan --cache-info`).
@@ -114,6 +142,8 @@ results="$OUT/$day-${tag:-gpu}-plan-cache.md"
   echo "Cold: an empty \`REDWOOD_CACHE_DIR\`: the model is imported from ONNX (and kept in the model"
   echo "cache), the tuners time every convolution's candidates (within 3 s a plan) and keep their picks."
   echo "Warm: the same folder in a new process: the imported model and the picks read back."
+  echo "The pipeline's row: \`redwood run configs/ocr-streams.yaml --frames 1 --set service.frame_pool_reserve_mb=0\`,"
+  echo "timed to its \"first result\" line (the pipeline built, then the first frame through the sinks)."
   echo
   cat "$table"
   echo

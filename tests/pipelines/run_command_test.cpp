@@ -54,6 +54,18 @@ TEST(PipelineRunCommand, RunsWithFramesAndPrintsStatusAndSummary) {
   EXPECT_NE(r.output.find("stream a: read 70, delivered 70, dropped 0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("stream b: read 70, delivered 70, dropped 0"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("frame pool: "), std::string::npos) << r.output;
+  // The start's cost: the build, then the first frame through the sinks, added up.
+  double total = 0, built = 0, first = 0;
+  const auto at = r.output.find("first result ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  ASSERT_EQ(std::sscanf(r.output.c_str() + at,
+                        "first result %lf ms after the start (pipeline built in %lf ms, then %lf ms to the first frame",
+                        &total, &built, &first),
+            3)
+      << r.output.substr(at);
+  EXPECT_GT(built, 0);
+  EXPECT_GE(first, 0);
+  EXPECT_NEAR(total, built + first, 0.15);
   std::ifstream lines(test_dir() / "out.jsonl");
   int count = 0;
   for (std::string line; std::getline(lines, line);) ++count;
