@@ -311,6 +311,21 @@ void Pipeline::place_models() {
   }
 }
 
+void Pipeline::record_batch_times() noexcept {
+  if (!placement_) return;
+  try {
+    runtime::CostHistory history;
+    const std::string path = runtime::CostHistory::default_path();
+    history.load(path);
+    const std::size_t recorded = redwood::record_batch_times(models_, history);
+    if (recorded == 0) return;
+    history.save(path);
+    log().info("pipeline '{}': {} measured batch time(s) of its device: auto models recorded in {}", name_, recorded, path);
+  } catch (const std::exception& e) {
+    log().warn("pipeline '{}': the measured batch times were not recorded in the cost history: {}", name_, e.what());
+  }
+}
+
 std::vector<std::string> Pipeline::stream_names() const {
   std::vector<std::string> names;
   for (const auto& s : streams_) names.push_back(s.name);

@@ -126,6 +126,9 @@ class Pipeline {
   double frames_per_s() const;
   /// Places the device: auto models together (pipeline_planner.hpp), once every stage is checked.
   void place_models();
+  /// When a run ends: the batch times the placed models' runners measured, into the cost history
+  /// on disk (record_batch_times). Logs and goes on when it cannot.
+  void record_batch_times() noexcept;
 
   std::string name_;
   PipelineOptions options_;

@@ -2,19 +2,26 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/cache_dir.hpp"
+#include "core/graph/graph_hash.hpp"
 #include "runtime/placed_runner.hpp"
+#include "runtime/placement_cache.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 namespace redwood {
 namespace {
 
+using runtime::JointPlacement;
 using runtime::PipelineOption;
+using runtime::device_cache_key;
 
 // Descriptions with dim 0 changed from `from` rows (the analysis's batch) to `to` where it was that.
 std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t from, std::int64_t to) {
@@ -83,10 +90,170 @@ std::vector<int> segments_per_device(const std::vector<int>& device, std::size_t
 
 std::string option_text(const std::string& accelerator, const PipelineOption& o) {
   const std::string where = o.placement == "split" ? "split cpu+" + accelerator : o.placement;
-  return fmt::format("{}, batch {} ({} rows), {:.3f} ms a batch", where, o.frames, o.rows, o.batch_ms);
+  return fmt::format("{}, batch {} ({} rows), {:.3f} ms a batch{}", where, o.frames, o.rows, o.batch_ms,
+                     o.measured ? " (measured)" : "");
+}
+
+// A `device: auto` model that takes part in the pipeline placement, before its analysis.
+struct Candidate {
+  std::string name;
+  const ModelEntry* entry = nullptr;
+  std::vector<Shape> shapes;  // the largest batch its runners were prepared at
+  JointPlacement::Feed feed;
+  bool fixed_one = false;
+  double rows_per_frame = 1;
+  std::uint64_t hash = 0;            // graph_hash of the model as imported
+  std::vector<TensorDesc> inputs;    // its inputs at `shapes`
+  std::int64_t batch_rows = 1;       // dim 0 of `shapes`' first
+  MeasuredCurves measured;           // batch times runs measured whole on a device
+};
+
+// The decision that tells a model's runners to place alone, as without a pipeline.
+runtime::PlacementDecision alone_decision() {
+  runtime::PlacementDecision d;
+  d.alone = true;
+  return d;
+}
+
+std::string device_precision(const Candidate& c, std::size_t device) { return device == 0 ? "fp32" : c.entry->precision; }
+
+// The cost history's key of a batch of the model whole on `device`, at any rows.
+std::function<std::string(std::int64_t)> history_key(const Candidate& c, const runtime::PartitionOptions& base,
+                                                     const std::vector<std::string>& history_devices, const std::string& device) {
+  const auto it = std::find(base.devices.begin(), base.devices.end(), device);
+  if (it == base.devices.end()) return {};
+  const auto d = static_cast<std::size_t>(it - base.devices.begin());
+  if (history_devices[d].empty()) return {};
+  return [hash = c.hash, where = history_devices[d], precision = device_precision(c, d), inputs = c.inputs,
+          from = c.batch_rows](std::int64_t rows) {
+    return runtime::CostHistory::model_key(hash, where, precision, at_batch(inputs, from, rows));
+  };
+}
+
+// The rows of the batch sizes tried (pipeline_options).
+std::vector<double> rows_tried(const Candidate& c) {
+  std::vector<double> out;
+  for (int f : batch_candidates(c.feed.max_batch)) out.push_back(c.fixed_one ? 1.0 : std::max(1.0, std::ceil(f * c.rows_per_frame)));
+  return out;
+}
+
+// Per device with measured batch times, their time at each batch size tried: what a kept
+// placement is checked by.
+std::map<std::string, std::vector<std::pair<double, double>>> measured_at(const Candidate& c) {
+  std::map<std::string, std::vector<std::pair<double, double>>> out;
+  for (const auto& [device, curve] : c.measured) {
+    for (double rows : rows_tried(c)) out[device].emplace_back(rows, curve.at(rows));
+  }
+  return out;
+}
+
+// Why a kept placement may not stand for this history, or "" when it may: a device that gained
+// or lost measured batch times for a model, or whose time at a batch size tried moved by more
+// than 10 %.
+std::string kept_is_stale(const runtime::KeptPipelinePlacement& kept, const std::vector<Candidate>& candidates,
+                          const std::vector<std::string>& devices) {
+  constexpr double kTolerance = 0.10;
+  if (kept.models.size() != candidates.size()) return "another set of models";
+  for (std::size_t m = 0; m < candidates.size(); ++m) {
+    const runtime::KeptPipelineModel& k = kept.models[m];
+    const Candidate& c = candidates[m];
+    if (k.name != c.name) return fmt::format("model '{}' where '{}' was", c.name, k.name);
+    if (std::find(devices.begin(), devices.end(), k.decision.device) == devices.end()) {
+      return fmt::format("model '{}' on '{}', not a device of this placement", k.name, k.decision.device);
+    }
+    std::set<std::string> measured;
+    for (const auto& [device, curve] : c.measured) measured.insert(device);
+    for (const auto& [device, points] : k.measured_ms) measured.insert(device);
+    for (const std::string& device : measured) {
+      const auto then = k.measured_ms.find(device);
+      const auto now = c.measured.find(device);
+      if (then == k.measured_ms.end()) return fmt::format("model '{}' on {}: measured batch times now, none then", k.name, device);
+      if (now == c.measured.end()) return fmt::format("model '{}' on {}: measured batch times then, none now", k.name, device);
+      for (const auto& [rows, ms] : then->second) {
+        const double here = now->second.at(rows);
+        if (std::abs(here - ms) > kTolerance * ms) {
+          return fmt::format("model '{}' on {} at {} rows: {:.3f} ms measured then, {:.3f} now", k.name, device, rows, ms, here);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// The pipeline placement's cache key (place_auto_models says what it holds); "" when a device has
+// no profile key.
+std::string pipeline_key(const std::vector<Candidate>& candidates, double frames_per_s, const PipelinePlacementSettings& settings,
+                         const runtime::PartitionOptions& base) {
+  std::vector<std::string> devices;
+  try {
+    for (std::size_t d = 0; d < base.devices.size(); ++d) {
+      const std::string key = device_cache_key(base, d);
+      if (key.empty()) return "";
+      devices.push_back(fmt::format("{}: {}", base.devices[d], key));
+    }
+  } catch (const Error&) {
+    return "";
+  }
+  std::string text = fmt::format(
+      "pipeline placement; demand {} frames/s; latency limit {} ms; cpu stages {} core-ms; crops {} rows a frame; "
+      "devices {}; analysis times {}; node costs {}; {}",
+      frames_per_s, settings.latency_limit_ms, settings.cpu_stage_ms, settings.crop_rows_per_frame, fmt::join(devices, " | "),
+      base.use_analysis_times ? "on" : "off",
+      hash_hex(base.history != nullptr ? base.history->node_entries_hash() : 0), build_stamp());
+  for (const Candidate& c : candidates) {
+    std::vector<std::string> shapes;
+    for (const Shape& s : c.shapes) shapes.push_back(shape_str(s));
+    std::vector<std::string> pinned, cuda;
+    for (const auto& [node, device] : c.entry->pinned) pinned.push_back(node + "=" + device);
+    for (const auto& [option, value] : c.entry->cuda_options) cuda.push_back(option + "=" + value);
+    text += fmt::format(
+        "; model '{}' {} shapes {} max_batch {} timeout {} ms rows a frame {}{} precision {} pinned {} cuda {} slots {} "
+        "instances {} devices {}",
+        c.name, hash_hex(c.hash), fmt::join(shapes, " "), c.feed.max_batch, c.feed.timeout_ms, c.rows_per_frame,
+        c.fixed_one ? " (one a run)" : "", c.entry->precision, fmt::join(pinned, ","), fmt::join(cuda, ","), c.entry->slots,
+        c.entry->instances, fmt::join(c.entry->devices, ","));
+  }
+  return text;
+}
+
+// The plan's lines from its problem and result (PipelinePlan::lines, the models placed alone left out).
+std::vector<std::string> placement_lines(const PipelinePlan& plan) {
+  std::vector<std::string> out;
+  const auto& problem = plan.problem;
+  const auto& result = plan.result;
+  const auto& best = result.best;
+  const auto& alone = result.alone;
+  const std::string demand = problem.frames_per_s > 0 ? fmt::format("{:.1f} frames/s", problem.frames_per_s)
+                                                      : std::string("unpaced (the bottleneck a frame)");
+  out.push_back(fmt::format("pipeline placement of {} model(s), demand {}, latency limit {}: {} ({} choices evaluated{})",
+                            plan.models.size(), demand,
+                            problem.latency_limit_ms > 0 ? fmt::format("{:.1f} ms", problem.latency_limit_ms) : std::string("none"),
+                            result.method, result.evaluated, result.exact ? ", exact" : ""));
+  const std::string accelerator = "gpu";
+  for (std::size_t m = 0; m < plan.models.size(); ++m) {
+    const auto& options = problem.models[m].options;
+    const PipelineOption& o = options[static_cast<std::size_t>(best.option[m])];
+    const PipelineOption& a = options[static_cast<std::size_t>(alone.option[m])];
+    out.push_back(fmt::format("  model '{}': {}; predicted {:.2f} ms on the path (placed alone: {})", plan.models[m],
+                              option_text(accelerator, o), best.model_latency_ms[m], option_text(accelerator, a)));
+  }
+  const auto figures = [&](const runtime::PipelineChoice& c) {
+    return fmt::format("utilization {}; bottleneck {} ({:.3f} ms a frame: {:.1f} frames/s sustainable); path {:.2f} ms{}{}",
+                       runtime::utilization_text(c), runtime::pipeline_resource_name(c.bottleneck), c.peak_load_ms,
+                       c.sustainable_fps, c.latency_ms, c.meets_limit ? "" : ", above the limit",
+                       c.overloaded ? fmt::format(", OVERLOADED: the demand is {:.2f}x what it carries", c.peak_utilization) : "");
+  };
+  out.push_back("  chosen: " + figures(best));
+  out.push_back("  each placed alone: " + figures(alone));
+  return out;
 }
 
 }  // namespace
+
+std::string history_device(const runtime::PartitionOptions& base, std::size_t d) {
+  const std::string key = device_cache_key(base, d);
+  return key.empty() ? std::string() : fmt::format("{} {}", base.devices.at(d), hash_hex(xxh64(key.data(), key.size())));
+}
 
 std::vector<int> batch_candidates(int max_batch) {
   std::vector<int> out;
@@ -97,7 +264,7 @@ std::vector<int> batch_candidates(int max_batch) {
 
 std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, const std::vector<int>& frames,
                                              double rows_per_frame, bool fixed_one, const std::string& precision,
-                                             const runtime::CostHistory* history) {
+                                             const runtime::CostHistory* history, const MeasuredCurves& measured) {
   const std::vector<Shape>& shapes = part.analysis.input_shapes;
   RW_EXPECTS(!shapes.empty() && !shapes[0].empty() && shapes[0][0] > 0, InvalidArgument,
              "pipeline placement: the model was analysed without a batch dimension");
@@ -114,19 +281,39 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
   std::vector<PipelineOption> out;
   for (const auto& [name, device] : placements) {
     const std::vector<int> count = segments_per_device(device, devices);
+    // A batch of `rows` from the node costs: its time alone and its busy time on each resource.
+    const auto from_nodes = [&](double rows) {
+      const runtime::PlacementProblem p = at_rows(part, from, rows, precision, history);
+      std::vector<double> loads = runtime::resource_loads(p, device);
+      double batch_ms = runtime::makespan(p, device);
+      for (std::size_t d = 0; d < devices && d < part.segment_ms.size(); ++d) {
+        loads[d] += count[d] * part.segment_ms[d];
+        batch_ms += count[d] * part.segment_ms[d];
+      }
+      return std::pair{batch_ms, to_resources(loads, devices)};
+    };
+    const auto m = measured.find(name);
+    const runtime::RowsCurve* curve = m != measured.end() && !m->second.empty() ? &m->second : nullptr;
     for (int f : fixed_one ? std::vector<int>{frames.back()} : frames) {
       PipelineOption o;
       o.placement = name;
       o.frames = f;
       o.rows = fixed_one ? 1.0 : std::max(1.0, std::ceil(f * rows_per_frame));
-      const runtime::PlacementProblem p = at_rows(part, from, o.rows, precision, history);
-      std::vector<double> loads = runtime::resource_loads(p, device);
-      o.batch_ms = runtime::makespan(p, device);
-      for (std::size_t d = 0; d < devices && d < part.segment_ms.size(); ++d) {
-        loads[d] += count[d] * part.segment_ms[d];
-        o.batch_ms += count[d] * part.segment_ms[d];
+      std::tie(o.batch_ms, o.busy_ms) = from_nodes(o.rows);
+      if (curve != nullptr) {
+        // Measured whole-model batches come first. One point scales the node costs' form to it;
+        // the busy times scale with the batch (copies and compute split as the nodes predict).
+        const auto& [r1, t1] = curve->points.front();
+        const double nodes_at_r1 = curve->points.size() == 1 ? from_nodes(r1).first : 0.0;
+        const double t = curve->points.size() > 1 ? curve->at(o.rows) : nodes_at_r1 > 0 ? t1 * o.batch_ms / nodes_at_r1 : t1;
+        if (o.batch_ms > 0) {
+          for (double& busy : o.busy_ms) busy *= t / o.batch_ms;
+        } else {
+          o.busy_ms[name == part.devices[0] ? runtime::kCpuCores : runtime::kGpu] = t;
+        }
+        o.batch_ms = t;
+        o.measured = true;
       }
-      o.busy_ms = to_resources(loads, devices);
       out.push_back(o);
     }
   }
@@ -135,31 +322,13 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
 
 std::vector<std::string> PipelinePlan::lines() const {
   std::vector<std::string> out;
-  const auto& best = result.best;
-  const auto& alone = result.alone;
-  const std::string demand = problem.frames_per_s > 0 ? fmt::format("{:.1f} frames/s", problem.frames_per_s)
-                                                      : std::string("unpaced (the bottleneck a frame)");
-  out.push_back(fmt::format("pipeline placement of {} model(s), demand {}, latency limit {}: {} ({} choices evaluated{})",
-                            models.size(), demand,
-                            problem.latency_limit_ms > 0 ? fmt::format("{:.1f} ms", problem.latency_limit_ms) : std::string("none"),
-                            result.method, result.evaluated, result.exact ? ", exact" : ""));
-  const std::string accelerator = "gpu";
-  for (std::size_t m = 0; m < models.size(); ++m) {
-    const auto& options = problem.models[m].options;
-    const PipelineOption& o = options[static_cast<std::size_t>(best.option[m])];
-    const PipelineOption& a = options[static_cast<std::size_t>(alone.option[m])];
-    out.push_back(fmt::format("  model '{}': {}; predicted {:.2f} ms on the path (placed alone: {})", models[m],
-                              option_text(accelerator, o), best.model_latency_ms[m], option_text(accelerator, a)));
+  if (from_cache) {
+    out.push_back(fmt::format("pipeline placement read from the placement cache ({})", cache_file));
+    out.insert(out.end(), kept_lines.begin(), kept_lines.end());
+  } else if (!models.empty()) {
+    out = placement_lines(*this);
   }
-  const auto figures = [&](const runtime::PipelineChoice& c) {
-    return fmt::format("utilization {}; bottleneck {} ({:.3f} ms a frame: {:.1f} frames/s sustainable); path {:.2f} ms{}{}",
-                       runtime::utilization_text(c), runtime::pipeline_resource_name(c.bottleneck), c.peak_load_ms,
-                       c.sustainable_fps, c.latency_ms, c.meets_limit ? "" : ", above the limit",
-                       c.overloaded ? fmt::format(", OVERLOADED: the demand is {:.2f}x what it carries", c.peak_utilization) : "");
-  };
-  out.push_back("  chosen: " + figures(best));
-  out.push_back("  each placed alone: " + figures(alone));
-  for (const auto& why : this->alone) out.push_back("  " + why);
+  for (const auto& why : alone) out.push_back("  " + why);
   return out;
 }
 
@@ -167,95 +336,191 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
                                               const PipelinePlacementSettings& settings,
                                               const runtime::PartitionOptions& base) {
   PipelinePlan plan;
-  plan.problem.frames_per_s = frames_per_s;
-  plan.problem.latency_limit_ms = settings.latency_limit_ms;
-  plan.problem.fixed_latency_ms = settings.cpu_stage_ms;
-  std::vector<std::shared_ptr<runtime::JointPlacement>> joints;
-  std::vector<std::shared_ptr<const runtime::Partition>> partitions;
   std::vector<std::shared_ptr<runtime::JointPlacement>> left;  // told to place alone
-  // Per model, its options' batch time at any rows, for the summary's prediction at the rows the
-  // batches had: from the partition's costs scaled as above, without the cost history (read for
-  // the load only; the runners outlive it).
-  std::vector<std::function<double(const std::string&, double)>> predict_at;
-  int cores = 0;
+  std::vector<Candidate> candidates;
   for (const auto& [name, entry] : models) {
     if (!entry.joint) continue;
     const auto feeds = entry.joint->feeds();
     if (feeds.empty()) continue;  // no runner waits (CUDA not usable, or no stage runs it)
-    const std::vector<Shape> shapes = entry.joint->largest_shapes();
-    const auto skip = [&](const std::string& why) {
-      plan.alone.push_back(fmt::format("model '{}': placed alone: {}", name, why));
-      left.push_back(entry.joint);
-    };
+    Candidate c;
+    c.name = name;
+    c.entry = &entry;
+    c.shapes = entry.joint->largest_shapes();
     if (feeds.size() > 1) {
-      skip(fmt::format("{} stages feed it", feeds.size()));
+      plan.alone.push_back(fmt::format("model '{}': placed alone: {} stages feed it", name, feeds.size()));
+      left.push_back(entry.joint);
       continue;
     }
-    if (shapes.empty()) {
-      skip(fmt::format("stage '{}' does not know its input's shape at load", feeds[0].stage));
+    if (c.shapes.empty()) {
+      plan.alone.push_back(
+          fmt::format("model '{}': placed alone: stage '{}' does not know its input's shape at load", name, feeds[0].stage));
+      left.push_back(entry.joint);
       continue;
     }
-    const auto& feed = feeds[0];
-    const bool fixed_one = !entry.graph->inputs.empty() && !entry.graph->inputs[0].dims.empty() &&
-                           entry.graph->inputs[0].dims[0].known() && entry.graph->inputs[0].dims[0].value == 1;
-    const double rows_per_frame = feed.rows_per_frame > 0 ? static_cast<double>(feed.rows_per_frame)
-                                  : entry.rows_per_frame > 0 ? entry.rows_per_frame
-                                                             : settings.crop_rows_per_frame;
+    c.feed = feeds[0];
+    c.fixed_one = !entry.graph->inputs.empty() && !entry.graph->inputs[0].dims.empty() &&
+                  entry.graph->inputs[0].dims[0].known() && entry.graph->inputs[0].dims[0].value == 1;
+    c.rows_per_frame = c.feed.rows_per_frame > 0 ? static_cast<double>(c.feed.rows_per_frame)
+                       : entry.rows_per_frame > 0 ? entry.rows_per_frame
+                                                  : settings.crop_rows_per_frame;
+    c.hash = graph_hash(*entry.graph);
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+      const DType dtype = i < entry.graph->inputs.size() ? entry.graph->inputs[i].dtype : DType::kUndefined;
+      c.inputs.push_back(TensorDesc{dtype, c.shapes[i]});
+    }
+    c.batch_rows = c.shapes[0].empty() ? 1 : c.shapes[0][0];
+    candidates.push_back(std::move(c));
+  }
+  for (const auto& j : left) j->decide(alone_decision());
+  if (candidates.empty()) {
+    if (plan.alone.empty()) return std::nullopt;
+    return plan;
+  }
+
+  // Each device's name in the history's whole-model keys, and the batch times runs measured.
+  std::vector<std::string> history_devices;
+  try {
+    for (std::size_t d = 0; d < base.devices.size(); ++d) history_devices.push_back(history_device(base, d));
+  } catch (const Error& e) {  // a device whose profile key cannot be made: no measured times, nothing kept
+    log().debug("pipeline placement: no device keys: {}", e.what());
+    history_devices.assign(base.devices.size(), std::string());
+  }
+  for (Candidate& c : candidates) {
+    for (std::size_t d = 0; d < base.devices.size(); ++d) {
+      if (base.history == nullptr || history_devices[d].empty()) continue;
+      runtime::RowsCurve curve;
+      for (const auto& [rows, ms] : base.history->model_times(c.hash, history_devices[d], device_precision(c, d),
+                                                              c.inputs, c.batch_rows)) {
+        curve.add(static_cast<double>(rows), ms);
+      }
+      if (!curve.empty()) c.measured[base.devices[d]] = std::move(curve);
+    }
+  }
+
+  const std::string key = pipeline_key(candidates, frames_per_s, settings, base);
+  const std::filesystem::path dir = runtime::placement_cache_dir();
+  if (!key.empty()) {
+    if (const auto kept = runtime::read_pipeline_placement(dir, key)) {
+      const std::string stale = kept_is_stale(*kept, candidates, base.devices);
+      if (stale.empty()) {
+        plan.from_cache = true;
+        plan.cache_file = runtime::pipeline_placement_file(dir, key).string();
+        plan.kept_lines = kept->lines;
+        for (std::size_t m = 0; m < candidates.size(); ++m) {
+          const runtime::KeptPipelineModel& k = kept->models[m];
+          plan.models.push_back(k.name);
+          runtime::PlacementDecision d = k.decision;
+          d.history_key = history_key(candidates[m], base, history_devices, d.device);
+          candidates[m].entry->joint->decide(std::move(d));
+        }
+        return plan;
+      }
+      log().info("pipeline placement: the placement cache's entry {} does not stand ({}); placing again",
+                 runtime::pipeline_placement_file(dir, key).string(), stale);
+    }
+  }
+
+  plan.problem.frames_per_s = frames_per_s;
+  plan.problem.latency_limit_ms = settings.latency_limit_ms;
+  plan.problem.fixed_latency_ms = settings.cpu_stage_ms;
+  std::vector<const Candidate*> placed;
+  std::vector<std::shared_ptr<const runtime::Partition>> partitions;
+  bool keep = !key.empty();
+  int cores = 0;
+  for (const Candidate& c : candidates) {
+    const ModelEntry& entry = *c.entry;
+    const auto skip = [&](const std::string& why) {
+      plan.alone.push_back(fmt::format("model '{}': placed alone: {}", c.name, why));
+      entry.joint->decide(alone_decision());
+      keep = false;
+    };
     runtime::PartitionOptions options = base;
     options.pinned = entry.pinned;
     options.precision = entry.precision;
     std::shared_ptr<const runtime::Partition> part;
     try {
-      part = std::make_shared<const runtime::Partition>(runtime::partition_model(entry.graph, shapes, options));
+      part = std::make_shared<const runtime::Partition>(runtime::partition_model(entry.graph, c.shapes, options));
     } catch (const Error& e) {
       skip(fmt::format("the partitioner failed: {}", e.what()));
       continue;
     }
     runtime::PipelineModel model;
-    model.name = name;
-    model.rows_per_frame = fixed_one ? 1.0 : rows_per_frame;
-    model.timeout_ms = feed.timeout_ms;
-    model.options = pipeline_options(*part, batch_candidates(feed.max_batch), rows_per_frame, fixed_one, entry.precision, base.history);
+    model.name = c.name;
+    model.rows_per_frame = c.fixed_one ? 1.0 : c.rows_per_frame;
+    model.timeout_ms = c.feed.timeout_ms;
+    model.options = pipeline_options(*part, batch_candidates(c.feed.max_batch), c.rows_per_frame, c.fixed_one, entry.precision,
+                                     base.history, c.measured);
     if (model.options.empty()) {
       skip("no device runs every node and there is no split");
       continue;
     }
-    predict_at.push_back([part, fixed_one, precision = entry.precision](const std::string& placement, double rows) {
-      for (const runtime::PipelineOption& o : pipeline_options(*part, {1}, rows, fixed_one, precision, nullptr)) {
-        if (o.placement == placement) return o.batch_ms;
-      }
-      return 0.0;
-    });
     cores = std::max(cores, part->profiles[0].cores);
     plan.problem.models.push_back(std::move(model));
-    plan.models.push_back(name);
-    joints.push_back(entry.joint);
+    plan.models.push_back(c.name);
+    placed.push_back(&c);
     partitions.push_back(part);
   }
-  for (const auto& j : left) j->decide({.alone = true});
-  if (plan.models.empty()) {
-    if (plan.alone.empty()) return std::nullopt;
-    return plan;
-  }
+  if (plan.models.empty()) return plan;
   plan.problem.fixed_ms[runtime::kCpuCores] = settings.cpu_stage_ms / std::max(1, cores);
   plan.result = runtime::place_pipeline(plan.problem);
-  for (std::size_t m = 0; m < joints.size(); ++m) {
-    const PipelineOption& o = plan.problem.models[m].options[static_cast<std::size_t>(plan.result.best.option[m])];
+  runtime::KeptPipelinePlacement kept;
+  for (std::size_t m = 0; m < placed.size(); ++m) {
+    const Candidate& c = *placed[m];
+    const auto& options = plan.problem.models[m].options;
+    const PipelineOption& o = options[static_cast<std::size_t>(plan.result.best.option[m])];
     runtime::PlacementDecision d;
     d.partition = partitions[m];
     d.device = o.placement == "split" ? std::string() : o.placement;
     d.batch_frames = o.frames;
     d.batch_rows = o.rows;
     d.predicted_batch_ms = o.batch_ms;
-    d.predicted_ms_at = [f = predict_at[m], placement = o.placement](double rows) { return f(placement, rows); };
+    d.measured = o.measured;
+    // The batch time against its rows for the summary: the option's at every batch size tried,
+    // and the measured points themselves.
+    for (const PipelineOption& other : options) {
+      if (other.placement == o.placement) d.predicted_at.add(other.rows, other.batch_ms);
+    }
+    if (const auto it = c.measured.find(o.placement); o.measured && it != c.measured.end()) {
+      for (const auto& [rows, ms] : it->second.points) d.predicted_at.add(rows, ms);
+    }
+    if (!d.device.empty()) d.history_key = history_key(c, base, history_devices, d.device);
     // The runner's line in the run's summary: its part, and the pipeline's predicted utilization.
-    d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch; the pipeline's "
+    d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch{}; the pipeline's "
                          "predicted utilization: {}",
                          o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
-                         runtime::utilization_text(plan.result.best));
-    joints[m]->decide(std::move(d));
+                         o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
+    if (d.device.empty()) keep = false;
+    kept.models.push_back({c.name, d, measured_at(c)});
+    c.entry->joint->decide(std::move(d));
+  }
+  if (keep) {
+    kept.lines = placement_lines(plan);
+    runtime::write_pipeline_placement(dir, key, kept);
   }
   return plan;
+}
+
+std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history) {
+  std::size_t recorded = 0;
+  for (const auto& [name, entry] : models) {
+    if (!entry.joint) continue;
+    const auto d = entry.joint->decision();
+    if (!d || d->alone || !d->history_key) continue;
+    // Every runner of the model: batches by the rows they ran.
+    std::map<std::int64_t, std::pair<std::int64_t, double>> ran;
+    for (const RunnerStats& st : entry.joint->runner_stats()) {
+      for (const auto& [rows, times] : st.run_rows_ms) {
+        ran[rows].first += times.first;
+        ran[rows].second += times.second;
+      }
+    }
+    for (const auto& [rows, times] : ran) {
+      if (rows <= 0 || times.first < kMinBatchesRecorded) continue;
+      history.record(d->history_key(rows), times.second / static_cast<double>(times.first));
+      ++recorded;
+    }
+  }
+  return recorded;
 }
 
 }  // namespace redwood

@@ -18,7 +18,9 @@
 //                 that were R is r) comes first. An option's busy time on a device is its nodes'
 //                 costs plus its device's segment cost for each segment there; on each copy
 //                 direction, its transfers (runtime::resource_loads); its batch time is the list
-//                 schedule's (runtime::makespan) plus its segments' costs.
+//                 schedule's (runtime::makespan) plus its segments' costs. Where earlier runs
+//                 measured the model whole on a device (record_batch_times), those batch times
+//                 come first for that option (MeasuredCurves).
 //   batch sizes   frames a batch: the powers of two below the stage's max_batch, and max_batch
 //                 (a model whose batch is fixed at 1 keeps one row a run)
 //   rows a frame  dim 0 of the stage's input tensor (1 for a picture); where it varies (crops)
@@ -35,6 +37,7 @@
 #include "runtime/pipeline_placement.hpp"
 #include "stages/stage.hpp"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,24 +52,37 @@ struct PipelinePlacementSettings {
   double crop_rows_per_frame = 4;
 };
 
+/// Batch times runs measured of a model whole on a device, by placement ("cpu", the accelerator):
+/// the cost history's whole-model entries (runtime::CostHistory::model_times) against rows.
+using MeasuredCurves = std::map<std::string, runtime::RowsCurve>;
+
 /// A model's options, derived from its partition at the batch it was analysed at (see the header's
 /// comment). `frames` are the batch sizes in frames, `rows_per_frame` the rows each adds;
 /// `fixed_one`: the model runs one row at a time; `precision` the accelerator's (the history's
-/// key). `history` may be null.
+/// key). `history` may be null. A whole placement with `measured` batch times takes its batch
+/// time from them (interpolated in rows, or the node costs scaled to a single one) and scales its
+/// busy times by the same ratio; the option says it is `measured`.
 std::vector<runtime::PipelineOption> pipeline_options(const runtime::Partition& partition, const std::vector<int>& frames,
                                                       double rows_per_frame, bool fixed_one, const std::string& precision,
-                                                      const runtime::CostHistory* history);
+                                                      const runtime::CostHistory* history, const MeasuredCurves& measured = {});
 
 /// Frames a batch to try for a stage of `max_batch`: the powers of two below it, and it.
 std::vector<int> batch_candidates(int max_batch);
 
 struct PipelinePlan {
+  /// Read from the placement cache: `problem` and `result` are empty, `kept_lines` are the lines
+  /// of the plan that was kept, `cache_file` where.
+  bool from_cache = false;
   runtime::PipelineProblem problem;
   runtime::PipelinePlacementResult result;
   std::vector<std::string> models;  // the problem's models, by name
   std::vector<std::string> alone;   // models left to place alone, each with why
-  /// The log's and the summary's lines: the search, the choice per model beside the baseline's,
-  /// the predicted utilization of each resource and the path's latency.
+  std::vector<std::string> kept_lines;
+  std::string cache_file;
+  /// The log's and the summary's lines: the search, the choice per model beside the baseline's
+  /// (a prediction from measured batches says so), the predicted utilization of each resource and
+  /// the path's latency; read from the cache, a line saying so and the kept plan's lines. Then
+  /// the models placed alone, each with why.
   std::vector<std::string> lines() const;
 };
 
@@ -75,8 +91,33 @@ struct PipelinePlan {
 /// to place alone. `base` is the partitioner's options (devices {"cpu", accelerator}, profiles,
 /// history; tests give a stand-in accelerator); `frames_per_s` the demand (0: unpaced). Returns
 /// nothing when no model takes part.
+///
+/// When every model ends whole on one device, the decision is kept in the placement cache
+/// (runtime/placement_cache.hpp, `placements/pipeline-<hash>.json`), and a later call with the same
+/// key takes it from there without analysing any model. The key: per model its name, graph_hash,
+/// feed (input shapes, max_batch, timeout, rows a frame), precision, pinned nodes, CUDA options,
+/// slots and instances; the demand; the settings; each device's profile key; the cost history's
+/// node and segment entries (a hash: a `redwood plan --profile` pass re-places); build_stamp().
+/// Batch times runs measured are not in the key (every run adds samples): the entry keeps, per
+/// model and device, the measured time at the decided rows it was made with, and is placed again
+/// when the history's differs by more than 10 % or a device gained or lost measurements.
 std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double frames_per_s,
                                               const PipelinePlacementSettings& settings,
                                               const runtime::PartitionOptions& base);
+
+/// Device `d` of `base` as the cost history's whole-model keys name it: its name and the XXH64 of
+/// its profile's key (runtime::device_cache_key); "" for a device without one. Throws what the
+/// profile key throws (a missing GPU).
+std::string history_device(const runtime::PartitionOptions& base, std::size_t d);
+
+/// Batches at one row count below this many are not recorded (too few to stand for the row count).
+inline constexpr std::int64_t kMinBatchesRecorded = 3;
+
+/// What the runners of `models`' pipeline-placed models (whole on one device) measured, into
+/// `history`: per row count a batch ran (dim 0, padding included), one sample, the mean of those
+/// batches' copy in + compute + copy out, under CostHistory::model_key (the model's graph_hash, the
+/// device and its profile's key, precision, the inputs at those rows). Row counts with fewer than
+/// kMinBatchesRecorded batches are left out. Returns the samples recorded.
+std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history);
 
 }  // namespace redwood

@@ -541,6 +541,11 @@ class Run {
 }  // namespace
 
 PipelineStats Pipeline::run(const RunOptions& options) {
+  // However the run ends (sources done, stopped, failed), what the placed models measured is kept.
+  struct RecordAtEnd {
+    Pipeline* pipeline;
+    ~RecordAtEnd() { pipeline->record_batch_times(); }
+  } record_at_end{this};
   // service.threads counts the workers that run stages. oneTBB's limit counts the calling thread
   // too, and this one only watches the run (sources feed the graph from threads of their own), so
   // the limit is one more: with `threads: 1` a limit of 1 would leave no worker at all.

@@ -2,6 +2,7 @@
 
 #include "core/cache_dir.hpp"
 #include "core/error.hpp"
+#include "core/graph/graph_hash.hpp"
 #include "core/log.hpp"
 #include "core/ops/names.hpp"
 
@@ -90,6 +91,62 @@ std::string CostHistory::key(const DeviceProfile& device, const std::string& pre
 
 std::string CostHistory::segment_key(const DeviceProfile& device) {
   return fmt::format("{} {}|segment", device.device, device.name);
+}
+
+std::string CostHistory::model_key(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
+                                   const std::vector<TensorDesc>& inputs) {
+  return fmt::format("model {}|{}|{}|{}", hash_hex(graph_hash), device, precision, describe(inputs));
+}
+
+std::map<std::int64_t, double> CostHistory::model_times(std::uint64_t graph_hash, const std::string& device,
+                                                        const std::string& precision, const std::vector<TensorDesc>& inputs,
+                                                        std::int64_t batch_rows) const {
+  // A key's rows are dim 0 of the first input that carries the batch; the key at those rows is
+  // made again and compared whole, so that other shapes never match.
+  std::size_t batch_input = 0;  // among the defined inputs (each described with one '[')
+  bool found = false;
+  for (const TensorDesc& d : inputs) {
+    if (!d.defined()) continue;
+    if (!d.shape.empty() && d.shape[0] == batch_rows) {
+      found = true;
+      break;
+    }
+    ++batch_input;
+  }
+  std::map<std::int64_t, double> out;
+  if (!found) return out;
+  const std::string prefix = fmt::format("model {}|{}|{}|", hash_hex(graph_hash), device, precision);
+  std::lock_guard lock(mutex_);
+  for (auto it = samples_.lower_bound(prefix); it != samples_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    std::size_t at = prefix.size();
+    for (std::size_t k = 0; k <= batch_input && at != std::string::npos; ++k) at = it->first.find('[', at + (k > 0 ? 1 : 0));
+    if (at == std::string::npos || it->second.empty()) continue;
+    std::int64_t rows = 0;
+    try {
+      rows = std::stoll(it->first.substr(at + 1));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (rows <= 0) continue;
+    std::vector<TensorDesc> at_rows = inputs;
+    for (TensorDesc& d : at_rows) {
+      if (d.defined() && !d.shape.empty() && d.shape[0] == batch_rows) d.shape[0] = rows;
+    }
+    if (it->first == model_key(graph_hash, device, precision, at_rows)) out[rows] = median(it->second);
+  }
+  return out;
+}
+
+std::uint64_t CostHistory::node_entries_hash() const {
+  std::lock_guard lock(mutex_);
+  std::string text;
+  for (const auto& [k, v] : samples_) {
+    if (k.rfind("model ", 0) == 0) continue;
+    text += k;
+    for (double x : v) text += fmt::format(" {}", x);
+    text += '\n';
+  }
+  return text.empty() ? 0 : xxh64(text.data(), text.size());
 }
 
 std::optional<double> CostHistory::find(const std::string& key) const {

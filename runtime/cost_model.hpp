@@ -3,7 +3,9 @@
 // partitioner (runtime/partition.hpp). Two sources, the better first:
 //
 //   measured   a history of node times keyed by device, op, input and output shapes and dtypes,
-//              and precision (CostHistory; filled by `redwood plan --profile`, kept on disk)
+//              and precision (CostHistory; filled by `redwood plan --profile`, kept on disk; it
+//              also keeps whole models' batch times that pipeline runs measured, for the
+//              pipeline placement: pipelines/pipeline_planner.hpp)
 //   estimated  a roofline from the device's profile (runtime/device_profile.hpp):
 //              launch + max(flops / peak rate, bytes / memory bandwidth), scaled by the device's
 //              calibration: the median ratio of measured to roofline time over the nodes the
@@ -34,7 +36,8 @@ struct NodeWork {
 };
 NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
 
-/// Measured node times, by key (CostHistory::key). Thread-safe. A sample updates the entry's
+/// Measured times, by key: a node's (CostHistory::key), a segment's overhead (segment_key), a whole
+/// model's batch (model_key). Thread-safe. A sample updates the entry's
 /// running median estimate (the median of the samples kept, at most 16).
 class CostHistory {
  public:
@@ -44,6 +47,18 @@ class CostHistory {
   /// The key of what one segment costs on a device beyond its nodes' times (a runner's hand-over,
   /// waking the CPU's threads), learned from measured segments.
   static std::string segment_key(const DeviceProfile& device);
+  /// The key of a whole model's batch time on a device, as a run measured it (copy in, compute,
+  /// copy out): "model <graph_hash>|<device>|<precision>|f32[29,3,320,416]". `device` names the
+  /// device and its profile's key (pipelines/pipeline_planner.cpp); `inputs` are at the batch's rows.
+  static std::string model_key(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
+                               const std::vector<TensorDesc>& inputs);
+  /// The medians of the whole-model batch times held for that model, device and precision at
+  /// `inputs` with dim 0 at any rows (dim 0 of each input that is `batch_rows` in `inputs`), by rows.
+  std::map<std::int64_t, double> model_times(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
+                                             const std::vector<TensorDesc>& inputs, std::int64_t batch_rows) const;
+  /// XXH64 over every entry that is not a whole-model time (node and segment times, which a
+  /// `redwood plan --profile` pass fills), their samples included; 0 for none.
+  std::uint64_t node_entries_hash() const;
   std::optional<double> find(const std::string& key) const;
   void record(const std::string& key, double ms);
   std::size_t size() const;

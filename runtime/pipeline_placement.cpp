@@ -44,6 +44,31 @@ std::uint64_t combinations(const PipelineProblem& p) {
 
 }  // namespace
 
+void RowsCurve::add(double rows, double ms) {
+  const auto it = std::lower_bound(points.begin(), points.end(), rows, [](const auto& p, double r) { return p.first < r; });
+  if (it != points.end() && it->first == rows) {
+    it->second = ms;
+  } else {
+    points.insert(it, {rows, ms});
+  }
+}
+
+double RowsCurve::at(double rows) const {
+  if (points.empty()) return 0;
+  if (points.size() == 1) return points[0].second;
+  // The piece that holds `rows`, else the nearest one.
+  auto hi = std::lower_bound(points.begin(), points.end(), rows, [](const auto& p, double r) { return p.first < r; });
+  if (hi != points.end() && hi->first == rows) return hi->second;
+  const bool inside = hi != points.begin() && hi != points.end();
+  if (hi == points.begin()) ++hi;
+  if (hi == points.end()) --hi;
+  const auto lo = std::prev(hi);
+  double slope = (hi->second - lo->second) / (hi->first - lo->first);
+  if (!inside) slope = std::max(0.0, slope);
+  const auto& from = rows < lo->first ? *lo : rows > hi->first ? *hi : *lo;
+  return std::max(0.0, from.second + slope * (rows - from.first));
+}
+
 const char* pipeline_resource_name(int resource) {
   static const char* const names[] = {"cpu", "gpu", "host->gpu", "gpu->host"};
   return resource >= 0 && resource < kPipelineResources ? names[resource] : "?";

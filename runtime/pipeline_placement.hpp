@@ -43,6 +43,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace redwood::runtime {
@@ -59,6 +60,18 @@ struct PipelineOption {
   int frames = 1;         // frames a batch (rows / rows_per_frame, as the stage counts its batch)
   ResourceTimes busy_ms{};  // per batch, on each resource
   double batch_ms = 0;    // one batch alone
+  bool measured = false;  // batch_ms from batch times runs measured (the cost history), not node costs
+};
+
+/// A batch's time against its rows, through `points` (rows, ms): between two points the line
+/// c(r) = f + slope * r through them; outside, the line through the nearest two, its slope at
+/// least 0 and its time at least 0 (a launch does not get cheaper with rows); one point: that time.
+struct RowsCurve {
+  std::vector<std::pair<double, double>> points;  // by rows, ascending, distinct
+  /// Adds (rows, ms), replacing a point at the same rows.
+  void add(double rows, double ms);
+  double at(double rows) const;
+  bool empty() const { return points.empty(); }
 };
 
 struct PipelineModel {

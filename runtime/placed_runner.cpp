@@ -28,7 +28,10 @@ class PlacedRunner final : public ModelRunner {
         config_(config),
         name_(std::move(name)),
         joint_(std::move(joint)) {
-    if (joint_) joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); });
+    if (joint_) {
+      joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); },
+                                 [this] { return stats(); });
+    }
   }
   ~PlacedRunner() override {
     if (joint_) joint_->detach(joint_id_);
@@ -100,13 +103,17 @@ class PlacedRunner final : public ModelRunner {
 
   // ", measured 3.412 ms a batch of 27.1 rows on average, predicted 3.050 at those rows": what a
   // batch took, copies and compute, against the prediction at the rows the batches had (they
-  // form by timing, mostly below the decided size; padding included on a GPU).
+  // form by timing, mostly below the decided size; padding included on a GPU), and whether that
+  // prediction came from earlier runs' measured batches.
   std::string measured(const RunnerStats& st) const {
     if (st.batches == 0) return "";
     const double batches = static_cast<double>(st.batches);
     const double rows = static_cast<double>(st.run_rows > 0 ? st.run_rows : st.rows) / batches;
     std::string predicted;
-    if (decision_->predicted_ms_at) predicted = fmt::format(", predicted {:.3f} at those rows", decision_->predicted_ms_at(rows));
+    if (!decision_->predicted_at.empty()) {
+      predicted = fmt::format(", predicted {:.3f} at those rows{}", decision_->predicted_at.at(rows),
+                              decision_->measured ? " (from measured batches)" : "");
+    }
     return fmt::format(", measured {:.3f} ms a batch of {:.1f} rows on average{}",
                        (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / batches, rows, predicted);
   }
@@ -218,10 +225,21 @@ void JointPlacement::record(const std::vector<Shape>& shapes) {
   if (largest_.empty() || rows(shapes) > rows(largest_)) largest_ = shapes;
 }
 
-int JointPlacement::attach(Apply apply) {
+int JointPlacement::attach(Apply apply, Stats stats) {
   std::lock_guard lock(mutex_);
-  runners_.emplace(next_id_, std::move(apply));
+  runners_.emplace(next_id_, std::pair{std::move(apply), std::move(stats)});
   return next_id_++;
+}
+
+std::vector<RunnerStats> JointPlacement::runner_stats() const {
+  std::vector<Stats> runners;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, runner] : runners_) runners.push_back(runner.second);
+  }
+  std::vector<RunnerStats> out;  // outside the lock: each runner takes its own
+  for (const Stats& stats : runners) out.push_back(stats());
+  return out;
 }
 
 void JointPlacement::detach(int id) {
@@ -230,16 +248,16 @@ void JointPlacement::detach(int id) {
 }
 
 void JointPlacement::decide(PlacementDecision decision) {
-  std::map<int, Apply> runners;
+  std::vector<Apply> runners;
   std::shared_ptr<const PlacementDecision> d;
   {
     std::lock_guard lock(mutex_);
     RW_EXPECTS(!decision_, Error, "a model's pipeline placement was decided twice");
     decision_ = d = std::make_shared<const PlacementDecision>(std::move(decision));
-    runners = runners_;
+    for (const auto& [id, runner] : runners_) runners.push_back(runner.first);
   }
   // Outside the lock: each runner prepares its new runner, which may take seconds on a GPU.
-  for (const auto& [id, apply] : runners) apply(d);
+  for (const Apply& apply : runners) apply(d);
 }
 
 std::shared_ptr<const PlacementDecision> JointPlacement::decision() const {

@@ -13,6 +13,7 @@
 
 #include "core/model_runner.hpp"
 #include "runtime/partition.hpp"
+#include "runtime/pipeline_placement.hpp"
 
 #include <functional>
 #include <map>
@@ -28,9 +29,13 @@ struct PlacementDecision {
   int batch_frames = 1;     // frames a batch the stage sends
   double batch_rows = 1;    // rows such a batch has
   double predicted_batch_ms = 0;  // one batch of batch_rows alone
-  /// One batch of this many rows alone, as the same cost model predicts it (may be empty): the
-  /// run's summary sets it beside the batches measured, at their mean rows.
-  std::function<double(double rows)> predicted_ms_at;
+  /// One batch alone against its rows, as the same costs predict it (may be empty): the run's
+  /// summary sets it beside the batches measured, at their mean rows.
+  RowsCurve predicted_at;
+  bool measured = false;    // the prediction came from batch times runs measured (the cost history)
+  /// The cost history's key of a whole-model batch of this many rows on the decided device
+  /// (CostHistory::model_key); empty for a split. The run's batch times go there when it ends.
+  std::function<std::string(std::int64_t rows)> history_key;
   std::string note;         // for the runner's description: "pipeline placement: ..."
   bool alone = false;       // not placed by the pipeline: each runner places alone, as without one
 };
@@ -62,9 +67,13 @@ class JointPlacement {
   /// Frames a batch for the stage: the decision's, else `max_batch`.
   int batch_frames(int max_batch) const;
 
+  /// The stats of every runner attached (each its own runner's: copies and compute a batch).
+  std::vector<RunnerStats> runner_stats() const;
+
   // For the placed runners (placed_runner.cpp).
   using Apply = std::function<void(std::shared_ptr<const PlacementDecision>)>;
-  int attach(Apply apply);
+  using Stats = std::function<RunnerStats()>;
+  int attach(Apply apply, Stats stats);
   void detach(int id);
   void record(const std::vector<Shape>& shapes);
 
@@ -72,7 +81,7 @@ class JointPlacement {
   mutable std::mutex mutex_;
   std::vector<Feed> feeds_;
   std::vector<Shape> largest_;
-  std::map<int, Apply> runners_;
+  std::map<int, std::pair<Apply, Stats>> runners_;
   int next_id_ = 0;
   std::shared_ptr<const PlacementDecision> decision_;
 };

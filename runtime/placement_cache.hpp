@@ -9,6 +9,9 @@
 //        driver), precision, objective, pinned nodes, preferred device, build_stamp()
 //   file: <cache>/placements/<XXH64 of the key>.json  {"key": ..., "device": ..., "predicted_ms": ...}
 //
+// A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
+// the same folder, as pipeline-<XXH64 of its key>.json, when every model is whole on one device.
+//
 // Only whole-device placements are kept: a split model's segments are cut from its analysis, which
 // it needs anyway. A kept placement does not follow later changes of the costs it was made from
 // (a `redwood plan --profile` pass, a placement that would come out otherwise on a busier CPU):
@@ -17,8 +20,10 @@
 
 #include "core/graph/graph.hpp"
 #include "runtime/partition.hpp"
+#include "runtime/placed_runner.hpp"
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +32,11 @@ namespace redwood::runtime {
 
 /// cache_dir() / "placements".
 std::filesystem::path placement_cache_dir();
+
+/// What identifies device `d` of `options` for a cache key: the profile the options give (its
+/// name, key and figures: tests' stand-ins), else the machine's profile key (computed without
+/// measuring); "" for a device kind without one.
+std::string device_cache_key(const PartitionOptions& options, std::size_t d);
 
 /// The key of placing `graph` at `input_shapes` with `options`; "" (nothing is cached) when a
 /// device's profile has no key (a device kind without one), or the options carry measured costs
@@ -43,5 +53,31 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
 
 /// Keeps `placement` under `key` in `dir` (a temporary file renamed over the entry).
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement);
+
+/// One model of a pipeline placement kept whole (pipelines/pipeline_planner.hpp makes the key).
+struct KeptPipelineModel {
+  std::string name;
+  /// What the runners are handed: device, frames and rows a batch, predicted batch time and its
+  /// curve against rows, whether measured, the note (the partition and history key are not kept).
+  PlacementDecision decision;
+  /// The measured batch times the placement was made with: per device, (rows, ms) at each batch
+  /// size tried (a device without any is absent). A reader compares the history's times now.
+  std::map<std::string, std::vector<std::pair<double, double>>> measured_ms;
+};
+
+struct KeptPipelinePlacement {
+  std::vector<KeptPipelineModel> models;
+  std::vector<std::string> lines;  // the plan's log lines
+};
+
+/// The pipeline placement kept under `key` in `dir`, if any: `pipeline-<XXH64 of the key>.json`.
+/// A file that cannot be read, of another format or key, or with a model missing a field, is
+/// logged at warn and not used.
+std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesystem::path& dir, const std::string& key);
+/// Keeps `placement` under `key` in `dir` (atomically); a folder that cannot be written is a
+/// warning, once.
+void write_pipeline_placement(const std::filesystem::path& dir, const std::string& key, const KeptPipelinePlacement& placement);
+/// The file a pipeline placement under `key` is kept in.
+std::filesystem::path pipeline_placement_file(const std::filesystem::path& dir, const std::string& key);
 
 }  // namespace redwood::runtime

@@ -239,6 +239,17 @@ int print_plan_cache_info(const std::string& model_or_empty) {
       try {
         std::ifstream in(file);
         const nlohmann::json j = nlohmann::json::parse(in);
+        if (j.contains("models")) {  // a pipeline's device: auto models, placed together
+          std::string models;
+          for (const auto& m : j.at("models")) {
+            models += fmt::format("{}'{}' whole on {}, batch {} frame(s), predicted {:.3f} ms a batch{}", models.empty() ? "" : "; ",
+                                  m.at("name").get<std::string>(), m.at("device").get<std::string>(),
+                                  m.at("batch_frames").get<int>(), m.at("predicted_batch_ms").get<double>(),
+                                  m.at("measured").get<bool>() ? " (measured)" : "");
+          }
+          fmt::print("{}  pipeline: {}\n", file.filename().string(), models);
+          continue;
+        }
         fmt::print("{}  whole on {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(),
                    j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), j.at("key").get<std::string>());
       } catch (const std::exception& e) {

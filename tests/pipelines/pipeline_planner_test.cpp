@@ -7,9 +7,11 @@
 
 #include "pipelines/pipeline_planner.hpp"
 
+#include "core/graph/graph_hash.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/placed_runner.hpp"
+#include "runtime/placement_cache.hpp"
 #include "runtime/stand_in_accelerator.hpp"
 #include "pipeline_text.hpp"
 #include "support/onnx_builder.hpp"
@@ -17,7 +19,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace redwood {
 namespace {
@@ -80,6 +85,7 @@ Auto auto_model(std::shared_ptr<const Graph> graph, const std::string& name) {
 }
 
 TEST(PipelinePlanner, TwoAutoModelsPlacedTogetherDifferFromEachAlone) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-cache").c_str());
   Auto a = auto_model(conv_model(), "a");
   Auto b = auto_model(memory_bound_model(), "b");
   EXPECT_EQ(a.entry.joint->largest_shapes(), (std::vector<Shape>{{2, 16, 32, 32}}));
@@ -154,6 +160,341 @@ TEST(PipelinePlanner, AModelWithoutShapesAtLoadIsPlacedAloneAndSaysWhy) {
   EXPECT_EQ(testing::run_one(*runner, x).shape(), x.shape());
   EXPECT_NE(runtime::placed_partition(*runner), nullptr);  // partitioned alone (a fresh cache)
   EXPECT_EQ(runner->description().find("pipeline placement"), std::string::npos) << runner->description();
+}
+
+// Both models as a pipeline makes them, placed together with `history` (may be null) at `fps`.
+struct Placed {
+  Auto a, b;
+  ModelTable models;
+  std::optional<PipelinePlan> plan;
+};
+Placed place_both(const runtime::CostHistory* history, double fps = 0, int max_batch = 2) {
+  Placed p;
+  for (auto [slot, name] : {std::pair{&p.a, "a"}, std::pair{&p.b, "b"}}) {
+    slot->entry.graph = std::string(name) == "a" ? conv_model() : memory_bound_model();
+    slot->entry.device = "auto";
+    slot->entry.joint = std::make_shared<runtime::JointPlacement>();
+    slot->runner = runtime::make_placed_runner(slot->entry.graph, base_options(), RunnerConfig{}, name, slot->entry.joint);
+    slot->entry.joint->add_feed({std::string("stage_") + name, max_batch, 5, 1});
+    for (std::int64_t rows : {1, 2}) slot->runner->prepare({{rows, 16, 32, 32}});
+    p.models[name] = slot->entry;
+  }
+  runtime::PartitionOptions base = base_options();
+  base.history = history;
+  p.plan = place_auto_models(p.models, fps, {}, base);
+  return p;
+}
+
+const runtime::PipelineOption& chosen(const PipelinePlan& plan, std::size_t m) {
+  return plan.problem.models[m].options[static_cast<std::size_t>(plan.result.best.option[m])];
+}
+
+// The key of model `graph`'s whole batch of `rows` rows on device `d` of the test's options.
+std::string batch_key(const Graph& graph, std::size_t d, std::int64_t rows) {
+  return runtime::CostHistory::model_key(graph_hash(graph), history_device(base_options(), d), "fp32",
+                                         {TensorDesc{DType::kF32, {rows, 16, 32, 32}}});
+}
+
+TEST(PipelinePlanner, RunsRecordTheirBatchTimesAndTheNextPlacementTakesThem) {
+  const auto dir = testing::temp_dir("pipeline-planner-history");
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", dir.c_str());
+  Placed first = place_both(nullptr);
+  ASSERT_TRUE(first.plan.has_value());
+  ASSERT_FALSE(first.plan->from_cache);
+  // The runners run batches of 1 and 2 rows on their devices (b on the CPU runner); 2 batches of
+  // 2 rows only for b, below the count a row count needs to be recorded.
+  const Tensor one = testing::random_tensor(DType::kF32, {1, 16, 32, 32}, -1, 1, 3);
+  const Tensor two = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 4);
+  for (int i = 0; i < 3; ++i) {
+    testing::run_one(*first.a.runner, one);
+    testing::run_one(*first.a.runner, two);
+    testing::run_one(*first.b.runner, one);
+    if (i < 2) testing::run_one(*first.b.runner, two);
+  }
+  runtime::CostHistory history;
+  EXPECT_EQ(record_batch_times(first.models, history), 3u);
+  // Each sample the mean of its batches (copies and compute), as the summary counts them.
+  const auto mean = [](const ModelRunner& r, std::int64_t rows) {
+    const auto& [batches, ms] = r.stats().run_rows_ms.at(rows);
+    return ms / static_cast<double>(batches);
+  };
+  const std::string a_device = chosen(*first.plan, 0).placement;
+  ASSERT_EQ(a_device, kAccel);
+  ASSERT_EQ(chosen(*first.plan, 1).placement, "cpu");
+  for (std::int64_t rows : {1, 2}) {
+    const auto got = history.find(batch_key(*first.a.entry.graph, 1, rows));
+    ASSERT_TRUE(got.has_value()) << rows;
+    EXPECT_DOUBLE_EQ(*got, mean(*first.a.runner, rows));
+  }
+  EXPECT_DOUBLE_EQ(*history.find(batch_key(*first.b.entry.graph, 0, 1)), mean(*first.b.runner, 1));
+  EXPECT_FALSE(history.find(batch_key(*first.b.entry.graph, 0, 2)).has_value());
+  const std::string path = (dir / "history" / "costs.json").string();
+  history.save(path);
+
+  // A second load reads them: a's accelerator option takes the recorded times at the rows they
+  // were measured at (b's CPU option at 1 row, its 2 rows the node costs scaled to that point), and
+  // the cached entry, made without measured times, is not used.
+  runtime::CostHistory back;
+  back.load(path);
+  Placed second = place_both(&back);
+  ASSERT_TRUE(second.plan.has_value());
+  EXPECT_FALSE(second.plan->from_cache);
+  for (const runtime::PipelineOption& o : second.plan->problem.models[0].options) {
+    if (o.placement != kAccel) {
+      EXPECT_FALSE(o.measured);
+      continue;
+    }
+    EXPECT_TRUE(o.measured);
+    EXPECT_DOUBLE_EQ(o.batch_ms, *history.find(batch_key(*first.a.entry.graph, 1, static_cast<std::int64_t>(o.rows))));
+  }
+  for (const runtime::PipelineOption& o : second.plan->problem.models[1].options) {
+    if (o.placement == "cpu" && o.rows == 1) {
+      EXPECT_DOUBLE_EQ(o.batch_ms, mean(*first.b.runner, 1));
+    }
+    if (o.placement == "cpu" && o.rows == 2) {
+      EXPECT_TRUE(o.measured);
+      const auto& node1 = first.plan->problem.models[1].options[0];
+      const auto& node2 = first.plan->problem.models[1].options[1];
+      ASSERT_EQ(node2.rows, 2);
+      EXPECT_NEAR(o.batch_ms, mean(*first.b.runner, 1) * node2.batch_ms / node1.batch_ms, 1e-9);
+    }
+  }
+}
+
+TEST(PipelinePlanner, MeasuredTimesInterpolateInRows) {
+  runtime::RowsCurve c;
+  c.add(2, 3.0);
+  c.add(8, 6.0);
+  c.add(4, 4.0);
+  EXPECT_DOUBLE_EQ(c.at(3), 3.5);  // between 2 and 4: f + slope * r through them
+  EXPECT_DOUBLE_EQ(c.at(6), 5.0);
+  EXPECT_DOUBLE_EQ(c.at(16), 10.0);  // beyond: the last two's line
+  EXPECT_DOUBLE_EQ(c.at(1), 2.5);    // below: the first two's
+  c.add(4, 2.0);                     // replaced; the first two now fall with rows
+  EXPECT_DOUBLE_EQ(c.at(1), 3.0);    // no cheaper below the first point than at it
+  EXPECT_DOUBLE_EQ(c.at(0.5), 3.0);
+
+  // Points at 1 and 3 rows: the option at 2 rows is the line through them.
+  const auto graph = conv_model();
+  runtime::CostHistory h;
+  h.record(batch_key(*graph, 0, 1), 10.0);
+  h.record(batch_key(*graph, 0, 3), 14.0);
+  h.record(batch_key(*graph, 0, 3), 20.0);  // the median of 14, 20
+  const auto points = h.model_times(graph_hash(*graph), history_device(base_options(), 0), "fp32",
+                                    {TensorDesc{DType::kF32, {2, 16, 32, 32}}}, 2);
+  EXPECT_EQ(points, (std::map<std::int64_t, double>{{1, 10.0}, {3, 17.0}}));
+  const runtime::Partition p = runtime::partition_model(graph, {{2, 16, 32, 32}}, base_options());
+  MeasuredCurves measured;
+  for (const auto& [rows, ms] : points) measured["cpu"].add(static_cast<double>(rows), ms);
+  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, "fp32", nullptr, measured);
+  ASSERT_EQ(options[1].placement, "cpu");
+  EXPECT_DOUBLE_EQ(options[0].batch_ms, 10.0);
+  EXPECT_DOUBLE_EQ(options[1].batch_ms, 13.5);
+  EXPECT_DOUBLE_EQ(options[2].batch_ms, 20.5);  // extrapolated from the two
+  EXPECT_DOUBLE_EQ(options[1].busy_ms[runtime::kCpuCores], 13.5);
+  EXPECT_FALSE(options[3].measured);  // the accelerator: node costs
+}
+
+TEST(PipelinePlanner, InjectedHistoriesPickWhatTheMeasuredTimesFavour) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-injected").c_str());
+  // On node costs, a takes the accelerator and b the CPU (TwoAutoModelsPlacedTogether...). Runs
+  // measured a slow on the accelerator and b slow on the CPU: each goes to the other device.
+  const auto a = conv_model();
+  const auto b = memory_bound_model();
+  {
+    runtime::CostHistory h;
+    for (std::int64_t rows : {1, 2}) {
+      h.record(batch_key(*a, 1, rows), 40.0 * static_cast<double>(rows));
+      h.record(batch_key(*b, 0, rows), 50.0 * static_cast<double>(rows));
+    }
+    Placed p = place_both(&h);
+    ASSERT_TRUE(p.plan.has_value());
+    EXPECT_EQ(chosen(*p.plan, 0).placement, "cpu");
+    EXPECT_EQ(chosen(*p.plan, 1).placement, kAccel);
+    EXPECT_FALSE(chosen(*p.plan, 0).measured);
+    EXPECT_FALSE(chosen(*p.plan, 1).measured);
+  }
+  // Measured fast where the node costs put them: they stay, and the log and the summary say the
+  // predictions came from measured batches.
+  runtime::CostHistory h;
+  for (std::int64_t rows : {1, 2}) {
+    h.record(batch_key(*a, 1, rows), 0.001 * static_cast<double>(rows));
+    h.record(batch_key(*b, 0, rows), 0.002 + 0.001 * static_cast<double>(rows));
+  }
+  Placed p = place_both(&h);
+  ASSERT_TRUE(p.plan.has_value());
+  ASSERT_EQ(chosen(*p.plan, 0).placement, kAccel);
+  ASSERT_EQ(chosen(*p.plan, 1).placement, "cpu");
+  EXPECT_TRUE(chosen(*p.plan, 0).measured);
+  EXPECT_TRUE(chosen(*p.plan, 1).measured);
+  const std::vector<std::string> lines = p.plan->lines();
+  for (const auto& line : lines) std::printf("%s\n", line.c_str());
+  EXPECT_NE(lines[2].find("model 'b': cpu, batch 2 (2 rows), 0.004 ms a batch (measured)"), std::string::npos) << lines[2];
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 5);
+  testing::run_one(*p.b.runner, x);
+  const std::string described = p.b.runner->description();
+  EXPECT_NE(described.find("predicted 0.004 ms a batch (from measured batches)"), std::string::npos) << described;
+  EXPECT_NE(described.find("predicted 0.004 at those rows (from measured batches)"), std::string::npos) << described;
+}
+
+TEST(PipelinePlanner, ACorruptHistoryIsIgnoredWithALogLine) {
+  const auto dir = testing::temp_dir("pipeline-planner-corrupt");
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", dir.c_str());
+  const auto path = dir / "costs.json";
+  std::ofstream(path) << R"({"format": 1, "entries": {"model 1|cpu|fp32|f32[1,16,32,32]": [-4]}})";
+  runtime::CostHistory h;
+  const testing::LogCapture log;
+  h.load(path.string());
+  EXPECT_NE(log.text().find("ignoring the cost history, it is not valid"), std::string::npos) << log.text();
+  EXPECT_EQ(h.size(), 0u);
+  Placed p = place_both(&h);
+  ASSERT_TRUE(p.plan.has_value());
+  for (const auto& model : p.plan->problem.models) {
+    for (const auto& o : model.options) EXPECT_FALSE(o.measured);
+  }
+}
+
+TEST(PipelinePlanner, TheDecisionIsKeptAndReadBackWithoutAnalysis) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-kept").c_str());
+  Placed first = place_both(nullptr);
+  ASSERT_TRUE(first.plan.has_value());
+  ASSERT_FALSE(first.plan->from_cache);
+  EXPECT_NE(first.a.entry.joint->decision()->partition, nullptr);  // analysed
+
+  Placed second = place_both(nullptr);
+  ASSERT_TRUE(second.plan.has_value());
+  EXPECT_TRUE(second.plan->from_cache);
+  const std::vector<std::string> lines = second.plan->lines();
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("pipeline placement read from the placement cache ("), std::string::npos) << lines[0];
+  EXPECT_EQ(std::vector<std::string>(lines.begin() + 1, lines.end()), first.plan->lines());
+  for (auto [was, is] : {std::pair{&first.a, &second.a}, std::pair{&first.b, &second.b}}) {
+    const auto then = was->entry.joint->decision();
+    const auto now = is->entry.joint->decision();
+    EXPECT_EQ(now->partition, nullptr);  // nothing analysed
+    EXPECT_EQ(runtime::placed_partition(*is->runner), nullptr);
+    EXPECT_EQ(now->device, then->device);
+    EXPECT_EQ(now->batch_frames, then->batch_frames);
+    EXPECT_DOUBLE_EQ(now->predicted_batch_ms, then->predicted_batch_ms);
+    EXPECT_EQ(now->note, then->note);
+    EXPECT_DOUBLE_EQ(now->predicted_at.at(1.5), then->predicted_at.at(1.5));
+    // The runner runs where it was decided and computes the model.
+    const Tensor x = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 9);
+    auto cpu = make_cpu_runner(is->entry.graph);
+    const Tensor got = testing::run_one(*is->runner, x);
+    const Tensor want = testing::run_one(*cpu, x);
+    for (std::int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4);
+    EXPECT_NE(is->runner->description().find(fmt::format(", predicted {:.3f} at those rows", then->predicted_at.at(2))),
+              std::string::npos)
+        << is->runner->description();
+  }
+
+  // Another demand, another batch limit: other keys, analysed again.
+  EXPECT_FALSE(place_both(nullptr, 30).plan->from_cache);
+  EXPECT_FALSE(place_both(nullptr, 0, 4).plan->from_cache);
+  EXPECT_TRUE(place_both(nullptr).plan->from_cache);
+  // Another input shape: another key.
+  {
+    Auto a = auto_model(conv_model(), "a");
+    Auto b = auto_model(memory_bound_model(), "b");
+    b.runner->prepare({{3, 16, 32, 32}});
+    const auto plan = place_auto_models({{"a", a.entry}, {"b", b.entry}}, 0, {}, base_options());
+    EXPECT_FALSE(plan->from_cache);
+  }
+
+  // A damaged entry, or one for another key (another build's, whose key differs), is logged and
+  // placed again, then replaced. In a folder of its own, the one entry.
+  const auto damaged = testing::temp_dir("pipeline-planner-damaged");
+  cache.set(damaged.c_str());
+  EXPECT_FALSE(place_both(nullptr).plan->from_cache);
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(damaged / "placements")) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const std::filesystem::path file = files[0];
+  EXPECT_EQ(file.filename().string().rfind("pipeline-", 0), 0u) << file;
+  std::string entry;
+  {
+    std::ifstream in(file);
+    entry.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::ofstream(file) << entry.substr(0, entry.size() / 2);
+  {
+    const testing::LogCapture log;
+    EXPECT_FALSE(place_both(nullptr).plan->from_cache);
+    EXPECT_NE(log.text().find("not used"), std::string::npos) << log.text();
+  }
+  EXPECT_TRUE(place_both(nullptr).plan->from_cache);  // replaced by the placement made again
+  nlohmann::json j = nlohmann::json::parse(entry);
+  j["key"] = j["key"].get<std::string>() + "; another build";
+  std::ofstream(file) << j.dump();
+  {
+    const testing::LogCapture log;
+    EXPECT_FALSE(place_both(nullptr).plan->from_cache);
+    EXPECT_NE(log.text().find("it is for another key"), std::string::npos) << log.text();
+  }
+  EXPECT_TRUE(place_both(nullptr).plan->from_cache);
+}
+
+TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-kept-measured").c_str());
+  const auto a = conv_model();
+  runtime::CostHistory h;
+  EXPECT_FALSE(place_both(&h).plan->from_cache);
+  EXPECT_TRUE(place_both(&h).plan->from_cache);
+  // Measured times where there were none: placed again (with them), then kept.
+  h.record(batch_key(*a, 1, 1), 0.05);
+  h.record(batch_key(*a, 1, 2), 0.10);
+  EXPECT_FALSE(place_both(&h).plan->from_cache);
+  EXPECT_TRUE(place_both(&h).plan->from_cache);
+  h.record(batch_key(*a, 1, 2), 0.104);  // the median moves by 2 %: the entry stands
+  EXPECT_TRUE(place_both(&h).plan->from_cache);
+  h.record(batch_key(*a, 1, 1), 0.5);
+  h.record(batch_key(*a, 1, 1), 0.5);  // a's time at 1 row: 0.05 -> 0.5
+  EXPECT_FALSE(place_both(&h).plan->from_cache);
+  EXPECT_TRUE(place_both(&h).plan->from_cache);
+}
+
+// configs/ocr-video.yaml's two models as `device: auto` would give them to the pipeline (det fed
+// 320x416 pictures, max_batch 2; rec fed 48x320 crops, max_batch 4, prepared at 1 to 4 rows), on
+// the stand-in accelerator: how long the placement takes analysed, and read from the cache.
+TEST(PipelinePlanner, OcrModelsPlacedThenReadFromTheCache) {
+  const auto models_dir = testing::assets_dir() / "models";
+  if (!std::filesystem::exists(models_dir / "ch_PP-OCRv4_det_infer.onnx")) GTEST_SKIP() << "assets missing: run scripts/setup.sh";
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-ocr").c_str());
+  runtime::PartitionOptions base = base_options();
+  base.use_analysis_times = true;  // as a pipeline places: the analysis times the CPU
+  // An accelerator whose every launch takes a second (it lacks rec's Softmax too): both models
+  // whole on the CPU, which is kept.
+  base.profiles[1].launch_ms = 1000;
+  const auto det = load_onnx(models_dir / "ch_PP-OCRv4_det_infer.onnx");
+  const auto rec = load_onnx(models_dir / "ch_PP-OCRv4_rec_infer.onnx");
+  const auto place = [&] {
+    std::vector<Auto> made(2);
+    ModelTable models;
+    for (int m = 0; m < 2; ++m) {
+      Auto& a = made[static_cast<std::size_t>(m)];
+      a.entry.graph = m == 0 ? det : rec;
+      a.entry.device = "auto";
+      a.entry.joint = std::make_shared<runtime::JointPlacement>();
+      a.runner = runtime::make_placed_runner(a.entry.graph, base, RunnerConfig{}, m == 0 ? "det" : "rec", a.entry.joint);
+      a.entry.joint->add_feed({m == 0 ? "det" : "rec", m == 0 ? 2 : 4, 5, m == 0 ? 1 : -1});
+      for (std::int64_t rows = 1; rows <= (m == 0 ? 2 : 4); ++rows) {
+        a.runner->prepare({m == 0 ? Shape{rows, 3, 320, 416} : Shape{rows, 3, 48, 320}});
+      }
+      models[m == 0 ? "det" : "rec"] = a.entry;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const auto plan = place_auto_models(models, 0, {}, base);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    for (const auto& line : plan->lines()) std::printf("%s\n", line.c_str());
+    return std::pair{plan->from_cache, ms};
+  };
+  const auto [cold_cached, cold_ms] = place();
+  const auto [warm_cached, warm_ms] = place();
+  EXPECT_FALSE(cold_cached);
+  EXPECT_TRUE(warm_cached);  // both whole on one device
+  std::printf("OCR models' pipeline placement: %.1f ms analysed and searched, %.1f ms read from the placement cache\n", cold_ms,
+              warm_ms);
 }
 
 TEST(PipelinePlanner, OptionsScaleFromTheAnalysedBatch) {
