@@ -12,6 +12,9 @@
 #include "stages/postprocess/db_text.hpp"
 
 #include "stages/picture_cv.hpp"
+#include "stages/postprocess/contours.hpp"
+#include "stages/postprocess/min_area_rect.hpp"
+#include "stages/postprocess/polygon_fill.hpp"
 #include "stages/stage.hpp"
 
 #include <fmt/format.h>
@@ -31,33 +34,32 @@ std::array<PointF, 4> order_quad(std::array<PointF, 4> pts) {
 }
 
 void decode_db(const float* prob, int height, int width, const DbOptions& o, std::vector<TextQuad>& quads) {
-  // The mask, the contours and each region's mask live in this thread's buffers, which keep
-  // their capacity from frame to frame (findContours and minAreaRect still allocate inside).
+  // The mask, the contours, the hull's and the fill's buffers and each region's mask live in this
+  // thread's objects, which keep their capacity from frame to frame: once the largest map has
+  // been seen, a frame allocates nothing here (the contours, rectangles and fills are Redwood's
+  // copies of OpenCV's, which allocate on every call).
   thread_local std::vector<std::uint8_t> mask_bytes, region_bytes;
-  thread_local std::vector<std::vector<cv::Point>> contours, shifted(1);
-  thread_local std::vector<cv::Point> hull;
-  thread_local std::vector<cv::Point2f> hull_points;
+  thread_local ContourList contours;
+  thread_local HullScratch hull_scratch;
+  thread_local PolygonFill polygon_fill;
+  thread_local std::vector<cv::Point> shifted;
   quads.clear();
   const cv::Mat map(height, width, CV_32F, const_cast<float*>(prob));
   cv::Mat mask = scratch_mat(mask_bytes, height, width, CV_8U);
   cv::compare(map, o.threshold, mask, cv::CMP_GT);  // 0 / 255
-  cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+  find_contours(mask, contours);
   for (std::size_t i = 0; i < contours.size() && static_cast<int>(i) < o.max_candidates; ++i) {
-    // minAreaRect takes the hull of what it is given and converts an integer one to floats in
-    // new Mats; given the float hull, it finds the same hull (same points, same order) and
-    // converts nothing.
-    cv::convexHull(contours[i], hull);
-    hull_points.assign(hull.begin(), hull.end());
-    const cv::RotatedRect rect = cv::minAreaRect(hull_points);
+    const std::span<const cv::Point> contour = contours[i];
+    const cv::RotatedRect rect = min_area_rect(contour, hull_scratch);  // PP-OCR's get_mini_boxes' rectangle
     if (std::min(rect.size.width, rect.size.height) < o.min_size) continue;
     // Score: mean probability inside the contour (PP-OCR's "slow" mode, exact for rotated text).
-    const cv::Rect bounds = cv::boundingRect(contours[i]) & cv::Rect(0, 0, width, height);
+    const cv::Rect bounds = cv::boundingRect(contours.mat(i)) & cv::Rect(0, 0, width, height);
     if (bounds.empty()) continue;
     cv::Mat region_mask = scratch_mat(region_bytes, bounds.height, bounds.width, CV_8U);
     std::fill_n(region_mask.data, region_mask.total(), std::uint8_t{0});  // continuous (setTo allocates inside)
-    shifted[0].assign(contours[i].begin(), contours[i].end());
-    for (auto& p : shifted[0]) p -= bounds.tl();
-    cv::fillPoly(region_mask, shifted, cv::Scalar(1));
+    shifted.assign(contour.begin(), contour.end());
+    for (auto& p : shifted) p -= bounds.tl();
+    polygon_fill.fill(region_mask, shifted, 1);
     const float score = static_cast<float>(cv::mean(map(bounds), region_mask)[0]);
     if (score < o.box_threshold) continue;
     // Unclip: offset the rectangle outwards by d = area * ratio / perimeter on every side.

@@ -9,13 +9,14 @@
 //
 // A crop lives only while its row is written: it is warped and resized into buffers of the
 // worker thread's own, which stop growing once the largest crop has been seen, so a frame's
-// crops take no memory of their own (the warp is OpenCV's, computed without its per-block
-// buffers: stages/postprocess/perspective_warp.hpp).
+// crops take no memory of their own (the warp and the resize give OpenCV's bytes without its
+// buffers: stages/postprocess/perspective_warp.hpp, stages/preprocess/linear_resize.hpp).
 
 #include "stages/postprocess/text_crops.hpp"
 
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/perspective_warp.hpp"
+#include "stages/preprocess/linear_resize.hpp"
 #include "stages/stage.hpp"
 
 #include <opencv2/imgproc.hpp>
@@ -58,9 +59,10 @@ bool is_vertical(const QuadWarp& q) { return q.height >= 1.5 * q.width; }
 // normalized into one [3, height, max_width] row of the batch, whose padding is already zero.
 void write_crop(const cv::Mat& crop, const TextCropOptions& o, float* dst) {
   thread_local std::vector<std::uint8_t> resized_bytes;
+  thread_local LinearResize resize;
   const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(crop.cols) / crop.rows)), 1, o.max_width);
   cv::Mat resized = scratch_mat(resized_bytes, o.height, w, CV_8UC3);
-  cv::resize(crop, resized, resized.size(), 0, 0, cv::INTER_LINEAR);
+  resize.resize(crop, resized);
   const std::size_t plane = static_cast<std::size_t>(o.height) * o.max_width;
   // (p * scale - mean) / std as one multiply-add, a channel plane at a time (vectorized).
   const float alpha = o.scale / o.std, beta = -o.mean / o.std;

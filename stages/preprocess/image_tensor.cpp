@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "stages/picture_cv.hpp"
+#include "stages/preprocess/linear_resize.hpp"
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -135,6 +136,7 @@ namespace {
 cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTensorOptions& options,
                        ImageTransform* transform, cv::Mat* into) {
   thread_local std::vector<std::uint8_t> inner_bytes, resized_bytes, ordered_bytes;
+  thread_local LinearResize resize;  // cv::resize's INTER_LINEAR bytes, without its buffers
   const bool reorder = fit.channels == 1 || options.rgb;
   const int height = fit.height, width = fit.width;
   cv::Mat resized = into != nullptr && !reorder ? *into : scratch_mat(resized_bytes, height, width, bgr.type());
@@ -146,7 +148,7 @@ cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTen
     const int w = std::max(1, static_cast<int>(std::lround(bgr.cols * s)));
     const int h = std::max(1, static_cast<int>(std::lround(bgr.rows * s)));
     cv::Mat inner = scratch_mat(inner_bytes, h, w, bgr.type());
-    cv::resize(bgr, inner, inner.size(), 0, 0, cv::INTER_LINEAR);
+    resize.resize(bgr, inner);
     const int left = (width - w) / 2, top = (height - h) / 2;
     cv::copyMakeBorder(inner, resized, top, height - h - top, left, width - w - left, cv::BORDER_CONSTANT,
                        cv::Scalar::all(options.pad_value));
@@ -155,7 +157,7 @@ cv::Mat fitted_picture(const cv::Mat& bgr, const PictureFit& fit, const ImageTen
     tf.pad_x = static_cast<float>(left);
     tf.pad_y = static_cast<float>(top);
   } else if (height != bgr.rows || width != bgr.cols) {
-    cv::resize(bgr, resized, resized.size(), 0, 0, cv::INTER_LINEAR);
+    resize.resize(bgr, resized);
     tf.scale_x = static_cast<float>(width) / bgr.cols;
     tf.scale_y = static_cast<float>(height) / bgr.rows;
   } else {

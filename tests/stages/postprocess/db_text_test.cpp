@@ -1,11 +1,17 @@
 // DB decoding on synthetic probability maps: a rectangle of text becomes one quad around it,
-// grown by the unclip ratio; weak or tiny regions are dropped.
+// grown by the unclip ratio; weak or tiny regions are dropped; each candidate's contour,
+// rectangle and score are the ones OpenCV's functions give.
 
 #include "stages/postprocess/db_text.hpp"
+
+#include "stages/postprocess/contours.hpp"
+#include "stages/postprocess/min_area_rect.hpp"
+#include "stages/postprocess/polygon_fill.hpp"
 
 #include <gtest/gtest.h>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -57,29 +63,51 @@ TEST(DbText, QuadsSortTopToBottomThenLeftToRight) {
   EXPECT_GT(quads[2].points[0].y, 40);
 }
 
-// decode_db hands minAreaRect the contour's convex hull as floats (no conversion inside OpenCV):
-// on ragged blobs of random shapes, the very rectangle minAreaRect finds from the contour itself.
-TEST(DbText, TheFloatHullGivesTheContoursMinimumRectangle) {
+// decode_db's steps are Redwood's copies of OpenCV's functions: on detector-like maps (text bars,
+// some tilted, touching or with holes, over blurred noise), the same contours, and for each the
+// same rectangle and score as the OpenCV calls they replace (the contour's convex hull as floats
+// given to cv::minAreaRect; cv::fillPoly's mask averaged by cv::mean).
+TEST(DbText, EachCandidateIsTheOneOpenCvGives) {
   std::mt19937 rng(5);
-  std::uniform_int_distribution<int> coordinate(5, 150), size(3, 40);
+  std::uniform_real_distribution<float> x(0.f, 416.f), y(0.f, 320.f), length(5.f, 200.f), thickness(2.f, 24.f),
+      tilt(-30.f, 30.f);
+  ContourList contours;
+  HullScratch scratch;
+  PolygonFill fill;
+  std::vector<cv::Point> shifted;
   for (int round = 0; round < 20; ++round) {
-    cv::Mat mask(200, 200, CV_8U, cv::Scalar::all(0));
-    for (int k = 0; k < 8; ++k) {
-      const cv::RotatedRect blob(cv::Point2f(static_cast<float>(coordinate(rng)), static_cast<float>(coordinate(rng))),
-                                 cv::Size2f(static_cast<float>(size(rng)), static_cast<float>(size(rng))),
-                                 static_cast<float>(coordinate(rng)));
-      cv::ellipse(mask, blob, cv::Scalar::all(255), cv::FILLED);
+    cv::Mat map(320, 416, CV_32F);
+    cv::randu(map, 0.f, 0.5f);
+    cv::GaussianBlur(map, map, cv::Size(7, 7), 0);
+    for (int k = 0; k < 30; ++k) {
+      const cv::RotatedRect bar({x(rng), y(rng)}, {length(rng), thickness(rng)}, tilt(rng));
+      cv::ellipse(map, bar, cv::Scalar::all(k % 5 == 4 ? 0.1 : 0.95), k % 3 == 0 ? 3 : cv::FILLED);
     }
-    std::vector<std::vector<cv::Point>> contours;
-    cv::findContours(mask, contours, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
-    for (const auto& contour : contours) {
+    cv::GaussianBlur(map, map, cv::Size(3, 3), 0);
+    cv::Mat mask;
+    cv::compare(map, 0.3, mask, cv::CMP_GT);
+    std::vector<std::vector<cv::Point>> want;
+    cv::findContours(mask, want, cv::RETR_LIST, cv::CHAIN_APPROX_SIMPLE);
+    find_contours(mask, contours);
+    ASSERT_EQ(contours.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      const auto contour = contours[i];
+      ASSERT_TRUE(std::equal(contour.begin(), contour.end(), want[i].begin(), want[i].end()));
       std::vector<cv::Point> hull;
-      cv::convexHull(contour, hull);
-      const std::vector<cv::Point2f> hull_points(hull.begin(), hull.end());
-      const cv::RotatedRect want = cv::minAreaRect(contour), got = cv::minAreaRect(hull_points);
-      EXPECT_EQ(got.center, want.center);
-      EXPECT_EQ(got.size, want.size);
-      EXPECT_EQ(got.angle, want.angle);
+      cv::convexHull(want[i], hull);
+      const cv::RotatedRect want_rect = cv::minAreaRect(std::vector<cv::Point2f>(hull.begin(), hull.end()));
+      const cv::RotatedRect got_rect = min_area_rect(contour, scratch);
+      EXPECT_EQ(got_rect.center, want_rect.center);
+      EXPECT_EQ(got_rect.size, want_rect.size);
+      EXPECT_EQ(got_rect.angle, want_rect.angle);
+      const cv::Rect box = cv::boundingRect(want[i]);
+      std::vector<std::vector<cv::Point>> want_polygon{want[i]};
+      for (auto& p : want_polygon[0]) p -= box.tl();
+      shifted = want_polygon[0];
+      cv::Mat want_mask(box.size(), CV_8U, cv::Scalar::all(0)), got_mask(box.size(), CV_8U, cv::Scalar::all(0));
+      cv::fillPoly(want_mask, want_polygon, cv::Scalar(1));
+      fill.fill(got_mask, shifted, 1);
+      EXPECT_EQ(cv::mean(map(box), got_mask)[0], cv::mean(map(box), want_mask)[0]);
     }
   }
 }
