@@ -6,7 +6,7 @@
 
 namespace redwood {
 
-Batcher::Batcher(BatchPolicy policy, std::function<void(std::vector<FramePtr>)> dispatch)
+Batcher::Batcher(BatchPolicy policy, Dispatch dispatch)
     : policy_(std::move(policy)), dispatch_(std::move(dispatch)), thread_([this] { loop(); }) {}
 
 Batcher::~Batcher() { finish(); }
@@ -28,29 +28,52 @@ void Batcher::finish() {
   if (thread_.joinable()) thread_.join();
 }
 
-std::vector<FramePtr> Batcher::take(std::deque<std::pair<FramePtr, Clock::time_point>>& queue, int max) {
-  std::vector<FramePtr> batch;
+void Batcher::take(Queue& queue, int max, std::vector<FramePtr>& batch) {
+  batch.clear();
   const auto n = std::min<std::size_t>(queue.size(), static_cast<std::size_t>(std::max(max, 1)));
-  const bool one_priority = std::all_of(queue.begin(), queue.end(), [&](const auto& e) {
-    return e.first->priority == queue.front().first->priority;
-  });
+  if (n == 0) return;
+  const auto priority = [&](std::size_t i) { return queue[i].first->priority; };
+  bool one_priority = true;
+  for (std::size_t i = 1; i < queue.size() && one_priority; ++i) one_priority = priority(i) == priority(0);
   if (one_priority) {
     for (std::size_t i = 0; i < n; ++i) {
       batch.push_back(std::move(queue.front().first));
       queue.pop_front();
     }
-    return batch;
+    return;
   }
-  // The queue is in push order: a stable sort by priority keeps the oldest first within one.
-  std::vector<std::size_t> order(queue.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return queue[a].first->priority > queue[b].first->priority; });
-  order.resize(n);
-  std::sort(order.begin(), order.end());
-  for (std::size_t i : order) batch.push_back(std::move(queue[i].first));
-  for (std::size_t k = order.size(); k-- > 0;) queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(order[k]));
-  return batch;
+  // The lowest priority the batch reaches (`cut`), stepping down through those present: every
+  // frame above it goes, and the oldest at it up to the batch's size.
+  int cut = priority(0);
+  for (std::size_t i = 1; i < queue.size(); ++i) cut = std::max(cut, priority(i));
+  std::size_t above = 0;  // frames of a priority above `cut`
+  for (;;) {
+    std::size_t at = 0, below = 0;
+    int next = cut;  // the highest priority below `cut`
+    for (std::size_t i = 0; i < queue.size(); ++i) {
+      if (priority(i) == cut) {
+        ++at;
+      } else if (priority(i) < cut) {
+        next = below++ == 0 ? priority(i) : std::max(next, priority(i));
+      }
+    }
+    if (above + at >= n) break;
+    above += at;
+    cut = next;  // there is one: fewer than n frames, n <= queue.size(), are at `cut` or above
+  }
+  // One pass in push order: the frames taken into the batch, the others moved up over the gaps.
+  std::size_t quota = n - above, kept = 0;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const int p = priority(i);
+    if (p > cut || (p == cut && quota > 0)) {
+      if (p == cut) --quota;
+      batch.push_back(std::move(queue[i].first));
+    } else {
+      if (kept != i) queue[kept] = std::move(queue[i]);
+      ++kept;
+    }
+  }
+  while (queue.size() > kept) queue.pop_back();
 }
 
 Clock::time_point Batcher::deadline() const {
@@ -59,7 +82,7 @@ Clock::time_point Batcher::deadline() const {
   if (policy_.latency_budget_ms > 0) {
     // The oldest frame must finish within the budget of its read; leave the batch its time.
     Clock::time_point oldest = queue_.front().first->read_at;
-    for (const auto& e : queue_) oldest = std::min(oldest, e.first->read_at);
+    for (std::size_t i = 0; i < queue_.size(); ++i) oldest = std::min(oldest, queue_[i].first->read_at);
     const double expected = policy_.expected_batch_ms ? policy_.expected_batch_ms() : 0;
     const auto budget = std::chrono::microseconds(static_cast<std::int64_t>((policy_.latency_budget_ms - expected) * 1000.0));
     // A frame already past its budget when its batch started gathering is not saved by going
@@ -72,8 +95,8 @@ Clock::time_point Batcher::deadline() const {
 
 void Batcher::loop() {
   set_thread_name("rw-batch");
+  batch_.reserve(static_cast<std::size_t>(std::max(policy_.max_batch, 1)));
   for (;;) {
-    std::vector<FramePtr> batch;
     {
       std::unique_lock lock(mutex_);
       cv_.wait(lock, [&] { return !queue_.empty() || finishing_; });
@@ -83,9 +106,10 @@ void Batcher::loop() {
       while (static_cast<int>(queue_.size()) < policy_.max_batch && !finishing_) {
         if (cv_.wait_until(lock, deadline()) == std::cv_status::timeout && Clock::now() >= deadline()) break;
       }
-      batch = take(queue_, policy_.max_batch);
+      take(queue_, policy_.max_batch, batch_);
     }
-    dispatch_(std::move(batch));
+    dispatch_(batch_);
+    batch_.clear();  // what dispatch left (nothing, when it took the frames); the room stays
   }
 }
 

@@ -9,13 +9,16 @@
 // A batch goes when it holds max_batch frames, when its first frame has waited timeout_ms, or
 // earlier when the oldest frame's age plus the batch's expected time would pass the latency
 // budget: a frame read long ago is not kept waiting for company. A frame already past its budget
-// does not hurry its batch (overload would otherwise become a stream of small batches). dispatch() takes the batch and
-// is responsible for the frames from then on (the stage completes them and hands them on).
+// does not hurry its batch (overload would otherwise become a stream of small batches). dispatch() takes the batch's frames
+// and is responsible for them from then on (the stage completes them and hands them on).
+//
+// In steady state the batcher allocates nothing: the queue is a ring and the batch a vector the
+// batcher keeps, both with the room of the most frames they ever held.
 
+#include "core/ring_queue.hpp"
 #include "stages/stage.hpp"
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -31,26 +34,31 @@ struct BatchPolicy {
 
 class Batcher {
  public:
-  Batcher(BatchPolicy policy, std::function<void(std::vector<FramePtr>)> dispatch);
+  using Queue = RingQueue<std::pair<FramePtr, Clock::time_point>>;  // frame, when it was pushed
+  /// Gets each batch, its frames to take (moved out); what it leaves there is dropped after.
+  using Dispatch = std::function<void(std::vector<FramePtr>& batch)>;
+
+  Batcher(BatchPolicy policy, Dispatch dispatch);
   ~Batcher();
   void push(FramePtr frame);
   /// Dispatches what is queued, then ends the thread.
   void finish();
 
-  /// Picks up to `max` frames: highest priority first, oldest (earliest pushed) first within a
-  /// priority; removes them from `queue`. Exposed for tests.
-  static std::vector<FramePtr> take(std::deque<std::pair<FramePtr, Clock::time_point>>& queue, int max);
+  /// Moves up to `max` frames from `queue` into `batch` (emptied first): highest priority first,
+  /// oldest (earliest pushed) first within a priority, the batch in push order. Exposed for tests.
+  static void take(Queue& queue, int max, std::vector<FramePtr>& batch);
 
  private:
   void loop();
   Clock::time_point deadline() const;  // mutex_ held, queue_ not empty
 
   BatchPolicy policy_;
-  std::function<void(std::vector<FramePtr>)> dispatch_;
+  Dispatch dispatch_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::pair<FramePtr, Clock::time_point>> queue_;  // frame, when it was pushed
+  Queue queue_;
   bool finishing_ = false;
+  std::vector<FramePtr> batch_;  // the batch being dispatched (the batcher's thread's)
   std::thread thread_;
 };
 

@@ -9,10 +9,11 @@
 // frame. A slow stage therefore stalls the pump, the queue fills, and then the source: a file
 // source blocks (never drops), a live source drops its oldest waiting frame and counts it.
 
+#include "core/ring_queue.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <optional>
 
@@ -52,11 +53,12 @@ class TokenLimiter {
 };
 
 /// A bounded queue between a source's reader and its pump. push() blocks when full unless
-/// drop_oldest, in which case it evicts the oldest item and returns true (a drop).
+/// drop_oldest, in which case it evicts the oldest item and returns true (a drop). The items wait
+/// in a ring of `capacity` places: a frame passing through allocates nothing.
 template <typename T>
 class FrameQueue {
  public:
-  FrameQueue(std::size_t capacity, bool drop_oldest) : capacity_(capacity), drop_oldest_(drop_oldest) {}
+  FrameQueue(std::size_t capacity, bool drop_oldest) : items_(capacity), capacity_(capacity), drop_oldest_(drop_oldest) {}
 
   /// Returns true when an older item was dropped to make room.
   bool push(T item) {
@@ -111,7 +113,7 @@ class FrameQueue {
  private:
   std::mutex mutex_;
   std::condition_variable not_empty_, not_full_;
-  std::deque<T> items_;
+  RingQueue<T> items_;
   std::size_t capacity_;
   bool drop_oldest_;
   bool finished_ = false, closed_ = false;

@@ -15,6 +15,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <array>
+#include <cassert>
 #include <map>
 #include <optional>
 #include <span>
@@ -26,37 +27,42 @@ namespace flow = oneapi::tbb::flow;
 
 namespace {
 
-/// Puts each stream's frames back in admission order (`admitted` is gapless per stream) for an
-/// ordered stage; used from one serial node, so unlocked.
-class Reorder {
+/// Puts one stream's frames back in admission order (`admitted` is gapless per stream). At most
+/// `window` (service.max_in_flight) frames of a stream are in flight, each holding a token until
+/// the sequencer delivers it, and those waiting here are among them, after the one whose turn it
+/// is: so a frame's place is its number modulo the window, a fixed ring that allocates nothing
+/// per frame. Used from one serial node (an ordered stage's, or the sequencer), so unlocked.
+class AdmissionOrder {
  public:
-  explicit Reorder(std::size_t streams) : waiting_(streams), next_(streams, 0) {}
+  explicit AdmissionOrder(int window) : waiting_(static_cast<std::size_t>(window)) {}
   /// Holds `f` until its turn; calls `ready` with every frame whose turn has come, in order.
   template <typename Ready>
   void push(FramePtr f, Ready&& ready) {
-    const auto s = static_cast<std::size_t>(f->stream);
-    waiting_[s].emplace(f->admitted, std::move(f));
-    for (auto it = waiting_[s].find(next_[s]); it != waiting_[s].end(); it = waiting_[s].find(next_[s])) {
-      FramePtr frame = std::move(it->second);
-      waiting_[s].erase(it);
-      ++next_[s];
+    assert(f->admitted >= next_ && f->admitted - next_ < static_cast<std::int64_t>(waiting_.size()));
+    FramePtr& place = at(f->admitted);
+    assert(!place);
+    place = std::move(f);
+    for (FramePtr* next = &at(next_); *next; next = &at(next_)) {
+      FramePtr frame = std::move(*next);
+      ++next_;
       ready(std::move(frame));
     }
   }
 
  private:
-  std::vector<std::map<std::int64_t, FramePtr>> waiting_;
-  std::vector<std::int64_t> next_;
+  FramePtr& at(std::int64_t admitted) { return waiting_[static_cast<std::size_t>(admitted) % waiting_.size()]; }
+  std::vector<FramePtr> waiting_;
+  std::int64_t next_ = 0;  // the admitted number whose turn it is
 };
 
 /// Per-stream run state: the queue and token limiter between source and graph, the sequencer's
 /// reorder buffer, and the counters.
 struct StreamRun {
-  StreamRun(int queue, bool live, int tokens) : queue(static_cast<std::size_t>(queue), live), limiter(tokens) {}
+  StreamRun(int queue, bool live, int tokens)
+      : queue(static_cast<std::size_t>(queue), live), limiter(tokens), delivery(tokens) {}
   FrameQueue<FramePtr> queue;
   TokenLimiter limiter;
-  std::map<std::int64_t, FramePtr> waiting;  // sequencer: admitted -> frame, until its turn
-  std::int64_t next_to_deliver = 0;
+  AdmissionOrder delivery;  // the sequencer's: frames wait here until their turn
   std::thread reader, pump;
 };
 
@@ -148,6 +154,7 @@ class Run {
         graph_, flow::serial, [this](FramePtr f) { deliver(std::move(f)); return flow::continue_msg(); });
     flow::receiver<FramePtr>* next = deliver_.get();
     batchers_.resize(stages_.size());
+    std::size_t batches_in_flight = 0, full_batch = 1;  // of the batching stages, for idle_batches_
     for (std::size_t i = stages_.size(); i-- > 0;) {
       Stage* stage = stages_[i].get();
       if (stage->max_batch() > 1 || stage->asynchronous()) {
@@ -158,9 +165,11 @@ class Run {
         policy.timeout_ms = stage->batch_timeout_ms();
         policy.latency_budget_ms = stage->latency_budget_ms();
         policy.expected_batch_ms = [stage] { return stage->expected_batch_ms(); };
-        batchers_[i] = std::make_unique<Batcher>(std::move(policy), [this, stage, next](std::vector<FramePtr> batch) {
-          run_stage_async(*stage, std::move(batch), next);
+        batchers_[i] = std::make_unique<Batcher>(std::move(policy), [this, stage, next](std::vector<FramePtr>& batch) {
+          run_stage_async(*stage, batch, next);
         });
+        batches_in_flight += static_cast<std::size_t>(stage->max_calls_in_flight());
+        full_batch = std::max(full_batch, static_cast<std::size_t>(stage->max_batch()));
         Batcher* batcher = batchers_[i].get();
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::unlimited, [batcher](FramePtr f) { batcher->push(std::move(f)); return flow::continue_msg(); });
@@ -170,10 +179,11 @@ class Run {
         // One serial node puts each stream's frames back in admission order and runs the stage
         // on them one at a time (a tracker must see a stream's frames in order; the stages before
         // it may finish them in any order).
-        auto order = std::make_shared<Reorder>(streams_.size());
+        auto order = std::make_shared<std::vector<AdmissionOrder>>(streams_.size(), AdmissionOrder(service_.max_in_flight));
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::serial, [this, stage, order, next](FramePtr f) {
-              order->push(std::move(f), [&](FramePtr ready) {
+              const auto stream = static_cast<std::size_t>(f->stream);
+              (*order)[stream].push(std::move(f), [&](FramePtr ready) {
                 run_stage(*stage, std::span<FramePtr>(&ready, 1));
                 next->try_put(std::move(ready));
               });
@@ -193,6 +203,9 @@ class Run {
       }
     }
     entry_ = next;
+    // The records of as many batches as the asynchronous stages can have in flight, made now
+    // (the free list is shared, so each has the room of the largest batch).
+    for (std::size_t k = 0; k < batches_in_flight; ++k) idle_batches_.push_back(make_async_batch(full_batch));
   }
 
   /// Runs a stage on the frames that have not failed; an exception fails them and stops the run.
@@ -225,41 +238,76 @@ class Run {
     }
   }
 
-  /// Hands frames to a stage that completes them later (or at once); they go on to `next` when
-  /// complete. An error fails them and stops the run, as in run_stage.
-  void run_stage_async(Stage& stage, std::vector<FramePtr> frames, flow::receiver<FramePtr>* next) {
-    auto held = std::make_shared<std::vector<FramePtr>>(std::move(frames));
+  /// One batch handed to an asynchronous stage: its frames (the batch's references, until they
+  /// go on), those of them that had not failed, and where they go when complete. Recycled through
+  /// a free list, as the stage's own calls are (Stage::process_async), so that a batch allocates
+  /// nothing once as many are in flight as ever were; the stage's continuation holds only a
+  /// pointer to it, which std::function keeps in place.
+  struct AsyncBatch {
+    Stage* stage = nullptr;
+    flow::receiver<FramePtr>* next = nullptr;
+    std::vector<FramePtr> frames;
     std::vector<Frame*> live;
-    for (auto& f : *held) {
-      if (failed_) f->failed = true;
-      if (!f->failed) live.push_back(f.get());
+  };
+
+  /// A batch record with room for `frames` frames.
+  static std::unique_ptr<AsyncBatch> make_async_batch(std::size_t frames) {
+    auto batch = std::make_unique<AsyncBatch>();
+    batch->frames.reserve(frames);
+    batch->live.reserve(frames);
+    return batch;
+  }
+
+  /// Hands frames to a stage that completes them later (or at once), taking them from `frames`;
+  /// they go on to `next` when complete. An error fails them and stops the run, as in run_stage.
+  void run_stage_async(Stage& stage, std::vector<FramePtr>& frames, flow::receiver<FramePtr>* next) {
+    AsyncBatch* batch = nullptr;
+    {
+      std::lock_guard lock(batches_mutex_);
+      if (!idle_batches_.empty()) {
+        batch = idle_batches_.back().release();
+        idle_batches_.pop_back();
+      }
     }
-    const auto forward = [next, held] {
-      for (auto& f : *held) next->try_put(f);
-    };
-    if (live.empty()) {
-      forward();
+    if (batch == nullptr) batch = make_async_batch(frames.size()).release();  // owned by idle_batches_ once complete
+    batch->stage = &stage;
+    batch->next = next;
+    for (auto& f : frames) {
+      if (failed_) f->failed = true;
+      if (!f->failed) batch->live.push_back(f.get());
+      batch->frames.push_back(std::move(f));
+    }
+    if (batch->live.empty()) {
+      complete_async(batch, nullptr);
       return;
     }
-    stage.process_async(live, [this, &stage, held, forward](std::exception_ptr error) {
-      if (error) {
-        std::vector<Frame*> failed;
-        for (auto& f : *held) {
-          if (!f->failed) failed.push_back(f.get());
-        }
-        try {
-          std::rethrow_exception(error);
-        } catch (const std::exception& e) {
-          fail(fmt::format("stage '{}' failed on frame {} of stream '{}': {}", stage.name(),
-                           failed.empty() ? 0 : failed.front()->seq, failed.empty() ? "" : failed.front()->stream_name,
-                           e.what()));
-        } catch (...) {
-          fail(fmt::format("stage '{}' failed with an unknown exception", stage.name()));
-        }
-        for (Frame* f : failed) f->failed = true;
+    stage.process_async(batch->live, [this, batch](std::exception_ptr error) { complete_async(batch, error); });
+  }
+
+  /// An asynchronous stage's batch is complete: its frames go on (failed, with the run, if the
+  /// stage failed them), and the batch back to the free list.
+  void complete_async(AsyncBatch* batch, std::exception_ptr error) {
+    if (error) {
+      std::vector<Frame*> failed;
+      for (auto& f : batch->frames) {
+        if (!f->failed) failed.push_back(f.get());
       }
-      forward();
-    });
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        fail(fmt::format("stage '{}' failed on frame {} of stream '{}': {}", batch->stage->name(),
+                         failed.empty() ? 0 : failed.front()->seq, failed.empty() ? "" : failed.front()->stream_name,
+                         e.what()));
+      } catch (...) {
+        fail(fmt::format("stage '{}' failed with an unknown exception", batch->stage->name()));
+      }
+      for (Frame* f : failed) f->failed = true;
+    }
+    for (const auto& f : batch->frames) batch->next->try_put(f);
+    batch->frames.clear();
+    batch->live.clear();
+    std::lock_guard lock(batches_mutex_);
+    idle_batches_.emplace_back(batch);
   }
 
   void fail(std::string message) {
@@ -409,11 +457,7 @@ class Run {
   /// The sequencer: frames of a stream reach the sinks in admission (= read) order.
   void deliver(FramePtr f) {
     StreamRun& r = *runs_[static_cast<std::size_t>(f->stream)];
-    r.waiting.emplace(f->admitted, std::move(f));
-    for (auto it = r.waiting.find(r.next_to_deliver); it != r.waiting.end(); it = r.waiting.find(r.next_to_deliver)) {
-      FramePtr frame = std::move(it->second);
-      r.waiting.erase(it);
-      ++r.next_to_deliver;
+    r.delivery.push(std::move(f), [&](FramePtr frame) {
       const double latency = std::chrono::duration<double, std::milli>(Clock::now() - frame->read_at).count();
       const bool ok = !frame->failed && !failed_;
       for (std::size_t k = 0; ok && k < sinks_.size(); ++k) {
@@ -435,7 +479,7 @@ class Run {
       }
       r.limiter.release();
       --in_flight_;
-    }
+    });
   }
 
   PipelineStats snapshot() {
@@ -523,6 +567,8 @@ class Run {
   std::vector<std::unique_ptr<flow::function_node<FramePtr, flow::continue_msg>>> sink_nodes_;
   std::vector<std::unique_ptr<Batcher>> batchers_;
   flow::receiver<FramePtr>* entry_ = nullptr;
+  std::mutex batches_mutex_;
+  std::vector<std::unique_ptr<AsyncBatch>> idle_batches_;  // run_stage_async's, recycled
 
   std::vector<std::unique_ptr<StreamRun>> runs_;
   std::atomic<bool> stop_readers_{false};

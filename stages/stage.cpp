@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
 
 namespace redwood {
@@ -108,6 +109,15 @@ void Stage::process_async(std::span<Frame* const> frames, Completion done) {
   AsyncCall* call = nullptr;  // back to idle_calls_ in complete_async
   {
     std::lock_guard lock(calls_mutex_);
+    if (!calls_made_) {
+      calls_made_ = true;
+      const int n = std::max(max_calls_in_flight(), 1);
+      idle_calls_.reserve(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        idle_calls_.push_back(new AsyncCall());
+        idle_calls_.back()->marked.reserve(static_cast<std::size_t>(std::max(max_batch(), 1)));
+      }
+    }
     if (!idle_calls_.empty()) {
       call = idle_calls_.back();
       idle_calls_.pop_back();

@@ -133,6 +133,11 @@ class Stage {
   /// batch to take, so that the batcher sends one early enough.
   virtual double latency_budget_ms() const { return 0; }
   virtual double expected_batch_ms() const { return 0; }
+  /// For an asynchronous stage: the most process_async calls in flight at once (its runners'
+  /// slots, and one more waiting for a slot). The stage and the pipeline make that many of their
+  /// per-call records before the first call, so that none is made later in the run, when the
+  /// runners first happen to be full.
+  virtual int max_calls_in_flight() const { return 1; }
 
   /// Runs the stage on frames (the shell: do_process, then times and counts, and marks each
   /// frame's stage_done with this stage's name and the time it finished).
@@ -206,6 +211,7 @@ class Stage {
   void complete_async(AsyncCall* call, std::exception_ptr error);
   std::mutex calls_mutex_;
   std::vector<AsyncCall*> idle_calls_;  // owned: deleted with the stage
+  bool calls_made_ = false;             // the first max_calls_in_flight() are in idle_calls_
 };
 
 using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;

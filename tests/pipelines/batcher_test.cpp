@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <initializer_list>
+#include <tuple>
 
 namespace redwood {
 namespace {
@@ -20,21 +22,45 @@ FramePtr frame(int stream, std::int64_t seq, int priority = 0, Clock::time_point
   return f;
 }
 
-std::vector<std::pair<int, std::int64_t>> ids(const std::vector<FramePtr>& batch) {
-  std::vector<std::pair<int, std::int64_t>> out;
+using Ids = std::vector<std::pair<int, std::int64_t>>;  // (stream, seq) of each frame
+
+Ids ids(const std::vector<FramePtr>& batch) {
+  Ids out;
   for (const auto& f : batch) out.emplace_back(f->stream, f->seq);
   return out;
 }
 
-TEST(Batcher, TakesHigherPrioritiesFirstThenTheOldest) {
-  std::deque<std::pair<FramePtr, Clock::time_point>> queue;
+/// A batcher's queue of frames (stream, seq, priority), in push order.
+Batcher::Queue queue_of(std::initializer_list<std::tuple<int, std::int64_t, int>> frames) {
+  Batcher::Queue queue;
   const auto now = Clock::now();
-  for (auto [stream, seq, priority] : {std::tuple{0, 0, 0}, {1, 0, 5}, {0, 1, 0}, {2, 0, 1}, {1, 1, 5}}) {
-    queue.emplace_back(frame(stream, seq, priority), now);
-  }
+  for (auto [stream, seq, priority] : frames) queue.emplace_back(frame(stream, seq, priority), now);
+  return queue;
+}
+
+/// The frames take() moves into a batch of at most `max`.
+Ids take(Batcher::Queue& queue, int max) {
+  std::vector<FramePtr> batch;
+  Batcher::take(queue, max, batch);
+  return ids(batch);
+}
+
+TEST(Batcher, TakesHigherPrioritiesFirstThenTheOldest) {
+  Batcher::Queue queue = queue_of({{0, 0, 0}, {1, 0, 5}, {0, 1, 0}, {2, 0, 1}, {1, 1, 5}});
   // Priority 5 (oldest first), then 1; the batch keeps push order among what it took.
-  EXPECT_EQ(ids(Batcher::take(queue, 3)), (std::vector<std::pair<int, std::int64_t>>{{1, 0}, {2, 0}, {1, 1}}));
-  EXPECT_EQ(ids(Batcher::take(queue, 3)), (std::vector<std::pair<int, std::int64_t>>{{0, 0}, {0, 1}}));
+  EXPECT_EQ(take(queue, 3), (Ids{{1, 0}, {2, 0}, {1, 1}}));
+  EXPECT_EQ(take(queue, 3), (Ids{{0, 0}, {0, 1}}));
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(Batcher, TakesOnlyTheOldestAtTheLowestPriorityItReaches) {
+  Batcher::Queue queue = queue_of({{0, 0, 1}, {1, 0, 0}, {0, 1, 1}, {0, 2, 1}, {2, 0, 2}});
+  // Priority 2's frame, then the two oldest of priority 1; the rest stays queued in push order.
+  EXPECT_EQ(take(queue, 3), (Ids{{0, 0}, {0, 1}, {2, 0}}));
+  ASSERT_EQ(queue.size(), 2u);
+  EXPECT_EQ(queue[0].first->stream, 1);
+  EXPECT_EQ(take(queue, 1), (Ids{{0, 2}}));
+  EXPECT_EQ(take(queue, 1), (Ids{{1, 0}}));
   EXPECT_TRUE(queue.empty());
 }
 
