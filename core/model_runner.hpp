@@ -71,6 +71,10 @@ struct InferResult {
   /// [graph output][part], the same rows as the inputs' parts; empty when `error` is set.
   std::vector<std::vector<Tensor>> outputs;
   std::exception_ptr error;
+  /// The batch that was submitted, handed back with its parts dropped (each input's vector empty,
+  /// its room kept), so that a submitter that keeps it fills the next batch without allocating
+  /// (the infer stage does). Empty where a runner does not hand it back.
+  InferBatch batch;
 };
 
 /// Called once per batch, on the runner's completion thread (never inside submit).

@@ -24,12 +24,13 @@ double ms_since(std::chrono::steady_clock::time_point epoch, std::chrono::steady
 
 // Steady state: a batch allocates nothing on the runner's side. Jobs wait in a ring of one place
 // per slot (submit holds a slot, so it never overflows), the staging, output and result vectors
-// are the worker's and keep their room from batch to batch, the executor writes the graph outputs
-// into the batch's allocator (the frames' pool), and each frame's output part is a view of its
-// rows. A batch of a row count the executor has no plan for would plan it (oneDNN primitives,
-// a workspace) in the middle of a run: prepare() plans the row counts the infer stage expects
-// (1 to its full batch), and a batch of more rows than the most prepared runs in pieces of
-// prepared row counts, the largest first.
+// are the worker's and keep their room from batch to batch, the batch goes back to its submitter
+// with the result (InferResult::batch) for its vectors to be filled again, the executor writes
+// the graph outputs into the batch's allocator (the frames' pool), and each frame's output part
+// is a view of its rows. A batch of a row count the executor has no plan for would plan it
+// (oneDNN primitives, a workspace) in the middle of a run: prepare() plans the row counts the
+// infer stage expects (1 to its full batch), and a batch of more rows than the most prepared
+// runs in pieces of prepared row counts, the largest first.
 class CpuRunner final : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
@@ -122,6 +123,9 @@ class CpuRunner final : public ModelRunner {
         result.error = std::current_exception();
       }
       recorder_.record(timing, result.error != nullptr);
+      // The batch goes back to its submitter, its parts (the frames' tensors) dropped.
+      for (auto& parts : job.batch.inputs) parts.clear();
+      result.batch = std::move(job.batch);
       try {
         job.done(result);
       } catch (const std::exception& e) {
@@ -130,6 +134,7 @@ class CpuRunner final : public ModelRunner {
       }
       for (auto& parts : result.outputs) parts.clear();  // what the continuation left goes now
       result.error = nullptr;
+      result.batch = InferBatch{};
       const int slot = job.slot;
       job = Job{};  // the batch's tensors go back to their pool before the slot does
       slots_.release(slot);

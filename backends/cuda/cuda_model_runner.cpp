@@ -33,6 +33,7 @@
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
 #include "core/model_runner.hpp"
+#include "core/ring_queue.hpp"
 
 #include <fmt/format.h>
 
@@ -40,7 +41,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -167,7 +167,8 @@ class CudaModelRunner final : public ModelRunner {
         description_(fmt::format("cuda:{} ({}), {}, {} slot(s){}", config.device, device_name, config.precision,
                                  config.slots, options_note(runner_.options().cuda))),
         recorder_(description_, config.slots, config.device, config.slots > 1),
-        clock_(device_clock(config.device)) {
+        clock_(device_clock(config.device)),
+        in_order_(static_cast<std::size_t>(config.slots)) {
     for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>(runner_.options().max_plans));
     // A model whose input shapes are all fixed is planned now, on every slot, so that an op
     // without a CUDA kernel fails at load rather than on the first frame.
@@ -265,6 +266,8 @@ class CudaModelRunner final : public ModelRunner {
     InferBatch batch;
     InferDone done;
     std::vector<std::vector<Tensor>> outputs;  // [output][part]: rows of one tensor per output
+    // What done() gets: the slot's, its vectors swapped with `outputs` and kept between batches.
+    InferResult result;
     struct Group {
       std::size_t output;
       std::size_t offset;  // of its first row in the model's output, bytes
@@ -291,10 +294,11 @@ class CudaModelRunner final : public ModelRunner {
     std::vector<Pad> pads;
     BatchTiming timing;
 
+    // The batch's tensors go; the vectors keep their room.
     void clear() {
       batch = InferBatch{};
       done = nullptr;
-      outputs.clear();
+      for (auto& parts : outputs) parts.clear();
       staged_out.clear();
     }
     ~Slot() {
@@ -503,7 +507,7 @@ class CudaModelRunner final : public ModelRunner {
         in_order_.pop_front();
       }
       Slot& slot = *slots_[static_cast<std::size_t>(index)];
-      InferResult result;
+      InferResult& result = slot.result;
       try {
         slot.copy_out_end.synchronize();
         for (const auto& st : slot.staged_out) {
@@ -518,18 +522,23 @@ class CudaModelRunner final : public ModelRunner {
           std::lock_guard lock(clock_.mutex);
           clock_.compute.add(t.compute_start, t.compute_end);
         }
-        result.outputs = std::move(slot.outputs);
+        std::swap(result.outputs, slot.outputs);
       } catch (...) {
         result.outputs.clear();
         result.error = std::current_exception();
       }
       recorder_.record(slot.timing, result.error != nullptr);
+      // The batch goes back to its submitter, its parts (the frames' tensors) dropped.
+      for (auto& parts : slot.batch.inputs) parts.clear();
+      result.batch = std::move(slot.batch);
       try {
         slot.done(result);
       } catch (const std::exception& e) {
         log().error("{}: a batch's completion threw: {}", description_, e.what());
       }
-      result = InferResult{};
+      for (auto& parts : result.outputs) parts.clear();  // what the continuation left goes now
+      result.error = nullptr;
+      result.batch = InferBatch{};
       slot.clear();  // the batch's tensors go back to their pool before the slot is reused
       ring_.release(index);
     }
@@ -545,7 +554,7 @@ class CudaModelRunner final : public ModelRunner {
   std::mutex plan_mutex_;
   std::mutex mutex_;  // guards in_order_ and stopping_
   std::condition_variable completion_cv_;
-  std::deque<int> in_order_;  // submitted slots, oldest first
+  RingQueue<int> in_order_;  // submitted slots, oldest first (a ring of one place per slot)
   bool stopping_ = false;
   std::thread completion_;
 };

@@ -126,14 +126,17 @@ class InferStage;
 struct Dispatch;
 
 // One submission of a dispatch to a runner: the frames it feeds (indices into the dispatch's),
-// which item of theirs, and when it went. The runner's continuation holds only a pointer to it,
-// which std::function keeps in place (no allocation).
+// which item of theirs, when it went, and the batch it hands over. The runner's continuation
+// holds only a pointer to it, which std::function keeps in place (no allocation); the runner
+// hands the batch back with the result (InferResult::batch), so that its vectors keep their room
+// for the submission's next use.
 struct Submission {
   InferStage* stage = nullptr;
   Dispatch* dispatch = nullptr;
   std::vector<std::size_t> targets;
   std::size_t item = 0;
   Clock::time_point submitted;
+  InferBatch batch;
 };
 
 // One process_async call: its frames, the outputs arriving per submission, and the countdown
@@ -161,6 +164,7 @@ class InferStage final : public Stage {
     remember_place(p);
     const ModelEntry& model = args.model("model");
     graph_ = model.graph;
+    slots_ = model.slots;
     model_name_ = p.get<std::string>("model", "");
     if (graph_->inputs.size() != 1) {
       p.fail("model", fmt::format("has {} inputs; infer feeds models of one input", graph_->inputs.size()));
@@ -255,6 +259,8 @@ class InferStage final : public Stage {
   double latency_budget_ms() const override { return latency_budget_ms_; }
   double expected_batch_ms() const override { return expected_ms_.load(std::memory_order_relaxed); }
   bool asynchronous() const override { return true; }
+  // Each runner holds `slots` batches; the batcher's thread waits with one more for a free slot.
+  int max_calls_in_flight() const override { return static_cast<int>(runners_.size()) * slots_ + 1; }
   std::string runner_device() const override { return device_; }
 
   void drain() override {
@@ -349,20 +355,19 @@ class InferStage final : public Stage {
             Submission& sub = next_submission(*d);
             sub.targets.push_back(i);
             sub.item = static_cast<std::size_t>(r);
-            submit(sub, {row_of(all, r)});
+            sub.batch.inputs[0].push_back(row_of(all, r));
+            submit(sub);
           }
         }
       } else {
-        std::vector<Tensor> parts;
-        parts.reserve(group.size());
         Submission& sub = next_submission(*d);
         for (std::size_t i : group) {
-          parts.push_back(frames[i]->tensors.at(input_key_));
+          sub.batch.inputs[0].push_back(frames[i]->tensors.at(input_key_));
           size_outputs(d->outputs[i], 1);
           sub.targets.push_back(i);
         }
         sub.item = 0;
-        submit(sub, std::move(parts));
+        submit(sub);
       }
       pending.swap(rest);
     }
@@ -377,23 +382,50 @@ class InferStage final : public Stage {
     }
   }
 
+  // The dispatch's next submission, its targets and its batch's one input emptied.
   static Submission& next_submission(Dispatch& d) {
     Submission& sub = d.submissions[d.submitted++];
     sub.dispatch = &d;
     sub.targets.clear();
+    sub.batch.inputs.resize(1);
+    sub.batch.inputs[0].clear();
     return sub;
   }
 
   Dispatch* acquire_dispatch() {
     {
       std::lock_guard lock(dispatch_mutex_);
+      if (!dispatches_made_) {
+        dispatches_made_ = true;
+        const auto n = static_cast<std::size_t>(max_calls_in_flight());
+        idle_dispatches_.reserve(n);
+        for (std::size_t i = 0; i < n; ++i) idle_dispatches_.push_back(make_dispatch());
+      }
       if (!idle_dispatches_.empty()) {
         Dispatch* d = idle_dispatches_.back().release();
         idle_dispatches_.pop_back();
         return d;
       }
     }
-    return new Dispatch();
+    return make_dispatch().release();
+  }
+
+  // A dispatch with the room of a full batch (its first submission's too), so that it does not
+  // grow later in the run, when batches happen to fill.
+  std::unique_ptr<Dispatch> make_dispatch() const {
+    auto d = std::make_unique<Dispatch>();
+    const auto full = static_cast<std::size_t>(max_batch());
+    d->frames.reserve(full);
+    d->pending.reserve(full);
+    d->group.reserve(full);
+    d->rest.reserve(full);
+    d->outputs.resize(full);
+    for (auto& outputs : d->outputs) size_outputs(outputs, 1);
+    Submission& first = d->submissions.emplace_back();
+    first.targets.reserve(full);
+    first.batch.inputs.resize(1);
+    first.batch.inputs[0].reserve(full);
+    return d;
   }
 
   // Back to the free list, holding nothing of the call (tensors, frames, the continuation).
@@ -401,7 +433,10 @@ class InferStage final : public Stage {
     for (std::size_t i = 0; i < d->frames.size(); ++i) {
       for (auto& per_output : d->outputs[i]) per_output.clear();
     }
-    for (std::size_t k = 0; k < d->submitted; ++k) d->submissions[k].targets.clear();
+    for (std::size_t k = 0; k < d->submitted; ++k) {
+      d->submissions[k].targets.clear();
+      for (auto& parts : d->submissions[k].batch.inputs) parts.clear();
+    }
     d->frames.clear();
     d->pending.clear();
     d->group.clear();
@@ -487,15 +522,14 @@ class InferStage final : public Stage {
     return *best;
   }
 
-  // Submits `parts` (one per frame in the submission's targets, its item of each) to a runner;
-  // the outputs land in the dispatch when the runner completes them.
-  void submit(Submission& sub, std::vector<Tensor> parts) {
+  // Submits the submission's batch (its parts: one per frame in its targets, its item of each)
+  // to a runner; the outputs land in the dispatch when the runner completes them.
+  void submit(Submission& sub) {
     Dispatch& d = *sub.dispatch;
     sub.stage = this;
+    InferBatch& batch = sub.batch;
     std::int64_t rows = 0;
-    for (const Tensor& t : parts) rows += t.dim(0);
-    InferBatch batch;
-    batch.inputs.push_back(std::move(parts));
+    for (const Tensor& t : batch.inputs[0]) rows += t.dim(0);
     batch.run_rows = fixed_batch_one_ ? 0 : run_rows(rows);
     batch.picture = picture_;
     FrameMemory* memory = d.frames[sub.targets.front()]->memory;
@@ -512,6 +546,7 @@ class InferStage final : public Stage {
   }
 
   void complete(Submission& sub, InferResult& r) {
+    sub.batch = std::move(r.batch);  // its vectors' room, for the submission's next batch
     Dispatch* d = sub.dispatch;
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - sub.submitted).count();
     // A moving average of a batch's time from submit to completion: what the batcher plans with.
@@ -584,8 +619,10 @@ class InferStage final : public Stage {
   std::shared_ptr<runtime::JointPlacement> joint_;
   std::atomic<std::size_t> next_runner_{0};
   std::atomic<double> expected_ms_{0};
+  int slots_ = 1;  // batches in flight per runner (the model's `slots`)
   std::mutex dispatch_mutex_;
   std::vector<std::unique_ptr<Dispatch>> idle_dispatches_;  // recycled by release()
+  bool dispatches_made_ = false;  // the first max_calls_in_flight() are in idle_dispatches_
 };
 
 }  // namespace

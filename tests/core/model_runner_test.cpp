@@ -463,6 +463,23 @@ TEST(CpuRunnerSteadyState, OutputPartsAreViewsOfOneBufferFromTheBatchAllocatorOn
   EXPECT_EQ(static_cast<const std::byte*>(r.outputs[0][2].raw_data()), output + 3 * 3 * sizeof(float));
 }
 
+TEST(CpuRunnerSteadyState, TheBatchComesBackWithItsResultItsPartsDroppedAndItsRoomKept) {
+  auto runner = make_cpu_runner(doubling_model());
+  InferBatch b;
+  b.inputs.resize(1);
+  b.inputs[0].reserve(4);
+  b.inputs[0].push_back(rows(2, 0));
+  const Tensor* room = b.inputs[0].data();
+  InferResult r = run_batch(*runner, std::move(b));
+  ASSERT_FALSE(r.error);
+  expect_doubled(r.outputs.at(0).at(0), 2, 0);
+  // The submitter fills the same vectors again: nothing of the batch is held, nothing reallocated.
+  ASSERT_EQ(r.batch.inputs.size(), 1u);
+  EXPECT_TRUE(r.batch.inputs[0].empty());
+  EXPECT_EQ(r.batch.inputs[0].data(), room);
+  EXPECT_EQ(r.batch.inputs[0].capacity(), 4u);
+}
+
 TEST(ExecutorRunInto, GraphOutputsComeFromTheCallersAllocatorOnceTheSignatureIsPlanned) {
   Executor e(doubling_model());
   Handed handed;
