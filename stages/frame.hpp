@@ -3,6 +3,7 @@
 // number; stages add tensors (by key) and detections; sinks read them. One Frame is owned by one
 // stage at a time (the flow graph hands the pointer on), so nothing in it is locked.
 
+#include "core/recycling_allocator.hpp"
 #include "core/tensor.hpp"
 #include "stages/geometry.hpp"
 #include "stages/picture.hpp"
@@ -78,6 +79,12 @@ struct StageMark {
   Clock::time_point at;
 };
 
+/// A frame's map by tensor key. Every frame gains the same few keys and a recycled frame clears
+/// them, so the nodes come from a free list (core/recycling_allocator.hpp): no heap allocation
+/// per key and frame once warm (a key of more than 15 characters still allocates its text).
+template <typename V>
+using KeyMap = std::map<std::string, V, std::less<>, RecyclingAllocator<std::pair<const std::string, V>>>;
+
 struct Frame {
   int stream = 0;                 // index of the source in the pipeline
   std::string stream_name;
@@ -91,12 +98,12 @@ struct Frame {
   std::vector<StageMark> stage_done;  // one per stage that ran on it, in pipeline order
   Picture image;                  // 8-bit BGR
   FrameMemory* memory = nullptr;  // the pipeline's buffer pool (stages/frame_memory.hpp); null: heap
-  std::map<std::string, Tensor> tensors;
-  std::map<std::string, ImageTransform> transforms;  // by tensor key, from preprocess
+  KeyMap<Tensor> tensors;
+  KeyMap<ImageTransform> transforms;  // by tensor key, from preprocess
   std::vector<Detection> detections;
   /// Per crops tensor (by key): the index in `detections` each of its rows was cut from, so that
   /// a secondary model's results attach to their parent detection.
-  std::map<std::string, std::vector<int>> crop_parents;
+  KeyMap<std::vector<int>> crop_parents;
   std::vector<Classification> classes;  // classifiers run on the whole picture
   std::vector<Event> events;
   std::vector<Overlay> overlays;

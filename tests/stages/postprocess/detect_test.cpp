@@ -75,7 +75,7 @@ Frame frame_of(int width, int height, ImageTransform tf, std::map<std::string, T
   f.image.height = height;
   f.image.channels = 3;
   f.transforms["det_in"] = tf;
-  f.tensors = std::move(tensors);
+  f.tensors.insert(tensors.begin(), tensors.end());
   return f;
 }
 
