@@ -48,7 +48,7 @@ class CostHistory {
   /// waking the CPU's threads), learned from measured segments.
   static std::string segment_key(const DeviceProfile& device);
   /// The key of a whole model's batch time on a device, as a run measured it (copy in, compute,
-  /// copy out): "model <graph_hash>|<device>|<precision>|f32[29,3,320,416]". `device` names the
+  /// copy out): "model <graph_hash>|<device>|<precision>|float[29, 3, 320, 416]". `device` names the
   /// device and its profile's key (pipelines/pipeline_planner.cpp); `inputs` are at the batch's rows.
   static std::string model_key(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
                                const std::vector<TensorDesc>& inputs);

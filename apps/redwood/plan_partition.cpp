@@ -1,7 +1,9 @@
 #include "apps/redwood/plan_partition.hpp"
 
 #include "core/error.hpp"
+#include "core/graph/graph_hash.hpp"
 #include "core/model_runner.hpp"
+#include "pipelines/pipeline_planner.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/partition_profile.hpp"
 
@@ -144,7 +146,11 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
 // The baselines run too: the naive split and each device alone (where it runs every node), each
 // batch one at a time through the same split runner, so the chosen placement is compared on
 // measurements, not only on predictions.
-void print_measured_baselines(const runtime::Partition& p, const RunnerConfig& config, int runs, double chosen_ms) {
+// Measures the chosen placement's baselines and prints them against it; returns, per device that
+// runs the whole model, its measured batch time.
+std::map<std::size_t, double> print_measured_baselines(const runtime::Partition& p, const RunnerConfig& config, int runs,
+                                                       double chosen_ms) {
+  std::map<std::size_t, double> whole;
   std::vector<std::pair<std::string, std::vector<int>>> baselines;
   if (p.naive) baselines.emplace_back("naive split", p.naive->device);
   for (std::size_t d = 0; d < p.devices.size(); ++d) {
@@ -152,7 +158,7 @@ void print_measured_baselines(const runtime::Partition& p, const RunnerConfig& c
                                  [&](const auto& n) { return n.cost_ms[d] != runtime::kUnsupported; });
     if (all) baselines.emplace_back("all on " + p.devices[d], std::vector<int>(p.open.nodes.size(), static_cast<int>(d)));
   }
-  if (baselines.empty()) return;
+  if (baselines.empty()) return whole;
   fmt::print("\nmeasured against the baselines (one batch, median of {}):\n", runs);
   fmt::print("  {:16s} {:>12s} {:>12s} {:>10s}\n", "placement", "predicted", "measured", "chosen is");
   fmt::print("  {:16s} {:9.3f} ms {:9.3f} ms {:>10s}\n", "chosen", p.run_latency_ms(p.placement.device), chosen_ms, "");
@@ -165,7 +171,9 @@ void print_measured_baselines(const runtime::Partition& p, const RunnerConfig& c
     const runtime::PartitionTimes t = runtime::measure_partition(alt, config, runs);
     fmt::print("  {:16s} {:9.3f} ms {:9.3f} ms {:>9.2f}x\n", what, predicted, t.measured_batch_ms,
                t.measured_batch_ms / chosen_ms);
+    if (what != "naive split") whole[static_cast<std::size_t>(device[0])] = t.measured_batch_ms;
   }
+  return whole;
 }
 
 }  // namespace
@@ -223,7 +231,24 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
     print_segments(p, t.segments, true);
     fmt::print("\none batch: predicted {:.3f} ms, measured {:.3f} ms (median of {}; {} off)\n", t.predicted_batch_ms,
                t.measured_batch_ms, args.runs, percent_off(t.predicted_batch_ms, t.measured_batch_ms));
-    print_measured_baselines(p, config, args.runs, t.measured_batch_ms);
+    // Each device that runs the model whole: its batch time, where a pipeline's placement reads
+    // what runs measured (pipelines/pipeline_planner.hpp).
+    const auto whole = print_measured_baselines(p, config, args.runs, t.measured_batch_ms);
+    if (!whole.empty()) {
+      const runtime::PartitionOptions options = options_from(args, &history);
+      std::vector<TensorDesc> inputs;
+      for (std::size_t i = 0; i < graph->inputs.size() && i < args.input_shapes.size(); ++i) {
+        inputs.push_back({graph->inputs[i].dtype, args.input_shapes[i]});
+      }
+      const std::uint64_t hash = graph_hash(*graph);
+      for (const auto& [d, ms] : whole) {
+        const std::string device = history_device(options, d);
+        if (device.empty()) continue;
+        history.record(runtime::CostHistory::model_key(hash, device, d == 0 ? "fp32" : args.precision, inputs), ms);
+      }
+      history.save(history_path);
+      fmt::print("profile: the whole model's batch time on {} device(s) kept in {}\n", whole.size(), history_path);
+    }
   } else {
     print_segments(p, runtime::predict_segments(p), false);
   }
