@@ -153,7 +153,7 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};
   try {
     write_file_atomically(pipeline_placement_file(dir, key), j.dump(2) + "\n");
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // the folder, or a name JSON cannot hold: the pipeline goes on
     warn_once("placement cache: not written", fmt::format("placement cache: not written: {}", e.what()));
   }
 }
