@@ -58,7 +58,8 @@ class FramePool {
     f.tensors.clear();
     f.transforms.clear();
     f.detections.clear();
-    f.crop_parents.clear();
+    // Each crops stage's list is emptied, not dropped: its room serves the next frame's crops.
+    for (auto& [name, parents] : f.crop_parents) parents.clear();
     f.classes.clear();
     f.events.clear();
     f.overlays.clear();

@@ -46,7 +46,7 @@ struct Detection {
   std::string label;                 // that class's name (the detect stage's labels file)
   float score = 0.f;
   RectF box;                         // axis-aligned bounds
-  std::vector<PointF> quad;          // text: the rotated region, clockwise from top-left
+  Quad quad;                         // text: the rotated region, clockwise from top-left
   std::vector<PointF> keypoints;
   std::string text;                  // text recognized in the region (empty when none ran)
   float text_score = 0.f;
@@ -102,7 +102,8 @@ struct Frame {
   KeyMap<ImageTransform> transforms;  // by tensor key, from preprocess
   std::vector<Detection> detections;
   /// Per crops tensor (by key): the index in `detections` each of its rows was cut from, so that
-  /// a secondary model's results attach to their parent detection.
+  /// a secondary model's results attach to their parent detection. A recycled frame keeps the keys
+  /// with their lists emptied (their room serves the next frame).
   KeyMap<std::vector<int>> crop_parents;
   std::vector<Classification> classes;  // classifiers run on the whole picture
   std::vector<Event> events;

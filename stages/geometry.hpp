@@ -5,6 +5,11 @@
 // constructor and operator&), so code may use either and get the same boxes.
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <span>
+#include <stdexcept>
 
 namespace redwood {
 
@@ -28,6 +33,37 @@ struct RectF {
   float area() const { return width * height; }
   bool empty() const { return width <= 0 || height <= 0; }
   friend bool operator==(const RectF&, const RectF&) = default;
+};
+
+/// A quadrilateral's corners (a text region's: clockwise from top-left), kept in place: up to
+/// four points and no heap, so that a frame's detections allocate nothing for their regions.
+/// Empty when a detection has none. It reads as a span of its points.
+class Quad {
+ public:
+  static constexpr std::size_t kCorners = 4;
+
+  Quad() = default;
+  Quad(std::initializer_list<PointF> corners) {
+    for (const PointF& p : corners) push_back(p);
+  }
+
+  void push_back(PointF p) {
+    if (size_ == kCorners) throw std::length_error("a quad has at most 4 corners");
+    points_[size_++] = p;
+  }
+  void clear() { size_ = 0; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  PointF& operator[](std::size_t i) { return points_[i]; }
+  const PointF& operator[](std::size_t i) const { return points_[i]; }
+  const PointF* begin() const { return points_.data(); }
+  const PointF* end() const { return points_.data() + size_; }
+  operator std::span<const PointF>() const { return {points_.data(), size_}; }
+  friend bool operator==(const Quad& a, const Quad& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+ private:
+  std::array<PointF, kCorners> points_{};
+  std::size_t size_ = 0;
 };
 
 /// The part two rectangles share; all zeros when they share none (or either is empty).

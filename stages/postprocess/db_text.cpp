@@ -131,7 +131,6 @@ class DbTextStage final : public Stage {
         Detection d;
         d.kind = "text";
         d.score = q.score;
-        d.quad.reserve(q.points.size());
         std::array<cv::Point2f, 4> corners;  // the quad's (decode_db gives 4), for OpenCV's bounding box
         for (std::size_t k = 0; k < corners.size(); ++k) {
           PointF pic = tf.to_picture({q.points[k].x * sx, q.points[k].y * sy});

@@ -14,6 +14,7 @@
 
 #include "stages/postprocess/text_crops.hpp"
 
+#include "core/error.hpp"
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/perspective_warp.hpp"
 #include "stages/preprocess/linear_resize.hpp"
@@ -34,9 +35,10 @@ struct QuadWarp {
   int width = 1, height = 1;
 };
 
-QuadWarp quad_warp(const std::vector<PointF>& quad) {
+QuadWarp quad_warp(std::span<const PointF> quad) {
+  RW_EXPECTS(quad.size() == 4, InvalidArgument, "a text region has 4 corners (got {})", quad.size());
   QuadWarp q;
-  q.corners = {to_cv(quad.at(0)), to_cv(quad.at(1)), to_cv(quad.at(2)), to_cv(quad.at(3))};
+  q.corners = {to_cv(quad[0]), to_cv(quad[1]), to_cv(quad[2]), to_cv(quad[3])};
   const auto& c = q.corners;
   const float w = std::max(cv::norm(c[0] - c[1]), cv::norm(c[2] - c[3]));
   const float h = std::max(cv::norm(c[0] - c[3]), cv::norm(c[1] - c[2]));
@@ -78,7 +80,7 @@ void write_crop(const cv::Mat& crop, const TextCropOptions& o, float* dst) {
 
 }  // namespace
 
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<PointF>& quad, FrameMemory* memory) {
+cv::Mat rectify_quad(const cv::Mat& bgr, std::span<const PointF> quad, FrameMemory* memory) {
   const QuadWarp q = quad_warp(quad);
   cv::Mat crop = frame_mat(memory);
   crop.create(q.height, q.width, bgr.type());
@@ -119,7 +121,10 @@ class TextCropsStage final : public Stage {
     thread_local std::vector<std::uint8_t> warped_bytes, turned_bytes;
     for (Frame* f : frames) {
       const cv::Mat bgr = as_mat(f->image);
-      std::vector<int> parents;  // the detection each row was cut from (Frame::crop_parents)
+      // The detection each row was cut from: the frame's own vector, whose room a recycled frame
+      // keeps (FramePool::reset empties it).
+      std::vector<int>& parents = f->crop_parents[output_];
+      parents.clear();
       for (std::size_t i = 0; i < f->detections.size(); ++i) {
         if (is_text(f->detections[i])) parents.push_back(static_cast<int>(i));
       }
@@ -138,7 +143,6 @@ class TextCropsStage final : public Stage {
         write_crop(crop, options_, batch.data<float>() + r * row);
       }
       f->tensors[output_] = std::move(batch);
-      f->crop_parents[output_] = std::move(parents);
     }
   }
 

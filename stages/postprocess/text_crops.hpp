@@ -9,6 +9,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <span>
 #include <vector>
 
 namespace redwood {
@@ -24,7 +25,7 @@ struct TextCropOptions {
 
 /// The content of the quad (4 corners, clockwise from top-left), warped upright (8-bit BGR);
 /// with `memory`, in that pool.
-cv::Mat rectify_quad(const cv::Mat& bgr, const std::vector<PointF>& quad, FrameMemory* memory = nullptr);
+cv::Mat rectify_quad(const cv::Mat& bgr, std::span<const PointF> quad, FrameMemory* memory = nullptr);
 
 /// [K, 3, height, max_width] float tensor of the given crops (K may be 0); with `memory`, the
 /// tensor and the resized crops come from that pool.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <iterator>
+#include <span>
 
 namespace redwood {
 namespace {
@@ -54,7 +55,7 @@ class Writer {
     out_.push_back(',');
     key(k);
   }
-  void points(const std::vector<PointF>& pts) {
+  void points(std::span<const PointF> pts) {
     out_.push_back('[');
     for (std::size_t i = 0; i < pts.size(); ++i) {
       if (i) out_.push_back(',');

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <vector>
 
 namespace redwood {
@@ -44,6 +46,27 @@ TEST(Geometry, ConvertsToAndFromOpenCv) {
   EXPECT_EQ(to_cv(r).br(), to_cv(r.bottom_right()));
   const PointF p{7.5f, 8.25f};
   EXPECT_EQ(from_cv(to_cv(p)), p);
+}
+
+TEST(Quad, HoldsUpToFourCornersInPlaceAndReadsAsASpan) {
+  Quad q;
+  EXPECT_TRUE(q.empty());
+  q = {{1, 2}, {3, 2}, {3, 4}, {1, 4}};
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(q[2], (PointF{3, 4}));
+  const std::span<const PointF> corners = q;
+  EXPECT_EQ(corners.size(), 4u);
+  EXPECT_EQ(corners.data(), &q[0]) << "a view of the quad's own points";
+  EXPECT_THROW(q.push_back({5, 5}), std::length_error);
+  EXPECT_EQ(q.size(), 4u) << "a refused corner changes nothing";
+  EXPECT_THROW((Quad{{0, 0}, {1, 0}, {1, 1}, {0, 1}, {2, 2}}), std::length_error);
+  Quad same{{1, 2}, {3, 2}, {3, 4}, {1, 4}};
+  EXPECT_EQ(q, same);
+  same[3] = {1, 5};
+  EXPECT_NE(q, same);
+  q.clear();
+  EXPECT_TRUE(q.empty());
+  EXPECT_NE(q, same) << "sizes differ";
 }
 
 }  // namespace
