@@ -111,6 +111,10 @@ struct RunnerStats {
   /// Union of the compute intervals of every runner on this runner's GPU, on one clock: the
   /// GPU's busy time whichever models share it (0 on the CPU).
   double device_compute_busy_ms = 0;
+  /// Every batch's compute on that GPU summed (every runner's). Over device_compute_busy_ms, it
+  /// says how far batches overlapped there: time-sliced with each other, each took that much
+  /// longer than it would alone (device_overlap()).
+  double device_compute_sum_ms = 0;
   double span_ms = 0;                        // first copy in to last copy out
   std::size_t bytes_in = 0, bytes_out = 0;
   double pinned_h2d_gbps = 0, pinned_d2h_gbps = 0;  // the device's measured pinned-copy peak (GPU)
@@ -119,6 +123,13 @@ struct RunnerStats {
   double overlap() const;
   /// Bytes per second while copying, in GB/s (0 when nothing was copied).
   double copy_gbps() const;
+  /// How many batches ran on this runner's GPU at once, on average while it computed: the summed
+  /// compute over the busy time (1 on the CPU, or when nothing overlapped). A batch's time divided
+  /// by it is the GPU time the batch cost, which is what it takes alone when the GPU is shared
+  /// evenly.
+  double device_overlap() const {
+    return device_compute_busy_ms > 0 && device_compute_sum_ms > device_compute_busy_ms ? device_compute_sum_ms / device_compute_busy_ms : 1.0;
+  }
   /// The time that bounds the runner's throughput: its busiest engine's when copies overlap
   /// compute, else whole batches'.
   double bound_busy_ms() const { return copies_overlap ? std::max(compute_busy_ms, copy_busy_ms) : busy_ms; }

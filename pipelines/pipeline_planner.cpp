@@ -506,12 +506,17 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     if (!entry.joint) continue;
     const auto d = entry.joint->decision();
     if (!d || d->alone || !d->history_key) continue;
-    // Every runner of the model: batches by the rows they ran.
+    // Every runner of the model: batches by the rows they ran, each batch's time as the GPU time
+    // it cost. Where batches overlapped on a shared GPU (this model's slots, other models), each
+    // took longer than alone by how far they overlapped; the history keeps a batch's cost alone,
+    // as `redwood plan --profile` measures it, and the pipeline placement adds the sharing back
+    // through the devices' utilization.
     std::map<std::int64_t, std::pair<std::int64_t, double>> ran;
     for (const RunnerStats& st : entry.joint->runner_stats()) {
+      const double overlap = st.device_overlap();
       for (const auto& [rows, times] : st.run_rows_ms) {
         ran[rows].first += times.first;
-        ran[rows].second += times.second;
+        ran[rows].second += times.second / overlap;
       }
     }
     for (const auto& [rows, times] : ran) {

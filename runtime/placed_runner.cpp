@@ -114,8 +114,13 @@ class PlacedRunner final : public ModelRunner {
       predicted = fmt::format(", predicted {:.3f} at those rows{}", decision_->predicted_at.at(rows),
                               decision_->measured ? " (from measured batches)" : "");
     }
-    return fmt::format(", measured {:.3f} ms a batch of {:.1f} rows on average{}",
-                       (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / batches, rows, predicted);
+    const double ms = (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / batches;
+    // On a GPU where batches overlapped, what a batch cost of the GPU's time (its time over the
+    // overlap): what the prediction, a batch alone, is to be read against.
+    const double overlap = st.device_overlap();
+    const std::string alone =
+        overlap > 1.05 ? fmt::format(" ({:.3f} of the GPU's time: batches ran {:.2f} at once there)", ms / overlap, overlap) : "";
+    return fmt::format(", measured {:.3f} ms a batch of {:.1f} rows on average{}{}", ms, rows, alone, predicted);
   }
 
   // The pipeline's decision: this runner's own runner made as decided, prepared at the shapes

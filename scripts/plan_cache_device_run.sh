@@ -19,6 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
+[[ -e assets ]] || ln -s "$RW_BUNDLE_DATA/assets" assets  # the pipeline file names ../assets
 models=$RW_BUNDLE_DATA/assets/models
 precision=${PRECISION:-fp16}
 runs=${RUNS:-3}

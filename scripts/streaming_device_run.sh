@@ -120,7 +120,7 @@ fi
 : >"$OUT/allocations.txt"
 for threads in ${ALLOC_DECODER_THREADS:-0}; do
   label="decoder_threads $threads"
-  [[ $threads == 0 ]] && label="as shipped (decoder_threads 0: one thread for this SD clip)"
+  [[ $threads == 0 ]] && label="as shipped (decoder_threads 0, so one thread for this SD clip)"
   [[ -n $counter ]] || allocs="not measured (no allocation counter in the bundle)"
   [[ -n $counter ]] && allocs="not measured (a run failed)"
   a=$(awk '$2 == "redwood" {n = $1} END {print n}' /tmp/allocs-$threads-100 2>/dev/null)

@@ -112,6 +112,7 @@ struct DeviceClock {
   Event epoch{true};
   std::mutex mutex;
   IntervalUnion compute;
+  double compute_sum_ms = 0;  // every batch's compute, summed (overlapping ones each in full)
 };
 
 DeviceClock& device_clock(int device) {
@@ -251,6 +252,7 @@ class CudaModelRunner final : public ModelRunner {
     RunnerStats s = recorder_.stats();
     std::lock_guard lock(clock_.mutex);
     s.device_compute_busy_ms = clock_.compute.length();
+    s.device_compute_sum_ms = clock_.compute_sum_ms;
     return s;
   }
 
@@ -521,6 +523,7 @@ class CudaModelRunner final : public ModelRunner {
         {
           std::lock_guard lock(clock_.mutex);
           clock_.compute.add(t.compute_start, t.compute_end);
+          clock_.compute_sum_ms += t.compute_end - t.compute_start;
         }
         std::swap(result.outputs, slot.outputs);
       } catch (...) {

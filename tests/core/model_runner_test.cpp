@@ -302,6 +302,21 @@ TEST(SlotRing, HandsOutTheLongestFreeSlotAndWaitsWhileAllAreBusy) {
 }
 
 // Busy time is the union of intervals: overlapping batches count once, gaps not at all.
+TEST(RunnerStats, DeviceOverlapIsTheGpusSummedComputeOverItsBusyTime) {
+  RunnerStats s;
+  EXPECT_DOUBLE_EQ(s.device_overlap(), 1.0) << "the CPU, or nothing measured";
+  s.device_compute_busy_ms = 10;
+  s.device_compute_sum_ms = 10;
+  EXPECT_DOUBLE_EQ(s.device_overlap(), 1.0) << "batches one after another";
+  // Two models' batches of 6 ms each over [0, 6] and [2, 8], and one of 4 ms over [8, 12]: the
+  // GPU was busy 12 ms for 16 ms of batches.
+  s.device_compute_busy_ms = 12;
+  s.device_compute_sum_ms = 16;
+  EXPECT_DOUBLE_EQ(s.device_overlap(), 16.0 / 12.0);
+  s.device_compute_sum_ms = 8;  // a sum under the union (clocks apart) never shrinks a batch
+  EXPECT_DOUBLE_EQ(s.device_overlap(), 1.0);
+}
+
 TEST(RunnerStatsRecorder, BusyTimesAreUnionsAndOverlapIsTheHiddenCopyTime) {
   RunnerStatsRecorder rec("test", 3, 0, true);
   // Batch 1: copy in [0, 2], compute [2, 10], copy out [10, 12].
