@@ -15,7 +15,6 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <array>
-#include <cassert>
 #include <map>
 #include <optional>
 #include <span>
@@ -36,17 +35,26 @@ class AdmissionOrder {
  public:
   explicit AdmissionOrder(int window) : waiting_(static_cast<std::size_t>(window)) {}
   /// Holds `f` until its turn; calls `ready` with every frame whose turn has come, in order.
+  /// The token limiter's bound keeps a frame's place free. A frame outside the window would
+  /// overwrite another: it is passed on at once, marked failed (so its token comes back), and
+  /// the returned message says what happened, for the caller to fail the run with.
   template <typename Ready>
-  void push(FramePtr f, Ready&& ready) {
-    assert(f->admitted >= next_ && f->admitted - next_ < static_cast<std::int64_t>(waiting_.size()));
-    FramePtr& place = at(f->admitted);
-    assert(!place);
-    place = std::move(f);
+  std::optional<std::string> push(FramePtr f, Ready&& ready) {
+    const bool in_window = f->admitted >= next_ && f->admitted - next_ < static_cast<std::int64_t>(waiting_.size());
+    if (!in_window || at(f->admitted)) {
+      std::string what = fmt::format("frame {} of stream '{}' reached the reordering outside its window of {} (next due: {})",
+                                     f->admitted, f->stream_name, waiting_.size(), next_);
+      f->failed = true;
+      ready(std::move(f));
+      return what;
+    }
+    at(f->admitted) = std::move(f);
     for (FramePtr* next = &at(next_); *next; next = &at(next_)) {
       FramePtr frame = std::move(*next);
       ++next_;
       ready(std::move(frame));
     }
+    return std::nullopt;
   }
 
  private:
@@ -183,10 +191,11 @@ class Run {
         auto node = std::make_unique<flow::function_node<FramePtr, flow::continue_msg>>(
             graph_, flow::serial, [this, stage, order, next](FramePtr f) {
               const auto stream = static_cast<std::size_t>(f->stream);
-              (*order)[stream].push(std::move(f), [&](FramePtr ready) {
+              const auto error = (*order)[stream].push(std::move(f), [&](FramePtr ready) {
                 run_stage(*stage, std::span<FramePtr>(&ready, 1));
                 next->try_put(std::move(ready));
               });
+              if (error) fail(fmt::format("stage '{}': {}", stage->name(), *error));
               return flow::continue_msg();
             });
         next = node.get();
@@ -457,7 +466,7 @@ class Run {
   /// The sequencer: frames of a stream reach the sinks in admission (= read) order.
   void deliver(FramePtr f) {
     StreamRun& r = *runs_[static_cast<std::size_t>(f->stream)];
-    r.delivery.push(std::move(f), [&](FramePtr frame) {
+    const auto error = r.delivery.push(std::move(f), [&](FramePtr frame) {
       const double latency = std::chrono::duration<double, std::milli>(Clock::now() - frame->read_at).count();
       const bool ok = !frame->failed && !failed_;
       for (std::size_t k = 0; ok && k < sinks_.size(); ++k) {
@@ -480,6 +489,7 @@ class Run {
       r.limiter.release();
       --in_flight_;
     });
+    if (error) fail(fmt::format("the sequencer: {}", *error));
   }
 
   PipelineStats snapshot() {
