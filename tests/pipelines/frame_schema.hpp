@@ -55,7 +55,8 @@ inline void expect_frame_schema(const nlohmann::json& m, const std::vector<std::
   EXPECT_TRUE(m["seq"].is_number_integer() && m["seq"].get<std::int64_t>() >= 0);
   EXPECT_TRUE(m["pts_ms"].is_number() && m["pts_ms"].get<double>() >= 0);
   EXPECT_TRUE(m["width"].is_number_integer() && m["height"].is_number_integer());
-  EXPECT_TRUE(m["latency_ms"].is_number() && m["latency_ms"].get<double>() > 0);
+  // Written to 0.1 ms: a frame through a short pipeline can read 0.0.
+  EXPECT_TRUE(m["latency_ms"].is_number() && m["latency_ms"].get<double>() >= 0) << m["latency_ms"];
 
   const auto& t = m["timestamps"];
   ASSERT_TRUE(t.is_object()) << m;
