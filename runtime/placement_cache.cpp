@@ -55,40 +55,57 @@ std::string placement_key(const Graph& graph, const std::vector<Shape>& input_sh
       options.prefer.empty() ? "-" : options.prefer, options.use_analysis_times ? "on" : "off", build_stamp());
 }
 
-std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, const std::string& key) {
-  if (key.empty()) return std::nullopt;
-  const std::filesystem::path file = entry_file(dir, key);
+namespace {
+
+// One entry file, as both kinds keep them: read when it exists, parsed, checked to be for `key`,
+// then handed to `parse`; anything wrong is logged (naming the file, then `again`) and the entry
+// is not used.
+template <typename Parse>
+auto read_entry(const std::filesystem::path& file, const std::string& key, std::string_view again, Parse&& parse)
+    -> std::optional<decltype(parse(nlohmann::json{}))> {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return std::nullopt;
   try {
     std::ifstream in(file);
-    std::stringstream text;
-    text << in.rdbuf();
-    const nlohmann::json j = nlohmann::json::parse(text.str());
-    RW_EXPECTS(j.at("key").get<std::string>() == key, InvalidArgument, "it is for another key");
-    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>()};
-    RW_EXPECTS(!kept.device.empty(), InvalidArgument, "no device");
-    return kept;
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return parse(j);
   } catch (const std::exception& e) {
-    log().warn("placement cache: {} not used: {}; placing again", file.string(), e.what());
+    log().warn("placement cache: {} not used: {}; {}", file.string(), e.what(), again);
     return std::nullopt;
   }
 }
 
-void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement) {
-  if (key.empty()) return;
-  const nlohmann::json j = {{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},
-                            {"written", utc_now()}};
+void check_key(const nlohmann::json& j, const std::string& key) {
+  RW_EXPECTS(j.at("key").get<std::string>() == key, InvalidArgument, "it is for another key");
+}
+
+// Written whole or not at all; a folder that cannot take it is a warning, once: the run goes on.
+void write_entry(const std::filesystem::path& file, const nlohmann::json& j) {
   try {
-    write_file_atomically(entry_file(dir, key), j.dump(2) + "\n");
-  } catch (const Error& e) {
+    write_file_atomically(file, j.dump(2) + "\n");
+  } catch (const std::exception& e) {
     warn_once("placement cache: not written", fmt::format("placement cache: not written: {}", e.what()));
   }
 }
 
-}  // namespace redwood::runtime
+}  // namespace
 
-namespace redwood::runtime {
+std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, const std::string& key) {
+  if (key.empty()) return std::nullopt;
+  return read_entry(entry_file(dir, key), key, "placing again", [&](const nlohmann::json& j) {
+    check_key(j, key);
+    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>()};
+    RW_EXPECTS(!kept.device.empty(), InvalidArgument, "no device");
+    return kept;
+  });
+}
+
+void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement) {
+  if (key.empty()) return;
+  write_entry(entry_file(dir, key), {{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},
+                                     {"written", utc_now()}});
+}
+
 namespace {
 
 constexpr const char* kPipelineFormat = "redwood pipeline placement";
@@ -101,16 +118,11 @@ std::filesystem::path pipeline_placement_file(const std::filesystem::path& dir, 
 }
 
 std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesystem::path& dir, const std::string& key) {
-  const std::filesystem::path file = pipeline_placement_file(dir, key);
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return std::nullopt;
-  try {
-    std::ifstream in(file);
-    const nlohmann::json j = nlohmann::json::parse(in);
+  return read_entry(pipeline_placement_file(dir, key), key, "placing the pipeline again", [&](const nlohmann::json& j) {
     RW_EXPECTS(j.at("format").get<std::string>() == kPipelineFormat && j.at("format_version").get<int>() == kPipelineFormatVersion,
                InvalidArgument, "format '{}' version {} (this Redwood reads '{}' version {})", j.at("format").dump(),
                j.at("format_version").dump(), kPipelineFormat, kPipelineFormatVersion);
-    RW_EXPECTS(j.at("key").get<std::string>() == key, InvalidArgument, "it is for another key");
+    check_key(j, key);
     KeptPipelinePlacement kept;
     for (const nlohmann::json& m : j.at("models")) {
       KeptPipelineModel k;
@@ -133,10 +145,7 @@ std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesyst
     RW_EXPECTS(!kept.models.empty(), InvalidArgument, "no model");
     kept.lines = j.at("lines").get<std::vector<std::string>>();
     return kept;
-  } catch (const std::exception& e) {
-    log().warn("placement cache: {} not used: {}; placing the pipeline again", file.string(), e.what());
-    return std::nullopt;
-  }
+  });
 }
 
 void write_pipeline_placement(const std::filesystem::path& dir, const std::string& key, const KeptPipelinePlacement& placement) {
@@ -151,11 +160,7 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
   }
   const nlohmann::json j = {{"format", kPipelineFormat}, {"format_version", kPipelineFormatVersion}, {"key", key},
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};
-  try {
-    write_file_atomically(pipeline_placement_file(dir, key), j.dump(2) + "\n");
-  } catch (const std::exception& e) {  // the folder, or a name JSON cannot hold: the pipeline goes on
-    warn_once("placement cache: not written", fmt::format("placement cache: not written: {}", e.what()));
-  }
+  write_entry(pipeline_placement_file(dir, key), j);
 }
 
 }  // namespace redwood::runtime
