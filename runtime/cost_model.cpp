@@ -93,6 +93,14 @@ std::string CostHistory::segment_key(const DeviceProfile& device) {
   return fmt::format("{} {}|segment", device.device, device.name);
 }
 
+std::string CostHistory::cut_key(const DeviceProfile& device, const std::string& precision,
+                                 const std::vector<std::string>& node_keys) {
+  std::string text;
+  for (const auto& k : node_keys) text += k + '\n';
+  return fmt::format("cut {} {}|{}|{}|{} nodes", device.device, device.name, precision, hash_hex(xxh64(text.data(), text.size())),
+                     node_keys.size());
+}
+
 std::string CostHistory::model_key(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
                                    const std::vector<TensorDesc>& inputs) {
   return fmt::format("model {}|{}|{}|{}", hash_hex(graph_hash), device, precision, describe(inputs));
@@ -168,11 +176,13 @@ std::size_t CostHistory::size() const {
   return samples_.size();
 }
 
-std::map<std::string, double> CostHistory::entries() const {
+std::map<std::string, double> CostHistory::entries() const { return entries(""); }
+
+std::map<std::string, double> CostHistory::entries(const std::string& prefix) const {
   std::lock_guard lock(mutex_);
   std::map<std::string, double> out;
-  for (const auto& [k, v] : samples_) {
-    if (!v.empty()) out[k] = median(v);
+  for (auto it = samples_.lower_bound(prefix); it != samples_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (!it->second.empty()) out[it->first] = median(it->second);
   }
   return out;
 }

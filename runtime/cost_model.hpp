@@ -36,8 +36,8 @@ struct NodeWork {
 };
 NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
 
-/// Measured times, by key: a node's (CostHistory::key), a segment's overhead (segment_key), a whole
-/// model's batch (model_key). Thread-safe. A sample updates the entry's
+/// Measured times, by key: a node's (CostHistory::key), a segment's overhead (segment_key), a
+/// segment's whole time (cut_key), a whole model's batch (model_key). Thread-safe. A sample updates the entry's
 /// running median estimate (the median of the samples kept, at most 16).
 class CostHistory {
  public:
@@ -47,6 +47,13 @@ class CostHistory {
   /// The key of what one segment costs on a device beyond its nodes' times (a runner's hand-over,
   /// waking the CPU's threads), learned from measured segments.
   static std::string segment_key(const DeviceProfile& device);
+  /// The key of one segment's whole time on a device (its compute as its runner measured it in a
+  /// split run), by the keys of the nodes it runs: "cut <device>|<precision>|<XXH64 of the node
+  /// keys>|<count> nodes". A segment's nodes cost other than the same nodes inside the whole model
+  /// (layouts converted at its edges, fusions it cuts), so a segment measured before is predicted
+  /// from its own time.
+  static std::string cut_key(const DeviceProfile& device, const std::string& precision,
+                             const std::vector<std::string>& node_keys);
   /// The key of a whole model's batch time on a device, as a run measured it (copy in, compute,
   /// copy out): "model <graph_hash>|<device>|<precision>|float[29, 3, 320, 416]". `device` names the
   /// device and its profile's key (pipelines/pipeline_planner.cpp); `inputs` are at the batch's rows.
@@ -64,6 +71,8 @@ class CostHistory {
   std::size_t size() const;
   /// Every key with its median, sorted by key.
   std::map<std::string, double> entries() const;
+  /// The medians of the entries whose keys start with `prefix`.
+  std::map<std::string, double> entries(const std::string& prefix) const;
 
   /// Reads a history file; a missing file is an empty history, a corrupt one is logged and
   /// ignored (never trusted). Writes atomically (a temporary file, then rename).

@@ -93,16 +93,17 @@ const char* kColors[] = {"lightblue", "palegreen", "khaki", "plum"};
 /// to the whole run's median). A region's time is shared
 /// among its nodes by their work (operations, or ten per byte moved where that is more: a CPU's
 /// balance of compute to memory); a node the passes merged away keeps 0 (the roofline then).
-std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::string, Tensor>& feeds) {
-  constexpr int kRuns = 3;
-  Executor executor(a.graph);
+std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& a, std::shared_ptr<const Graph> graph,
+                                                const std::map<std::string, Tensor>& feeds, int runs) {
+  RW_EXPECTS(runs > 0, InvalidArgument, "cpu_times_by_node: {} runs", runs);
+  Executor executor(std::move(graph));
   executor.run(feeds);
   executor.set_profiling(true);
-  // Per node, the median of kRuns runs; and the runs' own median, which the nodes are scaled to
+  // Per node, the median of the runs; and the runs' own median, which the nodes are scaled to
   // (the executor's work between nodes: input checks, the plan's lookup).
   std::map<std::string, std::vector<double>> samples;
   std::vector<double> whole;
-  for (int r = 0; r < kRuns; ++r) {
+  for (int r = 0; r < runs; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     executor.run(feeds);
     whole.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -119,6 +120,8 @@ std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::s
   }
   std::sort(whole.begin(), whole.end());
   const double scale = summed > 0 ? whole[whole.size() / 2] / summed : 1.0;
+  // A node the executor's own passes fused runs as one: its time is shared among the analysis
+  // nodes it holds in proportion to their work.
   const Graph& g = *a.graph;
   const Graph& og = executor.graph();
   std::map<std::string, std::size_t> by_name, optimized;
@@ -143,8 +146,13 @@ std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::s
     }
     for (const auto& [name, w] : weights) ms[name] += total > 0 ? t.milliseconds * w / total : 0.0;
   }
+  return ms;
+}
+
+std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::string, Tensor>& feeds) {
+  std::map<std::string, double> ms = cpu_times_by_node(a, a.graph, feeds, 3);
   std::vector<double> out;
-  for (std::size_t n : a.placeable) out.push_back(ms[g.nodes[n].name]);
+  for (std::size_t n : a.placeable) out.push_back(ms[a.graph->nodes[n].name]);
   return out;
 }
 
@@ -414,7 +422,7 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
                         const std::vector<double>& segment_ms, double host_copy_gbps, std::vector<double>* compute,
-                        std::vector<double>* transfer_in) {
+                        std::vector<double>* transfer_in, const MeasuredSegmentFn& measured) {
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
   for (std::size_t i = 0; i < a.placeable.size(); ++i) slot[a.placeable[i]] = i;
   std::set<std::string> outputs;
@@ -448,6 +456,9 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       // One thread copies the host segment's results into the page-locked values they cross in.
       for (const auto& out : s.outputs) work += bytes(out) / (host_copy_gbps * 1e6);
     }
+    if (measured) {
+      if (const auto ms = measured(s)) work = *ms;
+    }
     const double done = ready + crossing + work;
     for (const auto& out : s.outputs) {
       made[out] = {s.device, done};
@@ -461,7 +472,33 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
 }
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
-  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_copy_gbps);
+  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_copy_gbps, nullptr, nullptr,
+                          [this](const Segment& s) { return measured_segment_ms(s); });
+}
+
+std::string Partition::cut_key(const Segment& s) const {
+  const Graph& g = *analysis.graph;
+  const DeviceProfile& profile = profiles.at(static_cast<std::size_t>(s.device));
+  const std::string device_precision = s.device == 0 ? "fp32" : precision;
+  std::vector<std::string> keys;
+  for (std::size_t n : s.nodes) {
+    if (analysis.host_node[n]) continue;
+    keys.push_back(CostHistory::key(profile, device_precision, g.nodes[n], analysis.input_descs(n), analysis.output_descs(n)));
+  }
+  // Which values cross its edges: the same nodes cut elsewhere convert other tensors.
+  auto edge = [&](const char* what, const std::string& v) {
+    const TensorDesc& d = analysis.values.at(v);
+    return fmt::format("{} {}{}", what, dtype_name(d.dtype), shape_str(d.shape));
+  };
+  for (const auto& v : s.inputs) keys.push_back(edge("in", v));
+  for (const auto& v : s.outputs) keys.push_back(edge("out", v));
+  return CostHistory::cut_key(profile, device_precision, keys);
+}
+
+std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
+  if (cut_times.empty()) return std::nullopt;
+  const auto it = cut_times.find(cut_key(s));
+  return it != cut_times.end() ? std::optional<double>(it->second) : std::nullopt;
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -529,6 +566,8 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   CostModel costs(profiles, options.precision, options.history);
   part.profiles = profiles;
   part.host_copy_gbps = profiles[0].memory_gbps / std::max(1, profiles[0].cores);
+  part.precision = options.precision;
+  if (options.history) part.cut_times = options.history->entries("cut ");
   for (const DeviceProfile& prof : profiles) {
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));

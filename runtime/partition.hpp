@@ -64,6 +64,14 @@ ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vecto
 /// CPU runner runs the model on `feeds`.
 std::vector<double> cpu_node_times(const ModelAnalysis& analysis, const std::map<std::string, Tensor>& feeds);
 
+/// `graph` (the analysis graph, or a segment cut from it) run by the CPU executor on `feeds`, one
+/// untimed run and then `runs` profiled ones: per node name, the median of its times, scaled so
+/// that the nodes add up to the median run. A node the executor fused is shared among the analysis
+/// nodes it holds in proportion to their work; nodes the analysis lacks (a segment's box) keep
+/// their own names.
+std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& analysis, std::shared_ptr<const Graph> graph,
+                                                const std::map<std::string, Tensor>& feeds, int runs);
+
 /// "" when `device` runs the node at these inputs, else why not.
 using SupportFn = std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs)>;
 
@@ -119,6 +127,8 @@ struct Partition {
   std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
   std::vector<DeviceProfile> profiles;            // per device
   double host_copy_gbps = 0;                      // one CPU thread's share of the host's memory bandwidth
+  std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
+  std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's
@@ -130,8 +140,13 @@ struct Partition {
 
   /// The objective's value of a placement (makespan or bottleneck, milliseconds).
   double objective_ms(const Placement& p) const;
-  /// One batch's time under `device` as the split runner runs it (split_latency_ms of its cut).
+  /// One batch's time under `device` as the split runner runs it (split_latency_ms of its cut, each
+  /// segment measured before at its measured time).
   double run_latency_ms(const std::vector<int>& device) const;
+  /// The key segment `s` of this partition's analysis is kept under in the cost history.
+  std::string cut_key(const Segment& s) const;
+  /// Segment `s`'s time as measured before (cut_times), if it was.
+  std::optional<double> measured_segment_ms(const Segment& s) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;
   /// With single_device(): that device's name ("cpu" for a model with no node to place).
@@ -150,10 +165,13 @@ struct Partition {
 /// the device between nodes there; this is the figure a cut is measured against.
 /// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes;
 /// `host_copy_gbps` (0: free) the rate at which the CPU runner copies a host segment's outputs
-/// into the page-locked memory they cross in, when the model is split.
+/// into the page-locked memory they cross in, when the model is split. `measured` (may be empty)
+/// gives a segment's compute as measured before, which then stands for all of the above.
+using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
                         const std::vector<double>& segment_ms = {}, double host_copy_gbps = 0,
-                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr);
+                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr,
+                        const MeasuredSegmentFn& measured = {});
 
 /// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
 /// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,

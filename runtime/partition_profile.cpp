@@ -14,7 +14,9 @@
 namespace redwood::runtime {
 namespace {
 
+// The profile the partition was placed with (its cost model's keys), unless another GPU is timed.
 DeviceProfile profile_of(const Partition& p, int device, int device_index) {
+  if (device_index == 0 && static_cast<std::size_t>(device) < p.profiles.size()) return p.profiles[static_cast<std::size_t>(device)];
   const std::string& name = p.devices[static_cast<std::size_t>(device)];
   return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, device_index));
 }
@@ -27,21 +29,25 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
   const Graph& g = *a.graph;
   std::size_t recorded = 0;
   const DeviceProfile cpu = profile_of(p, 0, device_index);
+  // A node of a host segment is timed within that segment (below): alone, a few nodes fed plain
+  // tensors from the accelerator run at other rates than inside the whole model, which the
+  // analysis timed (layouts oneDNN must convert at the segment's edges, chains that no longer fuse).
+  std::vector<bool> in_host_segment(g.nodes.size(), false);
+  for (const Segment& s : p.segments) {
+    if (s.device != 0 || p.single_device()) continue;
+    for (std::size_t n : s.nodes) in_host_segment[n] = true;
+  }
   for (std::size_t i = 0; i < a.placeable.size(); ++i) {
     const std::size_t n = a.placeable[i];
-    if (a.cpu_ms[i] <= 0) continue;
+    if (a.cpu_ms[i] <= 0 || in_host_segment[n]) continue;
     history.record(CostHistory::key(cpu, "fp32", g.nodes[n], a.input_descs(n), a.output_descs(n)), a.cpu_ms[i]);
     ++recorded;
   }
   std::map<std::string, std::size_t> by_name;
   for (std::size_t n = 0; n < g.nodes.size(); ++n) by_name[g.nodes[n].name] = n;
   for (const Segment& s : p.segments) {
-    if (s.device == 0) continue;
-    const std::string& device = p.devices[static_cast<std::size_t>(s.device)];
-    const auto& registry = device_runner_registry();
-    const auto it = registry.find(device);
-    RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
-               s.graph->name, device);
+    const bool host = s.device == 0;
+    if (host && p.single_device()) continue;  // the whole model on the CPU: the analysis timed it so
     std::vector<Shape> shapes;
     for (const auto& in : s.inputs) {
       Shape boxed{1};
@@ -49,16 +55,30 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
       boxed.insert(boxed.end(), shape.begin(), shape.end());
       shapes.push_back(boxed);
     }
-    RunnerConfig config;
-    config.device = device_index;
-    config.precision = precision;
     const DeviceProfile profile = profile_of(p, s.device, device_index);
+    NodeTimes times;
+    if (host) {
+      std::map<std::string, Tensor> feeds;
+      for (std::size_t i = 0; i < s.inputs.size(); ++i) {
+        feeds[boxed_name(s.inputs[i])] = Tensor::zeros(a.values.at(s.inputs[i]).dtype, shapes[i]);
+      }
+      times.by_node = cpu_times_by_node(a, s.graph, feeds, runs);
+    } else {
+      const std::string& device = p.devices[static_cast<std::size_t>(s.device)];
+      const auto& registry = device_runner_registry();
+      const auto it = registry.find(device);
+      RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
+                 s.graph->name, device);
+      RunnerConfig config;
+      config.device = device_index;
+      config.precision = precision;
+      times = it->second.time_nodes(s.graph, shapes, config, runs);
+    }
     // Steps the device's own passes added (layout conversions, the boxing) match no node of the
     // analysis: their time is shared among the matched nodes in proportion, so that a segment's
     // nodes still add up to what the device spends on it.
     std::vector<std::pair<std::size_t, double>> matched;
     double matched_ms = 0, other_ms = 0;
-    const NodeTimes times = it->second.time_nodes(s.graph, shapes, config, runs);
     for (const auto& [name, ms] : times.by_node) {
       const auto node = by_name.find(name);
       if (node == by_name.end() || a.host_node[node->second]) {
@@ -71,8 +91,9 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
     // And the nodes add up to the whole segment's run, not to their times launched one by one.
     const double total = times.whole_ms > 0 ? times.whole_ms : matched_ms + other_ms;
     const double scale = matched_ms > 0 ? total / matched_ms : 1.0;
+    const std::string node_precision = host ? "fp32" : precision;
     for (const auto& [n, ms] : matched) {
-      history.record(CostHistory::key(profile, precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
+      history.record(CostHistory::key(profile, node_precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
       ++recorded;
     }
   }
@@ -84,7 +105,10 @@ std::vector<SegmentTimes> predict_segments(const Partition& p) {
   split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_copy_gbps, &compute, &transfer_in);
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
-    out[k].predicted_ms = compute[k];
+    const auto before = p.measured_segment_ms(p.segments[k]);
+    out[k].from_nodes_ms = compute[k];
+    out[k].measured_before = before.has_value();
+    out[k].predicted_ms = before.value_or(compute[k]);
     out[k].transfer_in_predicted_ms = transfer_in[k];
   }
   return out;
@@ -143,8 +167,9 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
   if (history != nullptr) {
     for (std::size_t k = 0; k < times.segments.size(); ++k) {
       const auto d = static_cast<std::size_t>(p.segments.empty() ? 0 : p.segments[k].device);
-      const double nodes = times.segments[k].predicted_ms - (d < p.segment_ms.size() ? p.segment_ms[d] : 0.0);
+      const double nodes = times.segments[k].from_nodes_ms - (d < p.segment_ms.size() ? p.segment_ms[d] : 0.0);
       history->record(CostHistory::segment_key(p.profiles[d]), std::max(0.0, times.segments[k].measured_ms - nodes));
+      if (!p.segments.empty()) history->record(p.cut_key(p.segments[k]), times.segments[k].measured_ms);
     }
   }
   std::sort(batch_ms.begin(), batch_ms.end());

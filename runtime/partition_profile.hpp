@@ -21,7 +21,9 @@ std::size_t record_node_times(const Partition& partition, CostHistory& history, 
                               int device_index = 0, int runs = 10);
 
 struct SegmentTimes {
-  double predicted_ms = 0;  // the sum of its nodes' costs on its device, and its device's segment cost
+  double predicted_ms = 0;  // its time as measured before (Partition::cut_times), else from_nodes_ms
+  double from_nodes_ms = 0; // the sum of its nodes' costs on its device, and its device's segment cost
+  bool measured_before = false;
   double measured_ms = 0;   // its runner's compute time per batch
   double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
   double copy_ms = 0;       // its runner's copy time per batch (0 on the CPU)
@@ -35,8 +37,9 @@ struct PartitionTimes {
 
 /// Runs the partition through a split runner on zeros of the analysis's input shapes: `warmup`
 /// batches, then `runs` timed ones, one at a time.
-/// With `history`, each segment's measured time beyond its nodes' predicted times is recorded as
-/// its device's segment cost (CostHistory::segment_key).
+/// With `history`, each segment's measured time is recorded under its cut key (Partition::cut_key),
+/// and its time beyond its nodes' predicted times as its device's segment cost
+/// (CostHistory::segment_key).
 PartitionTimes measure_partition(const Partition& partition, const RunnerConfig& config, int runs = 20, int warmup = 3,
                                  CostHistory* history = nullptr);
 

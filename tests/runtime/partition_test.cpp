@@ -9,6 +9,7 @@
 #include "core/op_registry.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/partition.hpp"
+#include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/split_runner.hpp"
 #include "runtime/stand_in_accelerator.hpp"
@@ -266,6 +267,77 @@ TEST(CostModel, MeasuredTimesComeFirstAndCalibrateTheRoofline) {
   EXPECT_DOUBLE_EQ(e.ms, 2.0);  // the median
   costs.calibrate({{0, roofline, 4 * roofline}});
   EXPECT_DOUBLE_EQ(costs.calibration(0), 4.0);
+}
+
+// --- The profile pass (runtime/partition_profile.hpp) ---
+
+std::size_t host_segment(const Partition& p) {
+  for (std::size_t k = 0; k < p.segments.size(); ++k) {
+    if (p.segments[k].device == 0) return k;
+  }
+  ADD_FAILURE() << "no host segment";
+  return 0;
+}
+
+TEST(PartitionProfile, TimesAHostSegmentsNodesWithinThatSegment) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  ASSERT_FALSE(p.single_device());
+  CostHistory history;
+  const std::size_t recorded = record_node_times(p, history, "fp32", 0, 3);
+  // The softmax, alone on the host, is timed there as its own segment (its boxed graph run by the
+  // CPU executor); the nodes on the accelerator keep the analysis's CPU times and gain their own.
+  const Graph& g = *p.analysis.graph;
+  std::size_t softmax = g.nodes.size();
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) softmax = g.nodes[n].op_type == "Softmax" ? n : softmax;
+  ASSERT_LT(softmax, g.nodes.size());
+  const auto ms = history.find(CostHistory::key(p.profiles[0], "fp32", g.nodes[softmax], p.analysis.input_descs(softmax),
+                                                p.analysis.output_descs(softmax)));
+  ASSERT_TRUE(ms.has_value());
+  EXPECT_GT(*ms, 0.0);
+  EXPECT_GE(recorded, p.analysis.placeable.size());
+}
+
+TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
+  const Partition first = partition_model(model(), {{2, 4, 8, 8}}, options());
+  const std::size_t k = host_segment(first);
+  const std::vector<SegmentTimes> from_nodes = predict_segments(first);
+  EXPECT_FALSE(from_nodes[k].measured_before);
+  EXPECT_DOUBLE_EQ(from_nodes[k].predicted_ms, from_nodes[k].from_nodes_ms);
+
+  CostHistory history;
+  const double measured = from_nodes[k].from_nodes_ms / 4;
+  history.record(first.cut_key(first.segments[k]), measured);
+  PartitionOptions o = options();
+  o.history = &history;
+  const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_EQ(again.placement.device, first.placement.device);
+  const std::vector<SegmentTimes> t = predict_segments(again);
+  EXPECT_TRUE(t[k].measured_before);
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, measured);
+  EXPECT_DOUBLE_EQ(t[k].from_nodes_ms, from_nodes[k].from_nodes_ms);
+  for (std::size_t j = 0; j < t.size(); ++j) EXPECT_EQ(t[j].measured_before, j == k) << "segment " << j;
+  EXPECT_NEAR(again.run_latency_ms(again.placement.device),
+              first.run_latency_ms(first.placement.device) - (from_nodes[k].from_nodes_ms - measured), 1e-9);
+
+  // The key is the segment's nodes at their shapes, on that device: another batch is another key.
+  const Partition other_batch = partition_model(model(), {{3, 4, 8, 8}}, o);
+  EXPECT_NE(other_batch.cut_key(other_batch.segments[host_segment(other_batch)]), first.cut_key(first.segments[k]));
+  EXPECT_FALSE(predict_segments(other_batch)[host_segment(other_batch)].measured_before);
+  EXPECT_NE(first.cut_key(first.segments[k]), first.cut_key(first.segments[k == 0 ? 1 : 0]));
+}
+
+TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  CostHistory history;
+  const PartitionTimes t = measure_partition(p, RunnerConfig{}, 2, 1, &history);
+  ASSERT_EQ(t.segments.size(), p.segments.size());
+  for (std::size_t k = 0; k < p.segments.size(); ++k) {
+    const auto kept = history.find(p.cut_key(p.segments[k]));
+    ASSERT_TRUE(kept.has_value()) << "segment " << k;
+    EXPECT_DOUBLE_EQ(*kept, t.segments[k].measured_ms);
+  }
+  EXPECT_TRUE(history.find(CostHistory::segment_key(p.profiles[0])).has_value());
+  EXPECT_EQ(history.entries("cut ").size(), p.segments.size());
 }
 
 TEST(CostModel, HistoryRoundTripsAndACorruptFileIsIgnored) {

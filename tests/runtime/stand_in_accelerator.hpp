@@ -1,11 +1,16 @@
 #pragma once
 // A second device for the partitioner's tests on a machine without a GPU: the CPU runner
-// registered as device runner "test-accelerator", whose supports() refuses Softmax; and device
-// profiles whose figures a test chooses, so that placements do not depend on the machine.
+// registered as device runner "test-accelerator", whose supports() refuses Softmax and whose
+// time_nodes() profiles the CPU executor; and device profiles whose figures a test chooses, so
+// that placements do not depend on the machine.
 
 #include "core/model_runner.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/device_profile.hpp"
+#include "runtime/executor.hpp"
+
+#include <algorithm>
+#include <chrono>
 
 #include <string>
 
@@ -20,6 +25,26 @@ inline const char* stand_in_accelerator() {
     f.device_count = [] { return 1; };
     f.supports = [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
       return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+    };
+    f.time_nodes = [](std::shared_ptr<const Graph> graph, const std::vector<Shape>& shapes, const RunnerConfig&, int runs) {
+      std::map<std::string, Tensor> feeds;
+      for (std::size_t i = 0; i < graph->inputs.size() && i < shapes.size(); ++i) {
+        feeds[graph->inputs[i].name] = Tensor::zeros(graph->inputs[i].dtype, shapes[i]);
+      }
+      Executor executor(graph);
+      executor.run(feeds);
+      executor.set_profiling(true);
+      NodeTimes times;
+      std::vector<double> whole;
+      for (int r = 0; r < runs; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        executor.run(feeds);
+        whole.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        for (const NodeTiming& t : executor.last_timings()) times.by_node[t.node] += t.milliseconds / runs;
+      }
+      std::sort(whole.begin(), whole.end());
+      times.whole_ms = whole[whole.size() / 2];
+      return times;
     };
     return register_device_runner("test-accelerator", std::move(f));
   }();
