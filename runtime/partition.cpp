@@ -93,17 +93,16 @@ const char* kColors[] = {"lightblue", "palegreen", "khaki", "plum"};
 /// to the whole run's median). A region's time is shared
 /// among its nodes by their work (operations, or ten per byte moved where that is more: a CPU's
 /// balance of compute to memory); a node the passes merged away keeps 0 (the roofline then).
-std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& a, std::shared_ptr<const Graph> graph,
-                                                const std::map<std::string, Tensor>& feeds, int runs) {
-  RW_EXPECTS(runs > 0, InvalidArgument, "cpu_times_by_node: {} runs", runs);
-  Executor executor(std::move(graph));
+std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::string, Tensor>& feeds) {
+  constexpr int kRuns = 3;
+  Executor executor(a.graph);
   executor.run(feeds);
   executor.set_profiling(true);
-  // Per node, the median of the runs; and the runs' own median, which the nodes are scaled to
+  // Per node, the median of kRuns runs; and the runs' own median, which the nodes are scaled to
   // (the executor's work between nodes: input checks, the plan's lookup).
   std::map<std::string, std::vector<double>> samples;
   std::vector<double> whole;
-  for (int r = 0; r < runs; ++r) {
+  for (int r = 0; r < kRuns; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     executor.run(feeds);
     whole.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -120,8 +119,6 @@ std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& a, std::sha
   }
   std::sort(whole.begin(), whole.end());
   const double scale = summed > 0 ? whole[whole.size() / 2] / summed : 1.0;
-  // A node the executor's own passes fused runs as one: its time is shared among the analysis
-  // nodes it holds in proportion to their work.
   const Graph& g = *a.graph;
   const Graph& og = executor.graph();
   std::map<std::string, std::size_t> by_name, optimized;
@@ -146,13 +143,8 @@ std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& a, std::sha
     }
     for (const auto& [name, w] : weights) ms[name] += total > 0 ? t.milliseconds * w / total : 0.0;
   }
-  return ms;
-}
-
-std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::string, Tensor>& feeds) {
-  std::map<std::string, double> ms = cpu_times_by_node(a, a.graph, feeds, 3);
   std::vector<double> out;
-  for (std::size_t n : a.placeable) out.push_back(ms[a.graph->nodes[n].name]);
+  for (std::size_t n : a.placeable) out.push_back(ms[g.nodes[n].name]);
   return out;
 }
 

@@ -64,14 +64,6 @@ ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vecto
 /// CPU runner runs the model on `feeds`.
 std::vector<double> cpu_node_times(const ModelAnalysis& analysis, const std::map<std::string, Tensor>& feeds);
 
-/// `graph` (the analysis graph, or a segment cut from it) run by the CPU executor on `feeds`, one
-/// untimed run and then `runs` profiled ones: per node name, the median of its times, scaled so
-/// that the nodes add up to the median run. A node the executor fused is shared among the analysis
-/// nodes it holds in proportion to their work; nodes the analysis lacks (a segment's box) keep
-/// their own names.
-std::map<std::string, double> cpu_times_by_node(const ModelAnalysis& analysis, std::shared_ptr<const Graph> graph,
-                                                const std::map<std::string, Tensor>& feeds, int runs);
-
 /// "" when `device` runs the node at these inputs, else why not.
 using SupportFn = std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs)>;
 

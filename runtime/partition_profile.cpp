@@ -29,25 +29,21 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
   const Graph& g = *a.graph;
   std::size_t recorded = 0;
   const DeviceProfile cpu = profile_of(p, 0, device_index);
-  // A node of a host segment is timed within that segment (below): alone, a few nodes fed plain
-  // tensors from the accelerator run at other rates than inside the whole model, which the
-  // analysis timed (layouts oneDNN must convert at the segment's edges, chains that no longer fuse).
-  std::vector<bool> in_host_segment(g.nodes.size(), false);
-  for (const Segment& s : p.segments) {
-    if (s.device != 0 || p.single_device()) continue;
-    for (std::size_t n : s.nodes) in_host_segment[n] = true;
-  }
   for (std::size_t i = 0; i < a.placeable.size(); ++i) {
     const std::size_t n = a.placeable[i];
-    if (a.cpu_ms[i] <= 0 || in_host_segment[n]) continue;
+    if (a.cpu_ms[i] <= 0) continue;
     history.record(CostHistory::key(cpu, "fp32", g.nodes[n], a.input_descs(n), a.output_descs(n)), a.cpu_ms[i]);
     ++recorded;
   }
   std::map<std::string, std::size_t> by_name;
   for (std::size_t n = 0; n < g.nodes.size(); ++n) by_name[g.nodes[n].name] = n;
   for (const Segment& s : p.segments) {
-    const bool host = s.device == 0;
-    if (host && p.single_device()) continue;  // the whole model on the CPU: the analysis timed it so
+    if (s.device == 0) continue;
+    const std::string& device = p.devices[static_cast<std::size_t>(s.device)];
+    const auto& registry = device_runner_registry();
+    const auto it = registry.find(device);
+    RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
+               s.graph->name, device);
     std::vector<Shape> shapes;
     for (const auto& in : s.inputs) {
       Shape boxed{1};
@@ -55,30 +51,16 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
       boxed.insert(boxed.end(), shape.begin(), shape.end());
       shapes.push_back(boxed);
     }
+    RunnerConfig config;
+    config.device = device_index;
+    config.precision = precision;
     const DeviceProfile profile = profile_of(p, s.device, device_index);
-    NodeTimes times;
-    if (host) {
-      std::map<std::string, Tensor> feeds;
-      for (std::size_t i = 0; i < s.inputs.size(); ++i) {
-        feeds[boxed_name(s.inputs[i])] = Tensor::zeros(a.values.at(s.inputs[i]).dtype, shapes[i]);
-      }
-      times.by_node = cpu_times_by_node(a, s.graph, feeds, runs);
-    } else {
-      const std::string& device = p.devices[static_cast<std::size_t>(s.device)];
-      const auto& registry = device_runner_registry();
-      const auto it = registry.find(device);
-      RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
-                 s.graph->name, device);
-      RunnerConfig config;
-      config.device = device_index;
-      config.precision = precision;
-      times = it->second.time_nodes(s.graph, shapes, config, runs);
-    }
     // Steps the device's own passes added (layout conversions, the boxing) match no node of the
     // analysis: their time is shared among the matched nodes in proportion, so that a segment's
     // nodes still add up to what the device spends on it.
     std::vector<std::pair<std::size_t, double>> matched;
     double matched_ms = 0, other_ms = 0;
+    const NodeTimes times = it->second.time_nodes(s.graph, shapes, config, runs);
     for (const auto& [name, ms] : times.by_node) {
       const auto node = by_name.find(name);
       if (node == by_name.end() || a.host_node[node->second]) {
@@ -91,9 +73,8 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
     // And the nodes add up to the whole segment's run, not to their times launched one by one.
     const double total = times.whole_ms > 0 ? times.whole_ms : matched_ms + other_ms;
     const double scale = matched_ms > 0 ? total / matched_ms : 1.0;
-    const std::string node_precision = host ? "fp32" : precision;
     for (const auto& [n, ms] : matched) {
-      history.record(CostHistory::key(profile, node_precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
+      history.record(CostHistory::key(profile, precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
       ++recorded;
     }
   }

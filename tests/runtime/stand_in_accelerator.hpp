@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <chrono>
-
 #include <string>
 
 namespace redwood::testing {
