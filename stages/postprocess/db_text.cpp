@@ -11,6 +11,7 @@
 
 #include "stages/postprocess/db_text.hpp"
 
+#include "core/scratch_pool.hpp"
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/contours.hpp"
 #include "stages/postprocess/min_area_rect.hpp"
@@ -33,16 +34,28 @@ std::array<PointF, 4> order_quad(std::array<PointF, 4> pts) {
   return {tl, tr, br, bl};
 }
 
-void decode_db(const float* prob, int height, int width, const DbOptions& o, std::vector<TextQuad>& quads) {
-  // The mask, the contours, the hull's and the fill's buffers and each region's mask live in this
-  // thread's objects, which keep their capacity from frame to frame: once the largest map has
-  // been seen, a frame allocates nothing here (the contours, rectangles and fills are Redwood's
-  // copies of OpenCV's, which allocate on every call).
-  thread_local std::vector<std::uint8_t> mask_bytes, region_bytes;
-  thread_local ContourList contours;
-  thread_local HullScratch hull_scratch;
-  thread_local PolygonFill polygon_fill;
-  thread_local std::vector<cv::Point> shifted;
+namespace {
+
+// The mask, the contours, the hull's and the fill's buffers and each region's mask, which keep
+// their capacity from frame to frame: once the largest map has been seen, a frame allocates
+// nothing here (the contours, rectangles and fills are Redwood's copies of OpenCV's, which
+// allocate on every call).
+struct DbScratch {
+  std::vector<std::uint8_t> mask_bytes, region_bytes;
+  ContourList contours;
+  HullScratch hull;
+  PolygonFill fill;
+  std::vector<cv::Point> shifted;
+  std::vector<TextQuad> quads;  // the stage's result, before it becomes the frame's detections
+};
+
+void decode_db(const float* prob, int height, int width, const DbOptions& o, DbScratch& scratch, std::vector<TextQuad>& quads) {
+  std::vector<std::uint8_t>& mask_bytes = scratch.mask_bytes;
+  std::vector<std::uint8_t>& region_bytes = scratch.region_bytes;
+  ContourList& contours = scratch.contours;
+  HullScratch& hull_scratch = scratch.hull;
+  PolygonFill& polygon_fill = scratch.fill;
+  std::vector<cv::Point>& shifted = scratch.shifted;
   quads.clear();
   const cv::Mat map(height, width, CV_32F, const_cast<float*>(prob));
   cv::Mat mask = scratch_mat(mask_bytes, height, width, CV_8U);
@@ -79,6 +92,13 @@ void decode_db(const float* prob, int height, int width, const DbOptions& o, std
     if (std::abs(a.points[0].y - b.points[0].y) > 10.f) return a.points[0].y < b.points[0].y;
     return a.points[0].x < b.points[0].x;
   });
+}
+
+}  // namespace
+
+void decode_db(const float* prob, int height, int width, const DbOptions& o, std::vector<TextQuad>& quads) {
+  thread_local DbScratch scratch;
+  decode_db(prob, height, width, o, scratch, quads);
 }
 
 std::vector<TextQuad> decode_db(const float* prob, int height, int width, const DbOptions& o) {
@@ -124,8 +144,9 @@ class DbTextStage final : public Stage {
       // The map may differ in size from the tensor fed (it does not for DB): rescale first.
       const float sx = tf.tensor_width > 0 ? static_cast<float>(tf.tensor_width) / w : 1.f;
       const float sy = tf.tensor_height > 0 ? static_cast<float>(tf.tensor_height) / h : 1.f;
-      thread_local std::vector<TextQuad> quads;
-      decode_db(prob.data<float>(), h, w, options_, quads);
+      const ScratchPool<DbScratch>::Lease scratch = scratch_.take();
+      std::vector<TextQuad>& quads = scratch->quads;
+      decode_db(prob.data<float>(), h, w, options_, *scratch, quads);
       f->detections.reserve(f->detections.size() + quads.size());
       for (const TextQuad& q : quads) {
         Detection d;
@@ -147,6 +168,7 @@ class DbTextStage final : public Stage {
 
   std::string input_, transform_;
   DbOptions options_;
+  ScratchPool<DbScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
 };
 
 }  // namespace

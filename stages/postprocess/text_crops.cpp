@@ -15,6 +15,7 @@
 #include "stages/postprocess/text_crops.hpp"
 
 #include "core/error.hpp"
+#include "core/scratch_pool.hpp"
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/perspective_warp.hpp"
 #include "stages/preprocess/linear_resize.hpp"
@@ -59,9 +60,15 @@ bool is_vertical(const QuadWarp& q) { return q.height >= 1.5 * q.width; }
 
 // The crop resized to the strip's height (its width kept in proportion, at most max_width) and
 // normalized into one [3, height, max_width] row of the batch, whose padding is already zero.
-void write_crop(const cv::Mat& crop, const TextCropOptions& o, float* dst) {
-  thread_local std::vector<std::uint8_t> resized_bytes;
-  thread_local LinearResize resize;
+// A crop's buffers, kept between crops: warped, then turned when vertical, then resized.
+struct CropScratch {
+  std::vector<std::uint8_t> warped_bytes, turned_bytes, resized_bytes;
+  LinearResize resize;
+};
+
+void write_crop(const cv::Mat& crop, const TextCropOptions& o, float* dst, CropScratch& scratch) {
+  std::vector<std::uint8_t>& resized_bytes = scratch.resized_bytes;
+  LinearResize& resize = scratch.resize;
   const int w = std::clamp(static_cast<int>(std::ceil(o.height * static_cast<double>(crop.cols) / crop.rows)), 1, o.max_width);
   cv::Mat resized = scratch_mat(resized_bytes, o.height, w, CV_8UC3);
   resize.resize(crop, resized);
@@ -93,7 +100,8 @@ Tensor crops_to_tensor(const std::vector<cv::Mat>& crops, const TextCropOptions&
   const std::int64_t k = static_cast<std::int64_t>(crops.size());
   Tensor out = frame_tensor_zeros(memory, DType::kF32, {k, 3, o.height, o.max_width});
   const std::size_t row = 3 * static_cast<std::size_t>(o.height) * o.max_width;
-  for (std::int64_t i = 0; i < k; ++i) write_crop(crops[static_cast<std::size_t>(i)], o, out.data<float>() + i * row);
+  thread_local CropScratch scratch;
+  for (std::int64_t i = 0; i < k; ++i) write_crop(crops[static_cast<std::size_t>(i)], o, out.data<float>() + i * row, scratch);
   return out;
 }
 
@@ -117,8 +125,10 @@ class TextCropsStage final : public Stage {
   static bool is_text(const Detection& d) { return d.kind == "text" && d.quad.size() == 4; }
 
   void do_process(std::span<Frame* const> frames) override {
-    // rectify_quad's steps, into this thread's buffers: warped, then turned when vertical.
-    thread_local std::vector<std::uint8_t> warped_bytes, turned_bytes;
+    // rectify_quad's steps, into the stage's buffers: warped, then turned when vertical.
+    const ScratchPool<CropScratch>::Lease scratch = scratch_.take();
+    std::vector<std::uint8_t>& warped_bytes = scratch->warped_bytes;
+    std::vector<std::uint8_t>& turned_bytes = scratch->turned_bytes;
     for (Frame* f : frames) {
       const cv::Mat bgr = as_mat(f->image);
       // The detection each row was cut from: the frame's own vector, whose room a recycled frame
@@ -140,7 +150,7 @@ class TextCropsStage final : public Stage {
           cv::rotate(crop, turned, cv::ROTATE_90_COUNTERCLOCKWISE);
           crop = turned;
         }
-        write_crop(crop, options_, batch.data<float>() + r * row);
+        write_crop(crop, options_, batch.data<float>() + r * row, *scratch);
       }
       f->tensors[output_] = std::move(batch);
     }
@@ -148,6 +158,7 @@ class TextCropsStage final : public Stage {
 
   std::string output_;
   TextCropOptions options_;
+  ScratchPool<CropScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
 };
 
 }  // namespace

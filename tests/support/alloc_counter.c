@@ -14,6 +14,11 @@
  * library (oneDNN, FFmpeg, OpenCV...), and at exit "COUNT PROGRAM OBJECT" lines are appended to
  * FILE. Unwinding costs a few microseconds an allocation; the plain count costs nothing.
  *
+ * With REDWOOD_ALLOC_SITES=FILE as well, the program's own allocations are also counted by site:
+ * the first four frames of the call stack inside the program, as offsets into it (what
+ * `addr2line -f -C -i -e PROGRAM` reads), and at exit "COUNT PROGRAM OFFSET,OFFSET,..." lines are
+ * appended to FILE (scripts/alloc_sites.sh names them).
+ *
  * The real functions come from glibc's __libc_* entry points, so no dlsym (which itself may
  * allocate) is needed. */
 #define _GNU_SOURCE
@@ -38,6 +43,7 @@ static atomic_ullong allocations;
 enum { kMaxObjects = 256, kMaxFrames = 24 };
 struct Object {
   uintptr_t start, end; /* the object's executable segment */
+  uintptr_t base;       /* where the object is loaded: a pc minus it is an offset into its file */
   char name[96];        /* its file's base name; the program's own is "(program)" */
   int runtime;          /* libc, libstdc++, libgcc_s, this counter: not an origin */
 };
@@ -56,6 +62,7 @@ static int add_object(struct dl_phdr_info* info, size_t size, void* data) {
     if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
     struct Object* o = &objects[n];
     o->start = info->dlpi_addr + ph->p_vaddr;
+    o->base = info->dlpi_addr;
     o->end = o->start + ph->p_memsz;
     const char* path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "(program)";
     const char* base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -76,6 +83,46 @@ static int object_of(uintptr_t pc) {
   return -1;
 }
 
+/* The program's allocation sites (REDWOOD_ALLOC_SITES): open addressing, a spin lock to insert. */
+enum { kSiteFrames = 4, kMaxSites = 4096 };
+struct Site {
+  uintptr_t frames[kSiteFrames]; /* offsets into the program; 0 past the stack's end */
+  atomic_ullong count;
+};
+static struct Site sites[kMaxSites];
+static atomic_flag sites_lock = ATOMIC_FLAG_INIT;
+static int sites_on = -1;
+static atomic_ullong sites_dropped; /* the table was full */
+
+static void count_site(void* const* frames, int depth, int first, const struct Object* program) {
+  uintptr_t key[kSiteFrames] = {0};
+  int k = 0;
+  for (int i = first; i < depth && k < kSiteFrames; ++i) {
+    const uintptr_t pc = (uintptr_t)frames[i];
+    if (pc >= program->start && pc < program->end) key[k++] = pc - program->base;
+  }
+  unsigned long long h = 1469598103934665603ull;
+  for (int i = 0; i < kSiteFrames; ++i) h = (h ^ key[i]) * 1099511628211ull;
+  while (atomic_flag_test_and_set_explicit(&sites_lock, memory_order_acquire)) {
+  }
+  for (unsigned probe = 0; probe < kMaxSites; ++probe) {
+    struct Site* s = &sites[(h + probe) % kMaxSites];
+    if (atomic_load_explicit(&s->count, memory_order_relaxed) == 0) {
+      memcpy(s->frames, key, sizeof key);
+      atomic_store_explicit(&s->count, 1, memory_order_relaxed);
+      atomic_flag_clear_explicit(&sites_lock, memory_order_release);
+      return;
+    }
+    if (memcmp(s->frames, key, sizeof key) == 0) {
+      atomic_fetch_add_explicit(&s->count, 1, memory_order_relaxed);
+      atomic_flag_clear_explicit(&sites_lock, memory_order_release);
+      return;
+    }
+  }
+  atomic_flag_clear_explicit(&sites_lock, memory_order_release);
+  atomic_fetch_add_explicit(&sites_dropped, 1, memory_order_relaxed);
+}
+
 static void attribute(void) {
   in_hook = 1;
   if (atomic_load(&object_count) == 0) {
@@ -85,12 +132,21 @@ static void attribute(void) {
   void* frames[kMaxFrames];
   const int depth = backtrace(frames, kMaxFrames);
   int origin = kMaxObjects;
+  int at = 0;
   for (int i = 1; i < depth; ++i) {
     const int o = object_of((uintptr_t)frames[i]);
     if (o >= 0 && !objects[o].runtime) {
       origin = o;
+      at = i;
       break;
     }
+  }
+  if (sites_on == -1) {
+    const char* f = getenv("REDWOOD_ALLOC_SITES");
+    sites_on = f && *f;
+  }
+  if (sites_on && origin < kMaxObjects && strcmp(objects[origin].name, "(program)") == 0) {
+    count_site(frames, depth, at, &objects[origin]);
   }
   atomic_fetch_add_explicit(&from[origin], 1, memory_order_relaxed);
   in_hook = 0;
@@ -157,4 +213,16 @@ __attribute__((destructor)) static void report(void) {
     fprintf(o, "%llu %s %s\n", k, name, i < kMaxObjects ? objects[i].name : "(unknown)");
   }
   fclose(o);
+  const char* site_file = getenv("REDWOOD_ALLOC_SITES");
+  FILE* sf = site_file && *site_file ? fopen(site_file, "a") : NULL;
+  if (!sf) return;
+  for (int i = 0; i < kMaxSites; ++i) {
+    const unsigned long long k = atomic_load(&sites[i].count);
+    if (k == 0) continue;
+    fprintf(sf, "%llu %s ", k, name);
+    for (int f = 0; f < kSiteFrames && sites[i].frames[f] != 0; ++f) fprintf(sf, "%s%#lx", f ? "," : "", (unsigned long)sites[i].frames[f]);
+    fprintf(sf, "\n");
+  }
+  if (atomic_load(&sites_dropped) > 0) fprintf(sf, "%llu %s (dropped: the site table was full)\n", atomic_load(&sites_dropped), name);
+  fclose(sf);
 }
