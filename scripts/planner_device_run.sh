@@ -3,9 +3,9 @@
 # staged by the calls before): the device profiles (`redwood probe`); then `redwood plan --profile`
 # on PP-OCRv4 det and rec across the CPU and the GPU: every node timed on its device (the cost
 # history), the placement against HEFT, the naive split and each device alone, and each segment's
-# predicted time against its measured one; once as the models are, twice with an op the GPU is
-# taken to lack (--cpu-only Resize: the detector's FPN upsampling; the second run predicts each
-# segment the first measured from that time), once for throughput (the ILP).
+# predicted time against its measured one; once as the models are, three times with an op the GPU
+# is taken to lack (--cpu-only Resize: the detector's FPN upsampling; a later run predicts each
+# segment an earlier one measured from that time), once for throughput (the ILP).
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
 # docs/results/ to keep it.
 #
@@ -44,6 +44,8 @@ section "det, batch 8, fp16: placement and the cost model's error" \
 section "det with Resize taken as CPU-only: the split against the naive split and the CPU alone" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
 section "det with Resize taken as CPU-only, again: each segment measured before predicted from its own time" \
+  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+section "det with Resize taken as CPU-only, a third time: the cut settled, every segment measured before" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
 section "rec, batch 8, fp16" \
   plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
