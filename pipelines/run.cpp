@@ -1,6 +1,7 @@
 // Pipeline::run: the flow graph, the source threads, the sequencer and the run lifecycle
 // (pipelines/pipeline.hpp has the picture and the invariants).
 
+#include "core/free_list.hpp"
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
 #include "pipelines/batcher.hpp"
@@ -162,7 +163,7 @@ class Run {
         graph_, flow::serial, [this](FramePtr f) { deliver(std::move(f)); return flow::continue_msg(); });
     flow::receiver<FramePtr>* next = deliver_.get();
     batchers_.resize(stages_.size());
-    std::size_t batches_in_flight = 0, full_batch = 1;  // of the batching stages, for idle_batches_
+    std::size_t batches_in_flight = 0, full_batch = 1;  // of the batching stages, for batches_
     for (std::size_t i = stages_.size(); i-- > 0;) {
       Stage* stage = stages_[i].get();
       if (stage->max_batch() > 1 || stage->asynchronous()) {
@@ -214,7 +215,10 @@ class Run {
     entry_ = next;
     // The records of as many batches as the asynchronous stages can have in flight, made now
     // (the free list is shared, so each has the room of the largest batch).
-    for (std::size_t k = 0; k < batches_in_flight; ++k) idle_batches_.push_back(make_async_batch(full_batch));
+    batches_.fill(batches_in_flight, [full_batch](AsyncBatch& batch) {
+      batch.frames.reserve(full_batch);
+      batch.live.reserve(full_batch);
+    });
   }
 
   /// Runs a stage on the frames that have not failed; an exception fails them and stops the run.
@@ -259,26 +263,10 @@ class Run {
     std::vector<Frame*> live;
   };
 
-  /// A batch record with room for `frames` frames.
-  static std::unique_ptr<AsyncBatch> make_async_batch(std::size_t frames) {
-    auto batch = std::make_unique<AsyncBatch>();
-    batch->frames.reserve(frames);
-    batch->live.reserve(frames);
-    return batch;
-  }
-
   /// Hands frames to a stage that completes them later (or at once), taking them from `frames`;
   /// they go on to `next` when complete. An error fails them and stops the run, as in run_stage.
   void run_stage_async(Stage& stage, std::vector<FramePtr>& frames, flow::receiver<FramePtr>* next) {
-    AsyncBatch* batch = nullptr;
-    {
-      std::lock_guard lock(batches_mutex_);
-      if (!idle_batches_.empty()) {
-        batch = idle_batches_.back().release();
-        idle_batches_.pop_back();
-      }
-    }
-    if (batch == nullptr) batch = make_async_batch(frames.size()).release();  // owned by idle_batches_ once complete
+    AsyncBatch* batch = batches_.acquire();  // back to batches_ in complete_async
     batch->stage = &stage;
     batch->next = next;
     for (auto& f : frames) {
@@ -315,8 +303,7 @@ class Run {
     for (const auto& f : batch->frames) batch->next->try_put(f);
     batch->frames.clear();
     batch->live.clear();
-    std::lock_guard lock(batches_mutex_);
-    idle_batches_.emplace_back(batch);
+    batches_.release(batch);
   }
 
   void fail(std::string message) {
@@ -577,8 +564,7 @@ class Run {
   std::vector<std::unique_ptr<flow::function_node<FramePtr, flow::continue_msg>>> sink_nodes_;
   std::vector<std::unique_ptr<Batcher>> batchers_;
   flow::receiver<FramePtr>* entry_ = nullptr;
-  std::mutex batches_mutex_;
-  std::vector<std::unique_ptr<AsyncBatch>> idle_batches_;  // run_stage_async's, recycled
+  FreeList<AsyncBatch> batches_;  // run_stage_async's records, recycled
 
   std::vector<std::unique_ptr<StreamRun>> runs_;
   std::atomic<bool> stop_readers_{false};

@@ -38,7 +38,7 @@ count "$long" "$@"
 /usr/bin/python3 - "$work" "$short" "$long" "$program" "${SYMBOLS:-yes}" <<'PY'
 import collections, subprocess, sys
 work, short, long_, program, symbols = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5] == "yes"
-def read(path, key_field):
+def read(path):
     out = collections.Counter()
     for line in open(path):
         parts = line.split()
@@ -47,7 +47,7 @@ def read(path, key_field):
     return out
 frames = long_ - short
 for what in ("origins", "sites"):
-    a, b = read(f"{work}/{what}-{short}", 2), read(f"{work}/{what}-{long_}", 2)
+    a, b = read(f"{work}/{what}-{short}"), read(f"{work}/{what}-{long_}")
     grown = sorted(((b[k] - a.get(k, 0)) / frames, k) for k in b if b[k] > a.get(k, 0))
     grown.reverse()
     print(f"== {what}: allocations a frame between {short} and {long_} frames")

@@ -91,39 +91,14 @@ void Stage::process(std::span<Frame* const> frames) {
   frames_ += static_cast<std::int64_t>(frames.size());
 }
 
-// One process_async call: the frames to mark when it completes (a copy: the caller's span may be
-// gone by then), when it started, and the caller's continuation. The continuation handed to
-// do_process_async holds only a pointer to it, which std::function keeps in place.
-struct Stage::AsyncCall {
-  Stage* stage = nullptr;
-  Clock::time_point start;
-  std::vector<Frame*> marked;
-  Completion done;
-};
-
-Stage::~Stage() {
-  for (AsyncCall* call : idle_calls_) delete call;
-}
+Stage::~Stage() = default;
 
 void Stage::process_async(std::span<Frame* const> frames, Completion done) {
-  AsyncCall* call = nullptr;  // back to idle_calls_ in complete_async
-  {
-    std::lock_guard lock(calls_mutex_);
-    if (!calls_made_) {
-      calls_made_ = true;
-      const int n = std::max(max_calls_in_flight(), 1);
-      idle_calls_.reserve(static_cast<std::size_t>(n));
-      for (int i = 0; i < n; ++i) {
-        idle_calls_.push_back(new AsyncCall());
-        idle_calls_.back()->marked.reserve(static_cast<std::size_t>(std::max(max_batch(), 1)));
-      }
-    }
-    if (!idle_calls_.empty()) {
-      call = idle_calls_.back();
-      idle_calls_.pop_back();
-    }
-  }
-  if (call == nullptr) call = new AsyncCall();
+  std::call_once(calls_made_, [this] {
+    async_calls_.fill(static_cast<std::size_t>(std::max(max_calls_in_flight(), 1)),
+                [this](AsyncCall& call) { call.marked.reserve(static_cast<std::size_t>(std::max(max_batch(), 1))); });
+  });
+  AsyncCall* call = async_calls_.acquire();  // back to async_calls_ in complete_async
   call->stage = this;
   call->start = Clock::now();
   call->marked.assign(frames.begin(), frames.end());
@@ -156,10 +131,7 @@ void Stage::complete_async(AsyncCall* call, std::exception_ptr error) {
   Completion done = std::move(call->done);
   call->done = nullptr;
   call->marked.clear();
-  {
-    std::lock_guard lock(calls_mutex_);
-    idle_calls_.push_back(call);
-  }
+  async_calls_.release(call);
   done(error);
 }
 

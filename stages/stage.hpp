@@ -11,6 +11,7 @@
 // another thread (its runner's), so that no thread of the pipeline waits on a device.
 // Stages register by type name at the bottom of their file (RW_REGISTER_STAGE).
 
+#include "core/free_list.hpp"
 #include "core/graph/graph.hpp"
 #include "core/latency_histogram.hpp"
 #include "core/model_runner.hpp"
@@ -205,13 +206,20 @@ class Stage {
   std::atomic<std::int64_t> busy_us_{0};
   mutable std::mutex latency_mutex_;
   LatencyHistogram call_latency_;
-  // process_async's calls in flight: recycled through a free list, so that a call allocates
-  // nothing once there are as many as are ever in flight.
-  struct AsyncCall;
+  // One process_async call: the frames to mark when it completes (a copy: the caller's span may
+  // be gone by then), when it started, and the caller's continuation. The continuation handed to
+  // do_process_async holds only a pointer to it, which std::function keeps in place. Recycled
+  // through a free list, max_calls_in_flight() of them made before the first call, so that a call
+  // allocates nothing.
+  struct AsyncCall {
+    Stage* stage = nullptr;
+    Clock::time_point start;
+    std::vector<Frame*> marked;
+    Completion done;
+  };
   void complete_async(AsyncCall* call, std::exception_ptr error);
-  std::mutex calls_mutex_;
-  std::vector<AsyncCall*> idle_calls_;  // owned: deleted with the stage
-  bool calls_made_ = false;             // the first max_calls_in_flight() are in idle_calls_
+  FreeList<AsyncCall> async_calls_;
+  std::once_flag calls_made_;  // the first max_calls_in_flight() made
 };
 
 using StageFactory = std::function<std::unique_ptr<Stage>(StageArgs&)>;

@@ -11,7 +11,7 @@
 
 #include "stages/postprocess/db_text.hpp"
 
-#include "core/scratch_pool.hpp"
+#include "core/free_list.hpp"
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/contours.hpp"
 #include "stages/postprocess/min_area_rect.hpp"
@@ -144,7 +144,7 @@ class DbTextStage final : public Stage {
       // The map may differ in size from the tensor fed (it does not for DB): rescale first.
       const float sx = tf.tensor_width > 0 ? static_cast<float>(tf.tensor_width) / w : 1.f;
       const float sy = tf.tensor_height > 0 ? static_cast<float>(tf.tensor_height) / h : 1.f;
-      const ScratchPool<DbScratch>::Lease scratch = scratch_.take();
+      const FreeList<DbScratch>::Lease scratch = scratch_.take();
       std::vector<TextQuad>& quads = scratch->quads;
       decode_db(prob.data<float>(), h, w, options_, *scratch, quads);
       f->detections.reserve(f->detections.size() + quads.size());
@@ -168,7 +168,7 @@ class DbTextStage final : public Stage {
 
   std::string input_, transform_;
   DbOptions options_;
-  ScratchPool<DbScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
+  FreeList<DbScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
 };
 
 }  // namespace

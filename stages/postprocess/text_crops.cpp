@@ -15,7 +15,7 @@
 #include "stages/postprocess/text_crops.hpp"
 
 #include "core/error.hpp"
-#include "core/scratch_pool.hpp"
+#include "core/free_list.hpp"
 #include "stages/picture_cv.hpp"
 #include "stages/postprocess/perspective_warp.hpp"
 #include "stages/preprocess/linear_resize.hpp"
@@ -126,7 +126,7 @@ class TextCropsStage final : public Stage {
 
   void do_process(std::span<Frame* const> frames) override {
     // rectify_quad's steps, into the stage's buffers: warped, then turned when vertical.
-    const ScratchPool<CropScratch>::Lease scratch = scratch_.take();
+    const FreeList<CropScratch>::Lease scratch = scratch_.take();
     std::vector<std::uint8_t>& warped_bytes = scratch->warped_bytes;
     std::vector<std::uint8_t>& turned_bytes = scratch->turned_bytes;
     for (Frame* f : frames) {
@@ -158,7 +158,7 @@ class TextCropsStage final : public Stage {
 
   std::string output_;
   TextCropOptions options_;
-  ScratchPool<CropScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
+  FreeList<CropScratch> scratch_;  // shared by the stage's calls, whichever thread runs them
 };
 
 }  // namespace

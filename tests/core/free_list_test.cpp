@@ -1,4 +1,4 @@
-#include "core/scratch_pool.hpp"
+#include "core/free_list.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,8 +8,8 @@
 namespace redwood {
 namespace {
 
-TEST(ScratchPool, HandsBackTheObjectGivenBackLastWithItsBuffers) {
-  ScratchPool<std::vector<int>> pool;
+TEST(FreeList, HandsBackTheObjectGivenBackLastWithItsBuffers) {
+  FreeList<std::vector<int>> pool;
   const std::vector<int>* first = nullptr;
   {
     auto lease = pool.take();
@@ -23,8 +23,8 @@ TEST(ScratchPool, HandsBackTheObjectGivenBackLastWithItsBuffers) {
   EXPECT_EQ(pool.idle(), 0u);
 }
 
-TEST(ScratchPool, LeasesOutAtOnceAreDistinctAndAllComeBack) {
-  ScratchPool<std::vector<int>> pool;
+TEST(FreeList, LeasesOutAtOnceAreDistinctAndAllComeBack) {
+  FreeList<std::vector<int>> pool;
   {
     auto a = pool.take();
     auto b = pool.take();
