@@ -57,6 +57,9 @@ struct KernelContext {
   const Node& node;
   /// Set by the executor; null (a constant-folding pass, a fused region's inner nodes): heap.
   OutputAllocator* allocator = nullptr;
+  /// Set by the executor while it profiles (else null), sized to Node::body and zeroed: a kernel
+  /// that runs a body of nodes (a oneDNN region) adds each body node's milliseconds at its index.
+  std::vector<double>* body_ms = nullptr;
 
   const Tensor& input(std::size_t i) const;  // throws InvalidArgument if absent
   bool has_input(std::size_t i) const { return i < inputs.size() && inputs[i].defined(); }

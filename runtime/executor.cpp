@@ -6,6 +6,7 @@
 #include "memory/liveness_planner.hpp"
 #include "core/passes/compute_in_fp32.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -383,6 +384,10 @@ void Executor::run_nodes(Scratch& scratch, OutputPlacer& placer, std::vector<Ten
     out_buf.assign(flow_.node_outputs[i].size(), Tensor());
     placer.node = i;
     KernelContext ctx{in_buf, out_buf, node, &placer};
+    if (profiling_ && !node.body.empty()) {
+      body_ms_.assign(node.body.size(), 0.0);
+      ctx.body_ms = &body_ms_;
+    }
     const auto start = std::chrono::steady_clock::now();
     try {
       kernels_[i]->run(ctx);
@@ -393,7 +398,15 @@ void Executor::run_nodes(Scratch& scratch, OutputPlacer& placer, std::vector<Ten
     }
     if (profiling_) {
       const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
-      timings_.push_back({node.name, node.op_type, providers_[i], ms.count()});
+      double around = ms.count();
+      if (ctx.body_ms != nullptr) {
+        for (std::size_t b = 0; b < node.body.size(); ++b) {
+          if (body_ms_[b] <= 0) continue;
+          timings_.push_back({node.body[b].name, node.body[b].op_type, providers_[i], body_ms_[b], node.name});
+          around -= body_ms_[b];
+        }
+      }
+      timings_.push_back({node.name, node.op_type, providers_[i], std::max(0.0, around), ""});
     }
     if (placer.mode == OutputPlacer::Mode::kRecord) placer.observe(out_buf, flow_.node_outputs[i], flow_.last_use, flow_.is_graph_output);
     for (std::size_t o = 0; o < flow_.node_outputs[i].size(); ++o) {

@@ -91,12 +91,15 @@ struct WorkspaceStats {
 };
 
 
-/// Per-node wall time of the last run, when profiling is on.
+/// Per-node wall time of the last run, when profiling is on. A composite node that times its
+/// body (a oneDNN region) reports one timing per body node, named by it, with `region` naming the
+/// composite; what the composite spent around its body comes as a timing of its own.
 struct NodeTiming {
   std::string node;
   std::string op_type;
   std::string provider;
   double milliseconds = 0;
+  std::string region;  // the composite node a body node ran inside, or empty
 };
 
 class Executor {
@@ -161,6 +164,7 @@ class Executor {
   std::vector<std::vector<int>> release_after_;           // slots freed after node i
   std::vector<Tensor> constants_;                         // slot -> initializer (or undefined)
   bool profiling_ = false;
+  std::vector<double> body_ms_;  // a composite node's body times while profiling
   std::vector<NodeTiming> timings_;
   mutable std::mutex plans_mutex_;
   LruMap<std::vector<std::int64_t>, std::shared_ptr<MemoryPlan>> plans_{1};  // by signature (options_.max_plans)

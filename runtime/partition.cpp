@@ -90,9 +90,10 @@ const char* kColors[] = {"lightblue", "palegreen", "khaki", "plum"};
 /// Each placed node's time on the CPU as the CPU runner runs the model: the executor with its own
 /// passes (oneDNN regions keep their blocked layouts between convolutions, which node-by-node
 /// timing would charge as reorders), one warm-up run and three timed (medians, scaled to add up
-/// to the whole run's median). A region's time is shared
+/// to the whole run's median). A region times each of its nodes' primitives (a reorder counts
+/// for the node it feeds or whose output it makes plain); what it spends around them is shared
 /// among its nodes by their work (operations, or ten per byte moved where that is more: a CPU's
-/// balance of compute to memory); a node the passes merged away keeps 0 (the roofline then).
+/// balance of compute to memory). A node the passes merged away keeps 0 (the roofline then).
 std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::string, Tensor>& feeds) {
   constexpr int kRuns = 3;
   Executor executor(a.graph);
@@ -114,7 +115,7 @@ std::vector<double> cpu_node_times(const ModelAnalysis& a, const std::map<std::s
   double summed = 0;
   for (auto& [node, v] : samples) {
     std::sort(v.begin(), v.end());
-    timings.push_back({node, "", "", v[v.size() / 2]});
+    timings.push_back({node, "", "", v[v.size() / 2], ""});
     summed += timings.back().milliseconds;
   }
   std::sort(whole.begin(), whole.end());
@@ -413,12 +414,13 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 }
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms, double host_copy_gbps, std::vector<double>* compute,
+                        const std::vector<double>& segment_ms, double host_layout_gbps, std::vector<double>* compute,
                         std::vector<double>* transfer_in, const MeasuredSegmentFn& measured) {
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
   for (std::size_t i = 0; i < a.placeable.size(); ++i) slot[a.placeable[i]] = i;
-  std::set<std::string> outputs;
+  std::set<std::string> outputs, inputs;
   for (const auto& vi : a.graph->outputs) outputs.insert(vi.name);
+  for (const auto& vi : a.graph->inputs) inputs.insert(vi.name);
   auto bytes = [&](const std::string& v) {
     const TensorDesc& d = a.values.at(v);
     return static_cast<double>(shape_numel(d.shape)) * static_cast<double>(dtype_size(d.dtype));
@@ -444,9 +446,12 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       if (auto it = slot.find(n); it != slot.end()) work += p.nodes[it->second].cost_ms[static_cast<std::size_t>(s.device)];
     }
     if (static_cast<std::size_t>(s.device) < segment_ms.size()) work += segment_ms[static_cast<std::size_t>(s.device)];
-    if (s.device == 0 && segments.size() > 1 && host_copy_gbps > 0) {
-      // One thread copies the host segment's results into the page-locked values they cross in.
-      for (const auto& out : s.outputs) work += bytes(out) / (host_copy_gbps * 1e6);
+    if (s.device == 0 && segments.size() > 1 && host_layout_gbps > 0) {
+      // Its edges' layout conversions: each value read and written once.
+      double edge_bytes = 0;
+      for (const auto& in : s.inputs) edge_bytes += inputs.count(in) != 0 ? 0.0 : bytes(in);
+      for (const auto& out : s.outputs) edge_bytes += outputs.count(out) != 0 ? 0.0 : bytes(out);
+      work += 2 * edge_bytes / (host_layout_gbps * 1e6);
     }
     if (measured) {
       if (const auto ms = measured(s)) work = *ms;
@@ -464,7 +469,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
 }
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
-  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_copy_gbps, nullptr, nullptr,
+  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_layout_gbps, nullptr, nullptr,
                           [this](const Segment& s) { return measured_segment_ms(s); });
 }
 
@@ -557,7 +562,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   RW_EXPECTS(profiles.size() == devices, InvalidArgument, "partition: {} profiles for {} devices", profiles.size(), devices);
   CostModel costs(profiles, options.precision, options.history);
   part.profiles = profiles;
-  part.host_copy_gbps = profiles[0].memory_gbps / std::max(1, profiles[0].cores);
+  part.host_layout_gbps = profiles[0].memory_gbps;
   part.precision = options.precision;
   if (options.history) part.cut_times = options.history->entries("cut ");
   for (const DeviceProfile& prof : profiles) {

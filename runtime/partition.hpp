@@ -118,7 +118,7 @@ struct Partition {
   std::vector<std::vector<std::string>> why_not;  // [node][device]: "" or why the device cannot run it
   std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
   std::vector<DeviceProfile> profiles;            // per device
-  double host_copy_gbps = 0;                      // one CPU thread's share of the host's memory bandwidth
+  double host_layout_gbps = 0;                    // the host's memory bandwidth (split_latency_ms)
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   Placement placement;                            // the chosen one
@@ -156,12 +156,15 @@ struct Partition {
 /// go to `compute` and `transfer_in` when given. The list schedule (makespan()) keeps values on
 /// the device between nodes there; this is the figure a cut is measured against.
 /// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes;
-/// `host_copy_gbps` (0: free) the rate at which the CPU runner copies a host segment's outputs
-/// into the page-locked memory they cross in, when the model is split. `measured` (may be empty)
-/// gives a segment's compute as measured before, which then stands for all of the above.
+/// `host_layout_gbps` (0: free) the host's memory bandwidth (bytes read + written) at which a host
+/// segment converts the values crossing its edges: the analysis timed its nodes inside the whole
+/// model, where oneDNN kept its blocked layouts between them, while a segment takes its inputs
+/// plain from the accelerator and writes its outputs plain (a read and a write of each). Graph
+/// inputs and outputs are not counted: the whole model converted them too. `measured` (may be
+/// empty) gives a segment's compute as measured before, which then stands for all of the above.
 using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms = {}, double host_copy_gbps = 0,
+                        const std::vector<double>& segment_ms = {}, double host_layout_gbps = 0,
                         std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr,
                         const MeasuredSegmentFn& measured = {});
 

@@ -83,7 +83,7 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
 
 std::vector<SegmentTimes> predict_segments(const Partition& p) {
   std::vector<double> compute, transfer_in;
-  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_copy_gbps, &compute, &transfer_in);
+  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &compute, &transfer_in);
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
     const auto before = p.measured_segment_ms(p.segments[k]);

@@ -222,6 +222,11 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   print_devices(p);
   fmt::print("costs: {} of {} node/device pairs measured (the analysis run on the CPU, the history), the rest by roofline\n",
              measured, total);
+  std::string learned;
+  for (std::size_t d = 0; d < p.devices.size() && d < p.segment_ms.size(); ++d) {
+    learned += fmt::format("{}{} {:.3f} ms", learned.empty() ? "" : ", ", p.devices[d], p.segment_ms[d]);
+  }
+  fmt::print("segment cost (a segment's time beyond its nodes, learned from segments measured before): {}\n", learned);
   print_support(p, args.verbose);
   print_placements(p);
   if (args.profile) {

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <fstream>
 #include <future>
+#include <set>
 
 namespace redwood::runtime {
 namespace {
@@ -277,6 +278,29 @@ std::size_t host_segment(const Partition& p) {
   }
   ADD_FAILURE() << "no host segment";
   return 0;
+}
+
+TEST(PartitionProfile, AHostSegmentPaysForTheLayoutsOfTheValuesCrossingItsEdges) {
+  // The softmax segment takes c1 from the accelerator and gives p back: each read and written
+  // once at the host's memory bandwidth; the model's own inputs and outputs are not counted.
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  const std::size_t k = host_segment(p);
+  std::vector<double> free_edges, paid;
+  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, 0, &free_edges);
+  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &paid);
+  double edge_bytes = 0;
+  std::set<std::string> model_values{"x", "y", "z"};
+  for (const auto* values : {&p.segments[k].inputs, &p.segments[k].outputs}) {
+    for (const auto& v : *values) {
+      if (model_values.count(v) == 0) edge_bytes += static_cast<double>(shape_numel(p.analysis.values.at(v).shape)) * 4;
+    }
+  }
+  ASSERT_GT(edge_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(p.host_layout_gbps, p.profiles[0].memory_gbps);
+  EXPECT_NEAR(paid[k] - free_edges[k], 2 * edge_bytes / (p.host_layout_gbps * 1e6), 1e-12);
+  for (std::size_t j = 0; j < paid.size(); ++j) {
+    if (p.segments[j].device != 0) EXPECT_DOUBLE_EQ(paid[j], free_edges[j]) << "segment " << j;
+  }
 }
 
 TEST(PartitionProfile, RecordsTheAcceleratorsOwnNodeTimesAndTheAnalysissCpuTimes) {

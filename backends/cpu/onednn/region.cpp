@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 namespace redwood::cpu::onednn {
@@ -98,14 +99,19 @@ class RegionKernel final : public Kernel {
       ctx.outputs[o] = ctx.allocate_output(o, DType::kF32, plan->output_shapes[o]);
       plan->outputs[o].set_data_handle(ctx.outputs[o].raw_data());
     }
-    for (const Bound& s : plan->steps) s.execute();
-    stream().wait();
+    if (ctx.body_ms == nullptr) {
+      for (const Bound& s : plan->steps) s.execute();
+      stream().wait();
+    } else {
+      run_timed(*plan, *ctx.body_ms);
+    }
     ins.clear();
   }
 
  private:
   struct Plan {
     std::vector<Bound> steps;  // over the plan's memories: inputs and outputs get their data per run
+    std::vector<std::size_t> step_node;  // per step: the body node it belongs to (its reorders too)
     std::vector<dnnl::memory> inputs, outputs;  // plain; handles set per run
     std::vector<Shape> output_shapes;
     std::vector<Tensor> buffers;                // the intermediates' storage
@@ -139,6 +145,7 @@ class RegionKernel final : public Kernel {
     std::map<std::string, std::size_t> last_use;
     std::vector<bool> buffer_free;
     std::map<std::string, int> output_index;
+    std::size_t current = 0;  // the body node whose steps are being added
 
     void* ptr(int b) { return plan->buffers[b].raw_data(); }
     int alloc(std::size_t bytes) {
@@ -164,6 +171,7 @@ class RegionKernel final : public Kernel {
       Bound b(std::move(p));
       for (auto& [arg, m] : args) b.bind(arg, m);
       plan->steps.push_back(std::move(b));
+      plan->step_node.push_back(current);
     }
     // v in layout `want`: v itself, or a reorder into a temporary buffer (freed after the node).
     dnnl::memory as(const Val& v, const dnnl::memory::desc& want, std::vector<int>& temps) {
@@ -205,6 +213,7 @@ class RegionKernel final : public Kernel {
       }
       for (std::size_t i = 0; i < k.body_.size(); ++i) {
         const Node& n = k.body_[i];
+        current = i;
         std::vector<int> temps;
         std::vector<int> taken;  // buffers an output took over from a dying input
         if (!node(i, n, temps, taken)) return false;
@@ -435,6 +444,18 @@ class RegionKernel final : public Kernel {
   };
 
   // The body node by node, on the ordinary kernels.
+  // The plan's steps one at a time, each waited for and its time added to its body node's (what
+  // the executor's profile reports for a region: where inside it the time goes).
+  static void run_timed(const Plan& plan, std::vector<double>& body_ms) {
+    for (std::size_t s = 0; s < plan.steps.size(); ++s) {
+      const auto start = std::chrono::steady_clock::now();
+      plan.steps[s].execute();
+      stream().wait();
+      const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+      if (plan.step_node[s] < body_ms.size()) body_ms[plan.step_node[s]] += ms.count();
+    }
+  }
+
   void run_nodes(KernelContext& ctx) {
     std::map<std::string, Tensor> values;
     for (std::size_t i = 0; i < inputs_.size(); ++i) values[inputs_[i]] = ctx.inputs[i];
@@ -445,12 +466,16 @@ class RegionKernel final : public Kernel {
       for (const auto& in : n.inputs) in_buf.push_back(in.empty() ? Tensor() : values.at(in));
       out_buf.assign(n.outputs.size(), Tensor());
       KernelContext c{in_buf, out_buf, n};
+      const auto start = std::chrono::steady_clock::now();
       try {
         fallback_[k]->run(c);
       } catch (const Error& e) {
         const std::string msg = e.what();
         if (msg.find(n.where()) != std::string::npos) throw;
         throw InvalidArgument(n.where() + ": " + msg);
+      }
+      if (ctx.body_ms != nullptr && k < ctx.body_ms->size()) {
+        (*ctx.body_ms)[k] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       }
       for (std::size_t o = 0; o < n.outputs.size(); ++o) {
         if (!n.outputs[o].empty()) values[n.outputs[o]] = std::move(out_buf[o]);

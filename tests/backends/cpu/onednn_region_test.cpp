@@ -81,6 +81,42 @@ TEST(OneDnnRegion, ConvChainWithResidualPoolAndActivationsIsOneRegion) {
   EXPECT_EQ(ops[0], cpu::onednn::kRegionOp);
 }
 
+TEST(OneDnnRegion, ProfilingTimesEachBodyNodeInsideTheRegion) {
+  // A profile says where a region's time goes: one timing per body node (its primitive and the
+  // reorders it needs), named by the node and by its region, and one for the region's own work
+  // around them; together they are the region's run.
+  Model m;
+  m.b.input("x", kF, {1, 8, 20, 20}).output("y", kF, {1, 16, 10, 10});
+  m.conv("x", "a", 8, 16, 3);
+  m.b.node("Relu", {"a"}, {"r"});
+  auto& pool = m.b.node("MaxPool", {"r"}, {"y"});
+  OnnxBuilder::set_attr(pool, "kernel_shape", Ints{2, 2});
+  OnnxBuilder::set_attr(pool, "strides", Ints{2, 2});
+  Executor e(load_onnx_bytes(m.b.bytes(), "region_profile.onnx"));
+  ASSERT_EQ(e.graph().nodes.size(), 1u);
+  const Node& region = e.graph().nodes[0];
+  ASSERT_EQ(region.op_type, cpu::onednn::kRegionOp);
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor(DType::kF32, {1, 8, 20, 20}, -1, 1, 7)}};
+  e.run(feeds);
+  e.set_profiling(true);
+  e.run(feeds);
+  std::map<std::string, NodeTiming> by_node;
+  for (const NodeTiming& t : e.last_timings()) by_node[t.node] = t;
+  ASSERT_EQ(by_node.size(), region.body.size() + 1);
+  for (const Node& member : region.body) {
+    ASSERT_TRUE(by_node.count(member.name)) << member.name;
+    EXPECT_EQ(by_node[member.name].op_type, member.op_type);
+    EXPECT_EQ(by_node[member.name].region, region.name);
+    EXPECT_GT(by_node[member.name].milliseconds, 0.0) << member.name;
+  }
+  ASSERT_TRUE(by_node.count(region.name));
+  EXPECT_EQ(by_node[region.name].region, "");
+  EXPECT_GE(by_node[region.name].milliseconds, 0.0);
+  e.set_profiling(false);
+  e.run(feeds);  // and unprofiled, nothing is reported afresh
+  EXPECT_EQ(e.last_timings().size(), region.body.size() + 1);
+}
+
 TEST(OneDnnRegion, SqueezeExciteConcatResizeAndBroadcastBinaries) {
   // PP-OCR-like: SE block (GlobalAveragePool, convs, HardSigmoid, Mul broadcast over H, W),
   // nearest Resize by 2, Concat on channels, Sub/Div by constants, Sigmoid.
