@@ -443,7 +443,6 @@ class RegionKernel final : public Kernel {
     }
   };
 
-  // The body node by node, on the ordinary kernels.
   // The plan's steps one at a time, each waited for and its time added to its body node's (what
   // the executor's profile reports for a region: where inside it the time goes).
   static void run_timed(const Plan& plan, std::vector<double>& body_ms) {
@@ -456,6 +455,7 @@ class RegionKernel final : public Kernel {
     }
   }
 
+  // The body node by node, on the ordinary kernels.
   void run_nodes(KernelContext& ctx) {
     std::map<std::string, Tensor> values;
     for (std::size_t i = 0; i < inputs_.size(); ++i) values[inputs_[i]] = ctx.inputs[i];
