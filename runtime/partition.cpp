@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/host_segment_time.hpp"
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
 #include "core/passes/pass_manager.hpp"
@@ -406,6 +407,7 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
   bool host = false;
   for (const auto& node : p.nodes) {
     host = host || node.cost_ms[1] == kUnsupported;
+    if (host && node.cost_ms[0] == kUnsupported) return std::nullopt;  // pinned to the accelerator after the cut
     placement.device.push_back(host ? 0 : 1);
   }
   if (!host) return std::nullopt;
@@ -470,7 +472,10 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
   return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_layout_gbps, nullptr, nullptr,
-                          [this](const Segment& s) { return measured_segment_ms(s); });
+                          [this](const Segment& s) {
+                            const auto before = measured_segment_ms(s);
+                            return before ? before : timed_segment_ms(s);
+                          });
 }
 
 std::string Partition::cut_key(const Segment& s) const {
@@ -496,6 +501,12 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
   if (cut_times.empty()) return std::nullopt;
   const auto it = cut_times.find(cut_key(s));
   return it != cut_times.end() ? std::optional<double>(it->second) : std::nullopt;
+}
+
+std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
+  if (host_times.empty() || s.device != 0) return std::nullopt;
+  const auto it = host_times.find(cut_key(s));
+  return it != host_times.end() ? std::optional<double>(it->second) : std::nullopt;
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -538,6 +549,21 @@ std::string Partition::dot() const {
   }
   return out + "}\n";
 }
+
+namespace {
+
+// Times the host segments of `device`'s cut (a split's: a model wholly on the host is what the
+// analysis timed) that were neither measured before nor timed already.
+void time_host_segments(Partition& part, const std::vector<int>& device) {
+  const std::vector<Segment> segments = cut_model(part.analysis, device);
+  if (segments.size() < 2) return;
+  for (const Segment& s : segments) {
+    if (s.device != 0 || part.measured_segment_ms(s) || part.timed_segment_ms(s)) continue;
+    if (const auto ms = time_host_segment(part.analysis, s)) part.host_times[part.cut_key(s)] = *ms;
+  }
+}
+
+}  // namespace
 
 Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
                           const PartitionOptions& options) {
@@ -706,6 +732,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     for (const auto& device : candidates) {
       bool allowed = true;  // within the pins and the preference
       for (std::size_t i = 0; i < device.size(); ++i) allowed = allowed && p.nodes[i].cost_ms[static_cast<std::size_t>(device[i])] != kUnsupported;
+      if (allowed && options.use_analysis_times) time_host_segments(part, device);
       const double ms = allowed ? part.run_latency_ms(device) : kUnsupported;
       if (ms < best - 1e-12) {
         best = ms;
@@ -719,6 +746,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   fill_objectives(p, part.placement);
   fill_objectives(p, part.placer);
   if (part.optimum) fill_objectives(p, *part.optimum);
+  if (options.use_analysis_times) time_host_segments(part, part.placement.device);
   part.segments = cut_model(a, part.placement.device);
   return part;
 }

@@ -87,7 +87,8 @@ struct PartitionOptions {
   const CostHistory* history = nullptr;
   /// Per device name, overriding the registry's answer (tests; devices the registry lacks).
   std::map<std::string, SupportFn> supports;
-  /// The analysis run's CPU times count as measured CPU costs (and calibrate its roofline).
+  /// The analysis run's CPU times count as measured CPU costs (and calibrate its roofline), and
+  /// the host segments of the cuts compared are timed on this host (time_host_segment).
   bool use_analysis_times = true;
   double ilp_time_limit_s = 5;
   /// The exact reference (exhaustive search for the objective) runs when there are at most this
@@ -121,6 +122,7 @@ struct Partition {
   double host_layout_gbps = 0;                    // the host's memory bandwidth (split_latency_ms)
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
+  std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's
@@ -133,12 +135,15 @@ struct Partition {
   /// The objective's value of a placement (makespan or bottleneck, milliseconds).
   double objective_ms(const Placement& p) const;
   /// One batch's time under `device` as the split runner runs it (split_latency_ms of its cut, each
-  /// segment measured before at its measured time).
+  /// segment measured before at its measured time, else each host segment timed while planning
+  /// at that time).
   double run_latency_ms(const std::vector<int>& device) const;
   /// The key segment `s` of this partition's analysis is kept under in the cost history.
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
+  /// Host segment `s`'s time as timed alone while planning (host_times), if it was.
+  std::optional<double> timed_segment_ms(const Segment& s) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;
   /// With single_device(): that device's name ("cpu" for a model with no node to place).
@@ -177,7 +182,8 @@ Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<
 Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options);
 
 /// The naive split peers use: every node on the accelerator (device 1) up to the first it cannot
-/// run, that one and every later node on the host. std::nullopt when device 1 runs every node.
+/// run, that one and every later node on the host. std::nullopt when device 1 runs every node, or
+/// when a later node cannot run on the host (pinned to device 1).
 std::optional<Placement> place_naive(const PlacementProblem& problem);
 
 }  // namespace redwood::runtime

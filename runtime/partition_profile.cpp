@@ -87,9 +87,11 @@ std::vector<SegmentTimes> predict_segments(const Partition& p) {
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
     const auto before = p.measured_segment_ms(p.segments[k]);
+    const auto timed = before ? std::nullopt : p.timed_segment_ms(p.segments[k]);
     out[k].from_nodes_ms = compute[k];
     out[k].measured_before = before.has_value();
-    out[k].predicted_ms = before.value_or(compute[k]);
+    out[k].timed_alone = timed.has_value();
+    out[k].predicted_ms = before ? *before : timed.value_or(compute[k]);
     out[k].transfer_in_predicted_ms = transfer_in[k];
   }
   return out;

@@ -21,9 +21,11 @@ std::size_t record_node_times(const Partition& partition, CostHistory& history, 
                               int device_index = 0, int runs = 10);
 
 struct SegmentTimes {
-  double predicted_ms = 0;  // its time as measured before (Partition::cut_times), else from_nodes_ms
+  double predicted_ms = 0;  // its time as measured before (Partition::cut_times), else as timed alone
+                            // while planning (a host segment: Partition::host_times), else from_nodes_ms
   double from_nodes_ms = 0; // the sum of its nodes' costs on its device, and its device's segment cost
   bool measured_before = false;
+  bool timed_alone = false;
   double measured_ms = 0;   // its runner's compute time per batch
   double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
   double copy_ms = 0;       // its runner's copy time per batch (0 on the CPU)

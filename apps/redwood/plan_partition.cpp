@@ -133,8 +133,9 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     fmt::print("  {:2d} {:6s} {:4d} nodes  in {} ({} values), out {} ({} values)\n", k + 1,
                p.devices[static_cast<std::size_t>(s.device)], placed, mb(in_bytes), s.inputs.size(), mb(out_bytes),
                s.outputs.size());
+    const char* source = t.measured_before ? "as measured before" : t.timed_alone ? "timed alone on the host" : nullptr;
     fmt::print("       predicted {:.3f} ms{}{}", t.predicted_ms,
-               t.measured_before ? fmt::format(" (as measured before; from its nodes {:.3f} ms)", t.from_nodes_ms) : "",
+               source ? fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms) : "",
                t.transfer_in_predicted_ms > 0 ? fmt::format(" + {:.3f} ms to bring its inputs", t.transfer_in_predicted_ms) : "");
     if (measured) {
       fmt::print("; measured {:.3f} ms ({} off){}", t.measured_ms, percent_off(t.predicted_ms, t.measured_ms),

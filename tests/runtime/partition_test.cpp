@@ -8,6 +8,7 @@
 #include "core/onnx/onnx_import.hpp"
 #include "core/op_registry.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/host_segment_time.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
@@ -124,6 +125,15 @@ TEST(Partition, ASlowAcceleratorGetsNothing) {
   const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options(0.001));
   EXPECT_TRUE(p.single_device());
   for (int d : p.placement.device) EXPECT_EQ(d, 0);
+}
+
+TEST(Partition, NoNaiveSplitWhenANodeAfterTheCutIsPinnedToTheAccelerator) {
+  PartitionOptions o = options();
+  o.pinned = {{"conv2", kAccel}};  // after the softmax, which only the host runs
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, o);
+  EXPECT_FALSE(p.naive.has_value());
+  EXPECT_EQ(device_of(p, "Softmax"), "cpu");
+  EXPECT_FALSE(p.single_device());
 }
 
 TEST(Partition, PinnedNodesStayWhereTheyArePinned) {
@@ -360,6 +370,56 @@ TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
   EXPECT_NE(other_batch.cut_key(other_batch.segments[host_segment(other_batch)]), first.cut_key(first.segments[k]));
   EXPECT_FALSE(predict_segments(other_batch)[host_segment(other_batch)].measured_before);
   EXPECT_NE(first.cut_key(first.segments[k]), first.cut_key(first.segments[k == 0 ? 1 : 0]));
+}
+
+TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
+  PartitionOptions o = options();
+  o.use_analysis_times = true;
+  o.pinned = {{"conv1", kAccel}, {"conv2", kAccel}};  // the host's real times would take this small model whole
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  const std::size_t k = host_segment(p);
+  const auto timed = p.host_times.find(p.cut_key(p.segments[k]));
+  ASSERT_NE(timed, p.host_times.end());
+  EXPECT_GT(timed->second, 0.0);
+  const std::vector<SegmentTimes> t = predict_segments(p);
+  for (std::size_t j = 0; j < t.size(); ++j) {
+    EXPECT_EQ(t[j].timed_alone, p.segments[j].device == 0) << "segment " << j;  // the host's only
+    EXPECT_FALSE(t[j].measured_before) << "segment " << j;
+  }
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, timed->second);
+  std::vector<double> compute;
+  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &compute, nullptr,
+                   [&](const Segment& s) { return p.timed_segment_ms(s); });
+  EXPECT_DOUBLE_EQ(compute[k], timed->second);
+  EXPECT_DOUBLE_EQ(p.run_latency_ms(p.placement.device),
+                   split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, nullptr, nullptr,
+                                    [&](const Segment& s) { return p.timed_segment_ms(s); }));
+
+  // A segment measured before keeps its measured time and is not timed again.
+  CostHistory history;
+  history.record(p.cut_key(p.segments[k]), 1234.5);
+  o.history = &history;
+  const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_EQ(again.segments.size(), p.segments.size());
+  EXPECT_EQ(again.host_times.count(again.cut_key(again.segments[k])), 0u);
+  EXPECT_TRUE(predict_segments(again)[k].measured_before);
+  EXPECT_DOUBLE_EQ(predict_segments(again)[k].predicted_ms, 1234.5);
+
+  // Costs from the roofline alone time nothing: placements that do not depend on the machine.
+  EXPECT_TRUE(partition_model(model(), {{2, 4, 8, 8}}, options()).host_times.empty());
+}
+
+TEST(PartitionProfile, AHostSegmentThatCannotRunIsNotTimed) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  Segment broken = p.segments[host_segment(p)];
+  auto graph = std::make_shared<Graph>(*broken.graph);
+  for (Node& n : graph->nodes) {
+    if (n.op_type == "Softmax") n.op_type = "NoSuchOp";
+  }
+  broken.graph = graph;
+  EXPECT_FALSE(time_host_segment(p.analysis, broken).has_value());
+  EXPECT_GT(time_host_segment(p.analysis, p.segments[host_segment(p)], 1).value_or(0), 0.0);
 }
 
 TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
