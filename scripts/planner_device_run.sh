@@ -5,7 +5,8 @@
 # history), the placement against HEFT, the naive split and each device alone, and each segment's
 # predicted time against its measured one; once as the models are, three times with an op the GPU
 # is taken to lack (--cpu-only Resize: the detector's FPN upsampling; a later run predicts each
-# segment an earlier one measured from that time), once for throughput (the ILP).
+# segment an earlier one measured from that time), rec once more with Softmax taken as CPU-only,
+# and det once for throughput (the ILP).
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
 # docs/results/ to keep it.
 #
@@ -49,6 +50,8 @@ section "det with Resize taken as CPU-only, a third time: the cut settled, every
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
 section "rec, batch 8, fp16" \
   plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
+section "rec with Softmax taken as CPU-only (the attention blocks'): a second model's split, predicted from node times" \
+  plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
 section "det, batch 8, fp16, objective throughput (GLPK)" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
 cat "$result"
