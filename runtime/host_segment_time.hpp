@@ -16,6 +16,6 @@ namespace redwood::runtime {
 /// runs it) on zeros of its inputs' shapes: one warm-up run, then `runs` timed, each after the
 /// last-level cache was evicted. The median in milliseconds; std::nullopt (logged) when the
 /// segment fails to run, which its runner will then report.
-std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 3);
+std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5);
 
 }  // namespace redwood::runtime

@@ -4,6 +4,7 @@
 #include "core/model_runner.hpp"
 #include "memory/resource.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/sample_values.hpp"
 #include "runtime/split_runner.hpp"
 
 #include <algorithm>
@@ -124,10 +125,10 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     if (pinned != nullptr && t.nbytes() > 0) {
       const std::size_t bytes = t.nbytes();
       void* data = pinned->allocate(bytes, 256);
-      std::memset(data, 0, bytes);
       t = Tensor::adopt(data, bytes, Device::kCpu, dtype, shape,
                         [pinned, bytes](void* d) { pinned->deallocate(d, bytes, 256, nullptr); });
     }
+    if (t.nbytes() > 0) fill_sample_values(t.raw_data(), dtype, t.nbytes());
     feeds[g.inputs[i].name] = std::move(t);
   }
   runner->prepare(p.analysis.input_shapes);

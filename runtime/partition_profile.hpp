@@ -37,8 +37,8 @@ struct PartitionTimes {
   double measured_batch_ms = 0;   // the median of `runs` batches, one at a time, through the split runner
 };
 
-/// Runs the partition through a split runner on zeros of the analysis's input shapes: `warmup`
-/// batches, then `runs` timed ones, one at a time.
+/// Runs the partition through a split runner on inputs of the analysis's shapes holding sample
+/// values (runtime/sample_values.hpp): `warmup` batches, then `runs` timed ones, one at a time.
 /// With `history`, each segment's measured time is recorded under its cut key (Partition::cut_key),
 /// and its time beyond its nodes' predicted times as its device's segment cost
 /// (CostHistory::segment_key).

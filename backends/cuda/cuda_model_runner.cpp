@@ -34,6 +34,7 @@
 #include "core/thread_name.hpp"
 #include "core/model_runner.hpp"
 #include "core/ring_queue.hpp"
+#include "runtime/sample_values.hpp"
 
 #include <fmt/format.h>
 
@@ -43,6 +44,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace redwood::cuda {
 namespace {
@@ -612,6 +614,15 @@ NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape
   GraphRunner runner(std::move(graph), runner_options(config));
   Plan& plan = runner.plan_for(input_shapes);
   cudaStream_t stream = runner.stream();
+  // Sample values in the inputs (as measure_partition's batches carry), not what the memory held.
+  const Schedule& schedule = plan.schedule();
+  for (std::size_t i = 0; i < schedule.graph_inputs.size(); ++i) {
+    const auto& v = schedule.values[static_cast<std::size_t>(schedule.graph_inputs[i])];
+    if (v.kind == Schedule::Kind::kHost || v.bytes() == 0) continue;
+    std::vector<std::byte> host(v.bytes());
+    runtime::fill_sample_values(host.data(), v.dtype, host.size());
+    RW_CUDA_CHECK(cudaMemcpy(plan.input(i), host.data(), host.size(), cudaMemcpyHostToDevice));
+  }
   // Replays for about 20 ms first: an idle GPU raises its clocks over the first milliseconds.
   const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
   for (int i = 0; i < 200 && std::chrono::steady_clock::now() < warm_until; ++i) {
@@ -621,20 +632,17 @@ NodeTimes time_nodes(std::shared_ptr<const Graph> graph, const std::vector<Shape
   const std::vector<double> ms = plan.time_steps(stream, runs);
   NodeTimes times;
   for (std::size_t i = 0; i < ms.size(); ++i) times.by_node[runner.graph().nodes[plan.schedule().steps[i].node].name] += ms[i];
-  // The whole plan as a runner replays it: there the replay is queued behind the batch's input
-  // copies, so the GPU never waits for the launch. Here replays queued back to back between two
-  // events, the time per replay: a lone replay after a synchronize would count the launch too.
-  constexpr int kBackToBack = 4;
+  // The whole plan as a runner replays it, between two events.
   Event start(true), stop(true);
   std::vector<float> whole;
   for (int r = 0; r < runs; ++r) {
     start.record(stream);
-    for (int i = 0; i < kBackToBack; ++i) plan.enqueue(stream);
+    plan.enqueue(stream);
     stop.record(stream);
     stop.synchronize();
     float elapsed = 0;
     RW_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start.get(), stop.get()));
-    whole.push_back(elapsed / kBackToBack);
+    whole.push_back(elapsed);
   }
   std::sort(whole.begin(), whole.end());
   times.whole_ms = whole.empty() ? 0.0 : whole[whole.size() / 2];
