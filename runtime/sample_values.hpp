@@ -1,8 +1,9 @@
 #pragma once
 // What the planner's timed runs carry: values in [0, 1), as a normalized picture's, not zeros. A
-// GPU runs faster on zeros (an all-zero operand flips fewer bits, draws less power, and the clocks
-// stay higher), which no real batch does; its node times (time_nodes) and the split runner's
-// measured batches (measure_partition) both run on these. C++17, for .cu files.
+// GPU can run faster on zeros than on real data (an all-zero operand flips fewer bits and draws
+// less power, so the clocks stay higher), and no real batch is zeros; the CUDA node times
+// (time_nodes) and the split runner's measured batches (measure_partition) both run on these, so
+// that the two measure the same data. C++17, for .cu files.
 
 #include "core/dtype.hpp"
 
