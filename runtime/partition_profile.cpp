@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace redwood::runtime {
 namespace {
@@ -74,8 +75,19 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
     // And the nodes add up to the whole segment's run, not to their times launched one by one.
     const double total = times.whole_ms > 0 ? times.whole_ms : matched_ms + other_ms;
     const double scale = matched_ms > 0 ? total / matched_ms : 1.0;
+    std::set<std::size_t> timed;
     for (const auto& [n, ms] : matched) {
       history.record(CostHistory::key(profile, precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), ms * scale);
+      timed.insert(n);
+      ++recorded;
+    }
+    // A node of the segment with no step of its own was merged by the device's passes into one
+    // that has (an activation into its convolution): its time is in that one's, so it costs
+    // nothing more there. Left to the roofline, it would be counted twice.
+    if (matched.empty()) continue;
+    for (std::size_t n : s.nodes) {
+      if (a.host_node[n] || timed.count(n) != 0) continue;
+      history.record(CostHistory::key(profile, precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), 0.0);
       ++recorded;
     }
   }

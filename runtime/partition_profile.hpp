@@ -13,10 +13,11 @@ namespace redwood::runtime {
 
 /// Records measured node times into `history`: the analysis run's CPU times for every placed node,
 /// and for each other device, its time_nodes() of every segment placed on it (nodes matched by
-/// name; a node the device's own passes renamed or fused away is left to the roofline; the matched
-/// nodes' times are scaled to add up to the segment's whole run, which includes the steps those
-/// passes added and not the gaps of launching nodes one by one). Returns
-/// how many times were recorded. Throws what the devices throw (a missing GPU).
+/// name; the matched nodes' times are scaled to add up to the segment's whole run, which includes
+/// the steps the device's own passes added and not the gaps of launching nodes one by one; a node
+/// those passes renamed or merged into another is recorded at 0 there, its time being in the
+/// matched nodes'). Returns how many times were recorded. Throws what the devices throw (a
+/// missing GPU).
 std::size_t record_node_times(const Partition& partition, CostHistory& history, const std::string& precision,
                               int device_index = 0, int runs = 10);
 

@@ -343,6 +343,59 @@ TEST(PartitionProfile, RecordsTheAcceleratorsOwnNodeTimesAndTheAnalysissCpuTimes
   EXPECT_GT(recorded, p.analysis.placeable.size());
 }
 
+// A device whose passes merge conv2 into a neighbour: its timing names every other node of the
+// graph it is given, 1 ms each, and the whole run takes 1 ms more (steps its passes added).
+const char* merging_accelerator() {
+  static const bool registered = [] {
+    DeviceRunnerFactory f = device_runner_registry().at(kAccel);
+    f.time_nodes = [](std::shared_ptr<const Graph> graph, const std::vector<Shape>&, const RunnerConfig&, int) {
+      NodeTimes t;
+      for (const Node& n : graph->nodes) {
+        if (n.name != "conv2") t.by_node[n.name] = 1.0;
+      }
+      t.whole_ms = static_cast<double>(t.by_node.size()) + 1.0;
+      return t;
+    };
+    return register_device_runner("test-merging-accelerator", std::move(f));
+  }();
+  (void)registered;
+  return "test-merging-accelerator";
+}
+
+TEST(PartitionProfile, ANodeTheDevicesPassesMergedCostsNothingThereAndTheSegmentsAddUp) {
+  PartitionOptions o = options();
+  o.devices = {"cpu", merging_accelerator()};
+  o.profiles[1].device = o.profiles[1].name = o.devices[1];
+  o.supports[o.devices[1]] = [](const Graph&, const Node& node, const std::vector<TensorDesc>&) {
+    return node.op_type == "Softmax" ? std::string("no") : std::string();
+  };
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  CostHistory history;
+  record_node_times(p, history, "fp32", 0, 1);
+  const Graph& g = *p.analysis.graph;
+  bool conv2_on_device = false;
+  for (const Segment& s : p.segments) {
+    if (s.device != 1) continue;
+    double nodes_ms = 0, named = 0;
+    for (const Node& n : s.graph->nodes) named += n.name != "conv2" ? 1 : 0;
+    for (std::size_t n : s.nodes) {
+      if (p.analysis.host_node[n]) continue;
+      const auto ms = history.find(CostHistory::key(p.profiles[1], "fp32", g.nodes[n], p.analysis.input_descs(n),
+                                                    p.analysis.output_descs(n)));
+      ASSERT_TRUE(ms.has_value()) << g.nodes[n].name << " has no time on the device";
+      if (g.nodes[n].name == "conv2") {
+        conv2_on_device = true;
+        EXPECT_DOUBLE_EQ(*ms, 0.0);  // merged: its time is in the timed nodes'
+      } else {
+        EXPECT_GT(*ms, 0.0) << g.nodes[n].name;
+      }
+      nodes_ms += *ms;
+    }
+    EXPECT_NEAR(nodes_ms, named + 1.0, 1e-9) << s.graph->name << ": its nodes add up to its whole run, once";
+  }
+  EXPECT_TRUE(conv2_on_device);
+}
+
 TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
   const Partition first = partition_model(model(), {{2, 4, 8, 8}}, options());
   const std::size_t k = host_segment(first);
@@ -375,7 +428,9 @@ TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
 TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   PartitionOptions o = options();
   o.use_analysis_times = true;
-  o.pinned = {{"conv1", kAccel}, {"conv2", kAccel}};  // the host's real times would take this small model whole
+  // Every node pinned: with this machine's real times the placement (and the cut) would follow
+  // the timing's noise, and the host would take this small model whole.
+  o.pinned = {{"conv1", kAccel}, {"softmax", "cpu"}, {"conv2", kAccel}, {"reshape", kAccel}, {"add", kAccel}};
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_FALSE(p.single_device());
   const std::size_t k = host_segment(p);
