@@ -39,7 +39,9 @@ struct PartitionTimes {
 };
 
 /// Runs the partition through a split runner on inputs of the analysis's shapes holding sample
-/// values (runtime/sample_values.hpp): `warmup` batches, then `runs` timed ones, one at a time.
+/// values (runtime/sample_values.hpp), in an accelerator's pinned memory where there is one, the
+/// outputs into a recycled pool over it (runtime/value_pool.hpp), as a pipeline's frames are:
+/// `warmup` batches, then `runs` timed ones, one at a time.
 /// With `history`, each segment's measured time is recorded under its cut key (Partition::cut_key),
 /// and its time beyond its nodes' predicted times as its device's segment cost
 /// (CostHistory::segment_key).

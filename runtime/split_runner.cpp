@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "memory/resource.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/value_pool.hpp"
 
 #include <fmt/format.h>
 
@@ -30,50 +31,6 @@ Tensor unbox(const Tensor& t) {
              t.description());
   return t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
 }
-
-// Host tensors for the values that cross between segments, recycled by size: a batch's values
-// come back for the next batch as a pipeline's frame pool does, so they are neither page-faulted
-// in afresh each batch nor, over an accelerator's page-locked memory, registered each time. Its
-// upstream is the first accelerator's pinned memory (copies to and from it run at full speed),
-// else the heap. Thread-safe; outlives its tensors (each holds it).
-class ValuePool : public std::enable_shared_from_this<ValuePool> {
- public:
-  explicit ValuePool(memory::MemoryResource* upstream) : upstream_(upstream) {}
-  ~ValuePool() {
-    for (const auto& [bytes, p] : free_) give_back(p, bytes);
-  }
-
-  Tensor make(DType dtype, const Shape& shape) {
-    for (auto d : shape) {
-      if (d < 0) return Tensor::empty(dtype, shape);  // which reports the bad shape
-    }
-    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-    const std::size_t block = std::max<std::size_t>(bytes, 64);
-    void* p = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (auto it = free_.find(block); it != free_.end()) {
-        p = it->second;
-        free_.erase(it);
-      }
-    }
-    if (p == nullptr) p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
-    return Tensor::adopt(p, bytes, Device::kCpu, dtype, shape, [pool = shared_from_this(), block](void* data) {
-      std::lock_guard lock(pool->mutex_);
-      pool->free_.emplace(block, data);
-    });
-  }
-
- private:
-  static constexpr std::size_t kAlignment = 256;
-  void give_back(void* p, std::size_t bytes) {
-    if (upstream_ != nullptr) upstream_->deallocate(p, bytes, kAlignment, nullptr);
-    else ::operator delete(p, std::align_val_t{kAlignment});
-  }
-  memory::MemoryResource* upstream_;
-  std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;
-};
 
 class SplitRunner final : public ModelRunner {
  public:
@@ -124,7 +81,7 @@ class SplitRunner final : public ModelRunner {
     job->run_rows = batch.run_rows > 0 ? batch.run_rows : total;
     // Without the caller's pool, the inputs are staged into (and the outputs split from) this
     // runner's, so they too cross at full speed.
-    if (!batch.allocate) batch.allocate = [pool = values_](DType dtype, const Shape& shape) { return pool->make(dtype, shape); };
+    if (!batch.allocate) batch.allocate = values_->allocator();
     job->total = total;
     job->allocate = std::move(batch.allocate);
     job->done = std::move(done);
@@ -219,7 +176,7 @@ class SplitRunner final : public ModelRunner {
           std::lock_guard lock(job->mutex);
           for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
         }
-        b.allocate = [pool = values_](DType dtype, const Shape& shape) { return pool->make(dtype, shape); };
+        b.allocate = values_->allocator();
         runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
       } catch (...) {
         std::lock_guard lock(job->mutex);
