@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <vector>
 
 namespace redwood::runtime {
@@ -56,7 +57,7 @@ std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Seg
     }
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // an Error, or memory for the inputs or the eviction buffer
     log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
     return std::nullopt;
   }
