@@ -253,6 +253,12 @@ std::string cpu_profile_key() {
                      wait != nullptr ? wait : "unset");
 }
 
+std::size_t past_last_level_cache(std::size_t most) {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const std::size_t mib = std::size_t{1} << 20;
+  return std::clamp<std::size_t>(2 * static_cast<std::size_t>(std::max(l3, 0L)), 32 * mib, std::max(most, 32 * mib));
+}
+
 DeviceProfile measure_cpu_profile(bool quick) {
   using dt = dnnl::memory::data_type;
   const CpuInfo& ci = cpu_info();
@@ -285,14 +291,9 @@ DeviceProfile measure_cpu_profile(bool quick) {
     last = now;
   };
   // Memory first: once oneDNN has run, its OpenMP threads may spin (OMP_WAIT_POLICY=ACTIVE) on
-  // the cores the copies need. Beyond the last-level cache (glibc reports one L3): twice it, at
-  // least 32 MiB, at most 128 MiB (first-touching each 4 KiB page of a larger buffer takes longer
-  // than the copies; in a VM, where a fault costs more and the reported L3 is the host's, most of
-  // the second).
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  // the cores the copies need. Beyond the last-level cache, at most 128 MiB.
   const std::size_t mib = std::size_t{1} << 20;
-  const std::size_t bytes =
-      quick ? 16 * mib : std::clamp<std::size_t>(2 * static_cast<std::size_t>(std::max(l3, 0L)), 32 * mib, 128 * mib);
+  const std::size_t bytes = quick ? 16 * mib : past_last_level_cache(128 * mib);
   p.memory_gbps = copy_gbps(bytes, quick ? 3 : 5);
   phase("memcpy");
 

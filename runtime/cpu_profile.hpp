@@ -4,6 +4,7 @@
 
 #include "runtime/device_profile.hpp"
 
+#include <cstddef>
 #include <string>
 
 namespace redwood::runtime {
@@ -11,6 +12,11 @@ namespace redwood::runtime {
 /// What the CPU's figures depend on: model name, the threads Redwood uses, the ISA, oneDNN's
 /// version. Cheap: reads /proc/cpuinfo.
 std::string cpu_profile_key();
+
+/// Bytes that reach past the last-level cache: twice it (glibc reports one L3), at least 32 MiB and
+/// at most `most` (first-touching each 4 KiB page of a larger buffer takes longer than what it is
+/// for; in a VM, where a fault costs more and the reported L3 is the host's, most of the second).
+std::size_t past_last_level_cache(std::size_t most);
 
 /// Measures the CPU: peak matmul rates, memory bandwidth, per-op dispatch cost. About a second on
 /// a 2-core VM; `quick` makes it about ten times shorter and less precise. Fills everything but

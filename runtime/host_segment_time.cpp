@@ -2,9 +2,8 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "runtime/cpu_profile.hpp"
 #include "runtime/executor.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,15 +14,10 @@
 namespace redwood::runtime {
 namespace {
 
-// Writes a buffer twice the last-level cache (glibc reports one L3; at least 32 MiB, at most
-// 256 MiB), which pushes out what the cache held.
+// Writes a buffer past the last-level cache (at most 256 MiB), which pushes out what it held.
 class CacheEvictor {
  public:
-  CacheEvictor() {
-    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    const std::size_t mib = std::size_t{1} << 20;
-    buffer_.resize(std::clamp<std::size_t>(2 * static_cast<std::size_t>(std::max(l3, 0L)), 32 * mib, 256 * mib));
-  }
+  CacheEvictor() : buffer_(past_last_level_cache(std::size_t{256} << 20)) {}
   void evict() {
     std::memset(buffer_.data(), ++fill_, buffer_.size());
   }
@@ -41,9 +35,7 @@ std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Seg
     std::map<std::string, Tensor> feeds;
     for (const auto& in : segment.inputs) {
       const TensorDesc& d = analysis.values.at(in);
-      Shape boxed{1};
-      boxed.insert(boxed.end(), d.shape.begin(), d.shape.end());
-      feeds[boxed_name(in)] = Tensor::zeros(d.dtype, boxed);
+      feeds[boxed_name(in)] = Tensor::zeros(d.dtype, boxed_shape(d.shape));
     }
     Executor executor(segment.graph);
     executor.run(feeds);  // plans: oneDNN's primitives, the workspace

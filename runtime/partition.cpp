@@ -246,6 +246,12 @@ ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vecto
 
 std::string boxed_name(const std::string& value) { return "rw.boxed:" + value; }
 
+Shape boxed_shape(const Shape& shape) {
+  Shape boxed{1};
+  boxed.insert(boxed.end(), shape.begin(), shape.end());
+  return boxed;
+}
+
 std::vector<Segment> cut_model(const ModelAnalysis& a, const std::vector<int>& device) {
   const Graph& g = *a.graph;
   RW_EXPECTS(device.size() == a.placeable.size(), InvalidArgument, "cut_model: {} devices for {} placed nodes",
@@ -470,12 +476,43 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
   return latency;
 }
 
+namespace {
+
+std::optional<double> find_ms(const std::map<std::string, double>& times, const std::string& key) {
+  const auto it = times.find(key);
+  return it != times.end() ? std::optional<double>(it->second) : std::nullopt;
+}
+
+// Segment `s`'s time as measured before, else (a host segment) as timed while planning: its cut
+// key made once for both.
+std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
+  if (p.cut_times.empty() && (p.host_times.empty() || s.device != 0)) return std::nullopt;
+  const std::string key = p.cut_key(s);
+  if (const auto ms = find_ms(p.cut_times, key)) return ms;
+  return s.device == 0 ? find_ms(p.host_times, key) : std::nullopt;
+}
+
+double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
+  return split_latency_ms(p.analysis, p.open, segments, p.segment_ms, p.host_layout_gbps, nullptr, nullptr,
+                          [&p](const Segment& s) { return known_segment_ms(p, s); });
+}
+
+// Times the host segments of a cut (a split's: a model wholly on the host is what the analysis
+// timed) that were neither measured before nor timed already.
+void time_host_segments(Partition& part, const std::vector<Segment>& segments) {
+  if (segments.size() < 2) return;
+  for (const Segment& s : segments) {
+    if (s.device != 0) continue;
+    std::string key = part.cut_key(s);
+    if (part.cut_times.count(key) != 0 || part.host_times.count(key) != 0) continue;
+    if (const auto ms = time_host_segment(part.analysis, s)) part.host_times[std::move(key)] = *ms;
+  }
+}
+
+}  // namespace
+
 double Partition::run_latency_ms(const std::vector<int>& device) const {
-  return split_latency_ms(analysis, open, cut_model(analysis, device), segment_ms, host_layout_gbps, nullptr, nullptr,
-                          [this](const Segment& s) {
-                            const auto before = measured_segment_ms(s);
-                            return before ? before : timed_segment_ms(s);
-                          });
+  return cut_latency_ms(*this, cut_model(analysis, device));
 }
 
 std::string Partition::cut_key(const Segment& s) const {
@@ -498,15 +535,11 @@ std::string Partition::cut_key(const Segment& s) const {
 }
 
 std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
-  if (cut_times.empty()) return std::nullopt;
-  const auto it = cut_times.find(cut_key(s));
-  return it != cut_times.end() ? std::optional<double>(it->second) : std::nullopt;
+  return cut_times.empty() ? std::nullopt : find_ms(cut_times, cut_key(s));
 }
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
-  if (host_times.empty() || s.device != 0) return std::nullopt;
-  const auto it = host_times.find(cut_key(s));
-  return it != host_times.end() ? std::optional<double>(it->second) : std::nullopt;
+  return host_times.empty() || s.device != 0 ? std::nullopt : find_ms(host_times, cut_key(s));
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -549,21 +582,6 @@ std::string Partition::dot() const {
   }
   return out + "}\n";
 }
-
-namespace {
-
-// Times the host segments of `device`'s cut (a split's: a model wholly on the host is what the
-// analysis timed) that were neither measured before nor timed already.
-void time_host_segments(Partition& part, const std::vector<int>& device) {
-  const std::vector<Segment> segments = cut_model(part.analysis, device);
-  if (segments.size() < 2) return;
-  for (const Segment& s : segments) {
-    if (s.device != 0 || part.measured_segment_ms(s) || part.timed_segment_ms(s)) continue;
-    if (const auto ms = time_host_segment(part.analysis, s)) part.host_times[part.cut_key(s)] = *ms;
-  }
-}
-
-}  // namespace
 
 Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
                           const PartitionOptions& options) {
@@ -732,8 +750,12 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     for (const auto& device : candidates) {
       bool allowed = true;  // within the pins and the preference
       for (std::size_t i = 0; i < device.size(); ++i) allowed = allowed && p.nodes[i].cost_ms[static_cast<std::size_t>(device[i])] != kUnsupported;
-      if (allowed && options.use_analysis_times) time_host_segments(part, device);
-      const double ms = allowed ? part.run_latency_ms(device) : kUnsupported;
+      double ms = kUnsupported;
+      if (allowed) {
+        const std::vector<Segment> cut = cut_model(a, device);
+        if (options.use_analysis_times) time_host_segments(part, cut);
+        ms = cut_latency_ms(part, cut);
+      }
       if (ms < best - 1e-12) {
         best = ms;
         if (device != part.placement.device) {
@@ -746,8 +768,8 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   fill_objectives(p, part.placement);
   fill_objectives(p, part.placer);
   if (part.optimum) fill_objectives(p, *part.optimum);
-  if (options.use_analysis_times) time_host_segments(part, part.placement.device);
   part.segments = cut_model(a, part.placement.device);
+  if (options.use_analysis_times) time_host_segments(part, part.segments);
   return part;
 }
 

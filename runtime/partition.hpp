@@ -104,8 +104,10 @@ struct Segment {
   std::shared_ptr<const Graph> graph;   // the boxed subgraph a runner runs
 };
 
-/// The box's names: segment graphs take `x` as boxed_name(x), [1, ...x's shape].
+/// The box's names: segment graphs take `x` as boxed_name(x), of boxed_shape(x's shape).
 std::string boxed_name(const std::string& value);
+/// [1, ...shape]: a value's shape in its box.
+Shape boxed_shape(const Shape& shape);
 
 /// Cuts the analysis graph by `device` (per placeable node, in analysis.placeable's order).
 std::vector<Segment> cut_model(const ModelAnalysis& analysis, const std::vector<int>& device);

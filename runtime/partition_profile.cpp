@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
-#include "memory/resource.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/sample_values.hpp"
 #include "runtime/split_runner.hpp"
@@ -10,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <future>
 #include <map>
 #include <set>
@@ -49,12 +47,7 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
     RW_EXPECTS(it != registry.end() && it->second.time_nodes, Unsupported, "{}: '{}' cannot time its nodes",
                s.graph->name, device);
     std::vector<Shape> shapes;
-    for (const auto& in : s.inputs) {
-      Shape boxed{1};
-      const Shape& shape = a.values.at(in).shape;
-      boxed.insert(boxed.end(), shape.begin(), shape.end());
-      shapes.push_back(boxed);
-    }
+    for (const auto& in : s.inputs) shapes.push_back(boxed_shape(a.values.at(in).shape));
     RunnerConfig config;
     config.device = device_index;
     config.precision = precision;
@@ -124,34 +117,20 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     return s.empty() ? std::vector<RunnerStats>{runner->stats()} : s;
   };
   const Graph& g = *p.analysis.graph;
-  // The inputs in the first accelerator's page-locked memory where there is one, as a pipeline's
-  // frames are on a GPU machine (pageable inputs would be staged through a host copy first).
-  memory::MemoryResource* pinned = nullptr;
-  for (const auto& device : p.devices) {
-    const auto it = device_runner_registry().find(device);
-    if (pinned == nullptr && it != device_runner_registry().end() && it->second.pinned_memory) pinned = &it->second.pinned_memory();
-  }
-  std::map<std::string, Tensor> feeds;
+  // The inputs, and the outputs batch after batch, in a pool over the first accelerator's
+  // page-locked memory where there is one, as a pipeline's frames are on a GPU machine (pageable
+  // inputs would be staged through a host copy first; heap outputs page-faulted in each batch).
+  auto pool = std::make_shared<ValuePool>(accelerator_pinned_memory(p.devices));
+  std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < g.inputs.size(); ++i) {
     const DType dtype = g.inputs[i].dtype == DType::kUndefined ? DType::kF32 : g.inputs[i].dtype;
-    const Shape& shape = p.analysis.input_shapes[i];
-    Tensor t = Tensor::zeros(dtype, shape);
-    if (pinned != nullptr && t.nbytes() > 0) {
-      const std::size_t bytes = t.nbytes();
-      void* data = pinned->allocate(bytes, 256);
-      t = Tensor::adopt(data, bytes, Device::kCpu, dtype, shape,
-                        [pinned, bytes](void* d) { pinned->deallocate(d, bytes, 256, nullptr); });
-    }
-    if (t.nbytes() > 0) fill_sample_values(t.raw_data(), dtype, t.nbytes());
-    feeds[g.inputs[i].name] = std::move(t);
+    inputs.push_back(pool->make(dtype, p.analysis.input_shapes[i]));
+    if (inputs.back().nbytes() > 0) fill_sample_values(inputs.back().raw_data(), dtype, inputs.back().nbytes());
   }
-  // The outputs come from a pool recycled from batch to batch over the same memory, as a
-  // pipeline's frame pool gives them, not from heap tensors page-faulted in afresh each batch.
-  auto outputs = std::make_shared<ValuePool>(pinned);
   auto run_batch = [&] {
     InferBatch batch;
-    for (const auto& vi : g.inputs) batch.inputs.push_back({feeds.at(vi.name)});
-    batch.allocate = outputs->allocator();
+    for (const Tensor& t : inputs) batch.inputs.push_back({t});
+    batch.allocate = pool->allocator();
     std::promise<InferResult> done;
     auto result = done.get_future();
     runner->submit(std::move(batch), [&done](InferResult& r) { done.set_value(std::move(r)); });

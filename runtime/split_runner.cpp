@@ -2,29 +2,22 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "memory/resource.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/value_pool.hpp"
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
 #include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
-#include <new>
 #include <set>
 
 namespace redwood::runtime {
 namespace {
 
-Tensor box(const Tensor& t) {
-  Shape shape{1};
-  shape.insert(shape.end(), t.shape().begin(), t.shape().end());
-  return t.contiguous().reshaped(shape);
-}
+Tensor box(const Tensor& t) { return t.contiguous().reshaped(boxed_shape(t.shape())); }
 
 Tensor unbox(const Tensor& t) {
   RW_EXPECTS(t.rank() >= 1 && t.dim(0) == 1, InvalidArgument, "a segment returned {}, expected one boxed value",
@@ -40,15 +33,10 @@ class SplitRunner final : public ModelRunner {
         segments_(partition.segments),
         recorder_(describe(partition, config), config.slots, config.device, true) {
     RW_EXPECTS(!segments_.empty(), InvalidArgument, "{}: nothing to run (no segment)", graph_->name);
-    memory::MemoryResource* pinned = nullptr;
-    for (const Segment& s : segments_) {
-      const auto it = device_runner_registry().find(partition.devices[static_cast<std::size_t>(s.device)]);
-      if (pinned == nullptr && it != device_runner_registry().end() && it->second.pinned_memory) pinned = &it->second.pinned_memory();
-    }
-    values_ = std::make_shared<ValuePool>(pinned);
-    for (const Segment& s : segments_) {
-      runners_.push_back(make_runner(partition.devices[static_cast<std::size_t>(s.device)], s.graph, config));
-    }
+    std::vector<std::string> devices;  // each segment's
+    for (const Segment& s : segments_) devices.push_back(partition.devices[static_cast<std::size_t>(s.device)]);
+    values_ = std::make_shared<ValuePool>(accelerator_pinned_memory(devices));
+    for (std::size_t k = 0; k < segments_.size(); ++k) runners_.push_back(make_runner(devices[k], segments_[k].graph, config));
     // Which segments each one waits for: those that make its inputs.
     std::map<std::string, std::size_t> maker;
     for (std::size_t k = 0; k < segments_.size(); ++k) {

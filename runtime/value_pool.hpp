@@ -17,6 +17,8 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace redwood::runtime {
 
@@ -64,5 +66,14 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
   std::mutex mutex_;
   std::multimap<std::size_t, void*> free_;
 };
+
+/// The page-locked host memory of the first of `devices` whose runner has one (a GPU's), else null.
+inline memory::MemoryResource* accelerator_pinned_memory(const std::vector<std::string>& devices) {
+  for (const auto& device : devices) {
+    const auto it = device_runner_registry().find(device);
+    if (it != device_runner_registry().end() && it->second.pinned_memory) return &it->second.pinned_memory();
+  }
+  return nullptr;
+}
 
 }  // namespace redwood::runtime
