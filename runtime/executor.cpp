@@ -228,12 +228,13 @@ struct Executor::Scratch {
   std::vector<Tensor> in_buf, out_buf;
 };
 
-std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs) {
+std::vector<Tensor> Executor::run(const std::map<std::string, Tensor>& inputs,
+                                  const std::function<Tensor(DType, const Shape&)>* allocate) {
   runtime::check_inputs(*graph_, inputs, options_.device);
   std::vector<Tensor> ordered;
   for (const auto& vi : graph_->inputs) ordered.push_back(inputs.at(vi.name));
   std::vector<Tensor> outputs;
-  run_checked(ordered, outputs, nullptr);
+  run_checked(ordered, outputs, allocate);
   return outputs;
 }
 

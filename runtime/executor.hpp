@@ -117,8 +117,10 @@ class Executor {
   const std::vector<std::string>& node_providers() const { return providers_; }
 
   /// Runs the graph. `inputs` maps graph input names to tensors; every graph input must be
-  /// given, and no unknown name. Returns the graph outputs in the graph's order.
-  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  /// given, and no unknown name. Returns the graph outputs in the graph's order; those a run
+  /// allocates come from `allocate` when given (else the heap).
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs,
+                          const std::function<Tensor(DType, const Shape&)>* allocate = nullptr);
   /// Runs the graph on `inputs` in the graph's input order (one each), writing the outputs in
   /// the graph's order into `outputs` (cleared first; a caller keeps it from run to run). The
   /// graph outputs a run allocates come from `allocate` when given (else the heap).

@@ -13,8 +13,8 @@
 namespace redwood::runtime {
 
 /// Host segment `segment` of a cut of `analysis`, run alone by the CPU executor (as the CPU runner
-/// runs it) on zeros of its inputs' shapes: one warm-up run, then `runs` timed, each after the
-/// last-level cache was evicted. The median in milliseconds; std::nullopt (logged) when the
+/// runs it) on zeros of its inputs' shapes, its outputs in recycled memory (as the split runner's
+/// pool gives them): one warm-up run, then `runs` timed, each after the last-level cache was evicted. The median in milliseconds; std::nullopt (logged) when the
 /// segment fails to run, which its runner will then report.
 std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5);
 

@@ -515,6 +515,21 @@ TEST(ExecutorRunInto, GraphOutputsComeFromTheCallersAllocatorOnceTheSignatureIsP
   EXPECT_EQ(e.planned_signatures(), 1u);
 }
 
+TEST(ExecutorRunInto, RunByNameTakesTheCallersAllocatorToo) {
+  Executor e(doubling_model());
+  Handed handed;
+  const TensorAllocator allocate = recording(handed);
+  const std::map<std::string, Tensor> feeds{{"x", rows(4, 1)}};
+  expect_doubled(e.run(feeds, &allocate).at(0), 4, 1);  // records the plan: outputs on the heap
+  EXPECT_TRUE(handed.buffers.empty());
+  const std::vector<Tensor> out = e.run(feeds, &allocate);
+  expect_doubled(out.at(0), 4, 1);
+  ASSERT_EQ(handed.buffers.size(), 1u);
+  EXPECT_EQ(out[0].raw_data(), handed.buffers.back().first);
+  expect_doubled(e.run(feeds).at(0), 4, 1);  // without one: the heap
+  EXPECT_EQ(handed.buffers.size(), 1u);
+}
+
 TEST(ExecutorRunInto, InputsOutOfOrderOrMissingAreRefusedNamingTheModelInput) {
   Executor e(doubling_model());
   std::vector<Tensor> outputs;

@@ -24,6 +24,8 @@
 #include <future>
 #include <set>
 
+#include <sys/resource.h>
+
 namespace redwood::runtime {
 namespace {
 
@@ -475,6 +477,37 @@ TEST(PartitionProfile, AHostSegmentThatCannotRunIsNotTimed) {
   broken.graph = graph;
   EXPECT_FALSE(time_host_segment(p.analysis, broken).has_value());
   EXPECT_GT(time_host_segment(p.analysis, p.segments[host_segment(p)], 1).value_or(0), 0.0);
+}
+
+TEST(PartitionProfile, TimingAHostSegmentFaultsItsOutputsInOnceNotEachRun) {
+  // One Relu of 64 MiB: past the heap's largest mmap threshold (32 MiB), so that an output taken
+  // from the heap would be mapped and faulted in afresh at every run, which the split runner's
+  // recycled values never are.
+  constexpr std::int64_t kRows = 16;
+  constexpr std::int64_t kPageFloats = 1024;
+  auto g = std::make_shared<Graph>();
+  g->opset = 17;
+  g->inputs.push_back(ValueInfo{boxed_name("x"), DType::kF32, 0, false, {}});
+  g->nodes = {testing::make_node("relu", "Relu", {boxed_name("x")}, {boxed_name("y")})};
+  g->outputs.push_back(ValueInfo{boxed_name("y"), DType::kF32, 0, false, {}});
+  ModelAnalysis a;
+  a.values["x"] = TensorDesc{DType::kF32, {kRows, 1024, kPageFloats}};
+  Segment s;
+  s.inputs = {"x"};
+  s.outputs = {"y"};
+  s.graph = g;
+  const long output_pages = kRows * 1024;
+  auto faults = [&](int runs) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_SELF, &before);
+    EXPECT_TRUE(time_host_segment(a, s, runs).has_value());
+    getrusage(RUSAGE_SELF, &after);
+    return after.ru_minflt - before.ru_minflt;
+  };
+  const long one = faults(1);
+  const long six = faults(6);
+  EXPECT_GE(one, output_pages);  // the input, and the output of the run that plans
+  EXPECT_LT(six - one, output_pages) << "five more runs faulted in " << six - one << " pages";
 }
 
 TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
