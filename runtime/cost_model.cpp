@@ -93,6 +93,10 @@ std::string CostHistory::segment_key(const DeviceProfile& device) {
   return fmt::format("{} {}|segment", device.device, device.name);
 }
 
+std::string CostHistory::handover_key(const DeviceProfile& host) {
+  return fmt::format("{} {}|handover", host.device, host.name);
+}
+
 std::string CostHistory::cut_key(const DeviceProfile& device, const std::string& precision,
                                  const std::vector<std::string>& node_keys) {
   std::string text;

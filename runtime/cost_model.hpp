@@ -37,16 +37,21 @@ struct NodeWork {
 NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
 
 /// Measured times, by key: a node's (CostHistory::key), a segment's overhead (segment_key), a
-/// segment's whole time (cut_key), a whole model's batch (model_key). Thread-safe. A sample updates the entry's
-/// running median estimate (the median of the samples kept, at most 16).
+/// batch's hand-over per segment (handover_key), a segment's whole time (cut_key), a whole model's
+/// batch (model_key). Thread-safe. A sample updates the entry's running median estimate (the median
+/// of the samples kept, at most 16).
 class CostHistory {
  public:
   /// "cuda:0 NVIDIA H200|fp16|Conv|f32[1,3,640,640],f32[16,3,3,3]->f32[1,16,320,320]"
   static std::string key(const DeviceProfile& device, const std::string& precision, const Node& node,
                          const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
-  /// The key of what one segment costs on a device beyond its nodes' times (a runner's hand-over,
+  /// The key of what one segment costs on a device beyond its nodes' times (launching its replay,
   /// waking the CPU's threads), learned from measured segments.
   static std::string segment_key(const DeviceProfile& device);
+  /// The key of what a batch takes per segment on this host beyond its segments' compute and
+  /// their inputs' crossings (the runners' hand-overs, staging and completion), learned from
+  /// measured batches: "<host device> <name>|handover".
+  static std::string handover_key(const DeviceProfile& host);
   /// The key of one segment's whole time on a device (its compute as its runner measured it in a
   /// split run), by the keys of the nodes it runs: "cut <device>|<precision>|<XXH64 of the node
   /// keys>|<count> nodes". A segment's nodes cost other than the same nodes inside the whole model

@@ -427,8 +427,9 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 }
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms, double host_layout_gbps, std::vector<double>* compute,
-                        std::vector<double>* transfer_in, const MeasuredSegmentFn& measured) {
+                        const SplitCosts& costs, std::vector<double>* compute, std::vector<double>* transfer_in) {
+  const std::vector<double>& segment_ms = costs.segment_ms;
+  const double host_layout_gbps = costs.host_layout_gbps;
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
   for (std::size_t i = 0; i < a.placeable.size(); ++i) slot[a.placeable[i]] = i;
   std::set<std::string> outputs, inputs;
@@ -466,10 +467,10 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       for (const auto& out : s.outputs) edge_bytes += outputs.count(out) != 0 ? 0.0 : bytes(out);
       work += 2 * edge_bytes / (host_layout_gbps * 1e6);
     }
-    if (measured) {
-      if (const auto ms = measured(s)) work = *ms;
+    if (costs.measured) {
+      if (const auto ms = costs.measured(s)) work = *ms;
     }
-    const double done = ready + crossing + work;
+    const double done = ready + costs.handover_ms + crossing + work;
     for (const auto& out : s.outputs) {
       made[out] = {s.device, done};
       if (outputs.count(out) != 0) latency = std::max(latency, done + cross(s.device, 0, bytes(out)));
@@ -498,8 +499,9 @@ std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
-  return split_latency_ms(p.analysis, p.open, segments, p.segment_ms, p.host_layout_gbps, nullptr, nullptr,
-                          [&p](const Segment& s) { return known_segment_ms(p, s); });
+  SplitCosts costs = p.split_costs();
+  costs.measured = [&p](const Segment& s) { return known_segment_ms(p, s); };
+  return split_latency_ms(p.analysis, p.open, segments, costs);
 }
 
 // Times the host segments of a cut (a split's: a model wholly on the host is what the analysis
@@ -515,6 +517,14 @@ void time_host_segments(Partition& part, const std::vector<Segment>& segments) {
 }
 
 }  // namespace
+
+SplitCosts Partition::split_costs() const {
+  SplitCosts costs;
+  costs.segment_ms = segment_ms;
+  costs.host_layout_gbps = host_layout_gbps;
+  costs.handover_ms = handover_ms;
+  return costs;
+}
 
 double Partition::run_latency_ms(const std::vector<int>& device) const {
   return cut_latency_ms(*this, cut_model(analysis, device));
@@ -618,6 +628,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));
   }
+  if (options.history) part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);
 
   // What each device can run, and the measurements that calibrate each roofline.
   const std::vector<SupportFn> supports = support_functions(options);

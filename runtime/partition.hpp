@@ -112,6 +112,28 @@ Shape boxed_shape(const Shape& shape);
 /// Cuts the analysis graph by `device` (per placeable node, in analysis.placeable's order).
 std::vector<Segment> cut_model(const ModelAnalysis& analysis, const std::vector<int>& device);
 
+/// A segment's time as measured before, if it was.
+using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;
+
+/// What a cut costs beyond its placed nodes (split_latency_ms).
+struct SplitCosts {
+  /// Per device (may be empty): what a segment costs there beyond its nodes.
+  std::vector<double> segment_ms;
+  /// The host's memory bandwidth (bytes read + written; 0: free) at which a host segment converts
+  /// the values crossing its edges: the analysis timed its nodes inside the whole model, where
+  /// oneDNN kept its blocked layouts between them, while a segment takes its inputs plain from the
+  /// accelerator and writes its outputs plain (a read and a write of each). Graph inputs and
+  /// outputs are not counted: the whole model converted them too.
+  double host_layout_gbps = 0;
+  /// Per segment of a batch: what passes between its inputs being ready and its runner starting
+  /// it, and after it ends (the split runner's hand-over to the segment's runner, the runner's
+  /// staging and completion), beyond its compute and its inputs' crossing.
+  double handover_ms = 0;
+  /// May be empty: a segment's compute as measured before, which then stands for its nodes, its
+  /// segment cost and its edges' layouts.
+  MeasuredSegmentFn measured;
+};
+
 struct Partition {
   ModelAnalysis analysis;
   std::vector<std::string> devices;
@@ -121,7 +143,8 @@ struct Partition {
   std::vector<std::vector<std::string>> why_not;  // [node][device]: "" or why the device cannot run it
   std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
   std::vector<DeviceProfile> profiles;            // per device
-  double host_layout_gbps = 0;                    // the host's memory bandwidth (split_latency_ms)
+  double host_layout_gbps = 0;                    // the host's memory bandwidth (SplitCosts)
+  double handover_ms = 0;                         // per segment of a batch (SplitCosts; learned)
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms
@@ -134,6 +157,9 @@ struct Partition {
   std::vector<Segment> segments;
   PartitionOptions::Objective objective = PartitionOptions::Objective::kLatency;
 
+  /// What its cuts cost beyond their nodes: segment_ms, host_layout_gbps and handover_ms (no
+  /// measured segments).
+  SplitCosts split_costs() const;
   /// The objective's value of a placement (makespan or bottleneck, milliseconds).
   double objective_ms(const Placement& p) const;
   /// One batch's time under `device` as the split runner runs it (split_latency_ms of its cut, each
@@ -158,22 +184,13 @@ struct Partition {
 /// every segment it reads from is done and its inputs have crossed, and every value crosses
 /// through host memory (an accelerator's result comes back to the host and goes out again, even
 /// to a later segment on the same device); the model's outputs end on the host. Per segment, its
-/// compute (its placed nodes' costs on its device, from `problem`, and its device's segment cost)
-/// and its inputs' crossing time
-/// go to `compute` and `transfer_in` when given. The list schedule (makespan()) keeps values on
-/// the device between nodes there; this is the figure a cut is measured against.
-/// `segment_ms` (per device, may be empty) is what a segment costs there beyond its nodes;
-/// `host_layout_gbps` (0: free) the host's memory bandwidth (bytes read + written) at which a host
-/// segment converts the values crossing its edges: the analysis timed its nodes inside the whole
-/// model, where oneDNN kept its blocked layouts between them, while a segment takes its inputs
-/// plain from the accelerator and writes its outputs plain (a read and a write of each). Graph
-/// inputs and outputs are not counted: the whole model converted them too. `measured` (may be
-/// empty) gives a segment's compute as measured before, which then stands for all of the above.
-using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;
+/// compute (its placed nodes' costs on its device, from `problem`, and what `costs` adds) and its
+/// inputs' crossing time go to `compute` and `transfer_in` when given. The list schedule
+/// (makespan()) keeps values on the device between nodes there; this is the figure a cut is
+/// measured against.
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
-                        const std::vector<double>& segment_ms = {}, double host_layout_gbps = 0,
-                        std::vector<double>* compute = nullptr, std::vector<double>* transfer_in = nullptr,
-                        const MeasuredSegmentFn& measured = {});
+                        const SplitCosts& costs = {}, std::vector<double>* compute = nullptr,
+                        std::vector<double>* transfer_in = nullptr);
 
 /// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
 /// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,

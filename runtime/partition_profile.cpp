@@ -91,7 +91,7 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
 
 std::vector<SegmentTimes> predict_segments(const Partition& p) {
   std::vector<double> compute, transfer_in;
-  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &compute, &transfer_in);
+  split_latency_ms(p.analysis, p.open, p.segments, p.split_costs(), &compute, &transfer_in);
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
     const auto before = p.measured_segment_ms(p.segments[k]);
@@ -154,6 +154,9 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     times.segments[k].measured_ms = (after[k].compute_ms - before[k].compute_ms) / batches;
     times.segments[k].copy_ms = (after[k].copy_in_ms + after[k].copy_out_ms - before[k].copy_in_ms - before[k].copy_out_ms) / batches;
   }
+  std::sort(batch_ms.begin(), batch_ms.end());
+  times.measured_batch_ms = batch_ms[batch_ms.size() / 2];
+  times.predicted_batch_ms = p.run_latency_ms(p.placement.device);
   if (history != nullptr) {
     for (std::size_t k = 0; k < times.segments.size(); ++k) {
       const auto d = static_cast<std::size_t>(p.segments.empty() ? 0 : p.segments[k].device);
@@ -161,10 +164,19 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       history->record(CostHistory::segment_key(p.profiles[d]), std::max(0.0, times.segments[k].measured_ms - nodes));
       if (!p.segments.empty()) history->record(p.cut_key(p.segments[k]), times.segments[k].measured_ms);
     }
+    if (!p.segments.empty() && times.segments.size() == p.segments.size()) {
+      // The batch beyond its segments' compute as measured and their inputs' crossings, shared
+      // among its segments: each one's hand-over.
+      std::map<const Graph*, double> compute;
+      for (std::size_t k = 0; k < p.segments.size(); ++k) compute[p.segments[k].graph.get()] = times.segments[k].measured_ms;
+      SplitCosts costs = p.split_costs();
+      costs.handover_ms = 0;
+      costs.measured = [&compute](const Segment& s) { return std::optional<double>(compute.at(s.graph.get())); };
+      const double rest = times.measured_batch_ms - split_latency_ms(p.analysis, p.open, p.segments, costs);
+      history->record(CostHistory::handover_key(p.profiles[0]),
+                      std::max(0.0, rest) / static_cast<double>(p.segments.size()));
+    }
   }
-  std::sort(batch_ms.begin(), batch_ms.end());
-  times.measured_batch_ms = batch_ms[batch_ms.size() / 2];
-  times.predicted_batch_ms = p.run_latency_ms(p.placement.device);
   return times;
 }
 

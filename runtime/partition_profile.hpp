@@ -43,8 +43,10 @@ struct PartitionTimes {
 /// outputs into a recycled pool over it (runtime/value_pool.hpp), as a pipeline's frames are:
 /// `warmup` batches, then `runs` timed ones, one at a time.
 /// With `history`, each segment's measured time is recorded under its cut key (Partition::cut_key),
-/// and its time beyond its nodes' predicted times as its device's segment cost
-/// (CostHistory::segment_key).
+/// its time beyond its nodes' predicted times as its device's segment cost
+/// (CostHistory::segment_key), and the median batch's time beyond its segments' measured compute
+/// and their inputs' predicted crossings, per segment, as the host's hand-over
+/// (CostHistory::handover_key).
 PartitionTimes measure_partition(const Partition& partition, const RunnerConfig& config, int runs = 20, int warmup = 3,
                                  CostHistory* history = nullptr);
 

@@ -228,6 +228,9 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
     learned += fmt::format("{}{} {:.3f} ms", learned.empty() ? "" : ", ", p.devices[d], p.segment_ms[d]);
   }
   fmt::print("segment cost (a segment's time beyond its nodes, learned from segments measured before): {}\n", learned);
+  fmt::print("hand-over: {:.3f} ms a segment of a batch (a batch's time beyond its segments and their crossings, "
+             "learned from batches measured before)\n",
+             p.handover_ms);
   print_support(p, args.verbose);
   print_placements(p);
   if (args.profile) {

@@ -298,8 +298,10 @@ TEST(PartitionProfile, AHostSegmentPaysForTheLayoutsOfTheValuesCrossingItsEdges)
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
   const std::size_t k = host_segment(p);
   std::vector<double> free_edges, paid;
-  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, 0, &free_edges);
-  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &paid);
+  SplitCosts free_layouts = p.split_costs();
+  free_layouts.host_layout_gbps = 0;
+  split_latency_ms(p.analysis, p.open, p.segments, free_layouts, &free_edges);
+  split_latency_ms(p.analysis, p.open, p.segments, p.split_costs(), &paid);
   double edge_bytes = 0;
   std::set<std::string> model_values{"x", "y", "z"};
   for (const auto* values : {&p.segments[k].inputs, &p.segments[k].outputs}) {
@@ -446,12 +448,11 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   }
   EXPECT_DOUBLE_EQ(t[k].predicted_ms, timed->second);
   std::vector<double> compute;
-  split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, &compute, nullptr,
-                   [&](const Segment& s) { return p.timed_segment_ms(s); });
+  SplitCosts costs = p.split_costs();
+  costs.measured = [&](const Segment& s) { return p.timed_segment_ms(s); };
+  split_latency_ms(p.analysis, p.open, p.segments, costs, &compute);
   EXPECT_DOUBLE_EQ(compute[k], timed->second);
-  EXPECT_DOUBLE_EQ(p.run_latency_ms(p.placement.device),
-                   split_latency_ms(p.analysis, p.open, p.segments, p.segment_ms, p.host_layout_gbps, nullptr, nullptr,
-                                    [&](const Segment& s) { return p.timed_segment_ms(s); }));
+  EXPECT_DOUBLE_EQ(p.run_latency_ms(p.placement.device), split_latency_ms(p.analysis, p.open, p.segments, costs));
 
   // A segment measured before keeps its measured time and is not timed again.
   CostHistory history;
@@ -522,6 +523,46 @@ TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
   }
   EXPECT_TRUE(history.find(CostHistory::segment_key(p.profiles[0])).has_value());
   EXPECT_EQ(history.entries("cut ").size(), p.segments.size());
+}
+
+TEST(PartitionProfile, ABatchsTimeBeyondItsSegmentsIsLearnedAsEachSegmentsHandOver) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  ASSERT_GT(p.segments.size(), 1u);
+  EXPECT_EQ(p.handover_ms, 0.0);  // nothing learned yet
+  CostHistory history;
+  const PartitionTimes t = measure_partition(p, RunnerConfig{}, 3, 1, &history);
+  const auto learned = history.find(CostHistory::handover_key(p.profiles[0]));
+  ASSERT_TRUE(learned.has_value());
+  // The median batch less its segments' measured compute (and their inputs' crossings), per segment.
+  SplitCosts costs = p.split_costs();
+  costs.measured = [&](const Segment& s) {
+    for (std::size_t k = 0; k < p.segments.size(); ++k) {
+      if (p.segments[k].graph == s.graph) return std::optional<double>(t.segments[k].measured_ms);
+    }
+    return std::optional<double>();
+  };
+  const double rest = t.measured_batch_ms - split_latency_ms(p.analysis, p.open, p.segments, costs);
+  EXPECT_NEAR(*learned, std::max(0.0, rest) / static_cast<double>(p.segments.size()), 1e-9);
+
+  // A later partition adds it to every segment of a batch.
+  CostHistory known;
+  known.record(CostHistory::handover_key(p.profiles[0]), 0.25);
+  PartitionOptions o = options();
+  o.history = &known;
+  const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_DOUBLE_EQ(again.handover_ms, 0.25);
+  const double without = p.run_latency_ms(p.placement.device);
+  const double with = again.run_latency_ms(p.placement.device);
+  EXPECT_GE(with - without, 0.25 - 1e-9);  // at least the first segment's
+  EXPECT_LE(with - without, 0.25 * static_cast<double>(p.segments.size()) + 1e-9);
+
+  // One that outweighs what the accelerator saves keeps the model whole on the host.
+  CostHistory costly;
+  costly.record(CostHistory::handover_key(p.profiles[0]), 1e4);
+  o.history = &costly;
+  const Partition whole = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_TRUE(whole.single_device());
+  EXPECT_EQ(whole.whole_device(), "cpu");
 }
 
 TEST(CostModel, HistoryRoundTripsAndACorruptFileIsIgnored) {
