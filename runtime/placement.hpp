@@ -72,6 +72,7 @@ struct Placement {
   double makespan_ms = 0;   // one batch alone
   double bottleneck_ms = 0; // between batches, in a pipeline
   bool proven_optimal = false;  // for the placer's objective (exhaustive; the ILP within its limit)
+  double lower_bound_ms = 0;    // no placement does better on the objective (the ILP's proof); 0: unknown
 };
 
 /// The nodes in the order the list schedule takes them: by HEFT's upward rank (a node's mean
@@ -109,8 +110,9 @@ Placement place_exhaustive(const PlacementProblem& p, std::uint64_t max_placemen
 Placement place_throughput_exhaustive(const PlacementProblem& p, std::uint64_t max_placements = 1ull << 22);
 
 /// The placement with the least bottleneck(), from GLPK's branch and cut; proven_optimal is false
-/// when `time_limit_s` ran out first (the best placement found is returned). Throws Error when
-/// GLPK fails or finds no placement in time.
+/// when `time_limit_s` ran out first (the best placement found is returned, and lower_bound_ms is
+/// the best bound the search had proven: the optimum is at least that). Throws Error when GLPK
+/// fails or finds no placement in time.
 Placement place_throughput_ilp(const PlacementProblem& p, double time_limit_s = 10);
 
 }  // namespace redwood::runtime

@@ -113,6 +113,17 @@ Placement place_throughput_ilp(const PlacementProblem& p, double time_limit_s) {
   options.presolve = GLP_ON;
   options.msg_lev = GLP_MSG_OFF;
   options.tm_lim = static_cast<int>(std::min(time_limit_s, 2e6) * 1000);
+  // The search's proven bound as it rises: the least bound over the subproblems still open. Kept
+  // for a search the time limit stops, to say how far its best can be from the optimum.
+  double bound = 0;
+  options.cb_info = &bound;
+  options.cb_func = [](glp_tree* tree, void* info) {
+    const int open = glp_ios_best_node(tree);
+    if (open != 0) {
+      double& best = *static_cast<double*>(info);
+      best = std::max(best, glp_ios_node_bound(tree, open));
+    }
+  };
   const int rc = glp_intopt(lp, &options);
   const int status = glp_mip_status(lp);
   RW_EXPECTS((rc == 0 || rc == GLP_ETMLIM) && (status == GLP_OPT || status == GLP_FEAS), Error,
@@ -127,6 +138,7 @@ Placement place_throughput_ilp(const PlacementProblem& p, double time_limit_s) {
   out.proven_optimal = rc == 0 && status == GLP_OPT;
   out.makespan_ms = makespan(p, out.device);
   out.bottleneck_ms = bottleneck(p, out.device);
+  out.lower_bound_ms = out.proven_optimal ? out.bottleneck_ms : std::min(bound, out.bottleneck_ms);
   return out;
 }
 

@@ -113,9 +113,14 @@ void print_placements(const runtime::Partition& p) {
     const double gap = 100.0 * (p.objective_ms(p.placer) / p.objective_ms(*p.optimum) - 1.0);
     row(latency ? "exact optimum (exhaustive)" : "exact optimum", p.optimum->device);
     fmt::print("  gap of the placer to the exact optimum ({}): {:.2f} %\n", latency ? "list schedule" : "bottleneck", gap);
+  } else if (latency) {
+    fmt::print("  exact optimum: not computed (too many placements to try every one)\n");
+  } else if (p.placer.lower_bound_ms > 0) {
+    fmt::print("  exact optimum: not proven (the ILP ran out of time; its best is the chosen placement). No placement "
+               "has a bottleneck under {:.3f} ms (the ILP's bound): the placer is within {:.2f} % of the optimum\n",
+               p.placer.lower_bound_ms, 100.0 * (p.objective_ms(p.placer) / p.placer.lower_bound_ms - 1.0));
   } else {
-    fmt::print("  exact optimum: not computed ({})\n", latency ? "too many placements to try every one"
-                                                                : "the ILP ran out of time; its best is the chosen placement");
+    fmt::print("  exact optimum: not computed (the ILP ran out of time; its best is the chosen placement)\n");
   }
 }
 
