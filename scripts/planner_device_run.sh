@@ -3,10 +3,10 @@
 # staged by the calls before): the device profiles (`redwood probe`); then `redwood plan --profile`
 # on PP-OCRv4 det and rec across the CPU and the GPU: every node timed on its device (the cost
 # history), the placement against HEFT, the naive split and each device alone, and each segment's
-# predicted time against its measured one; once as the models are, three times with an op the GPU
+# predicted time against its measured one; once as the models are, five times with an op the GPU
 # is taken to lack (--cpu-only Resize: the detector's FPN upsampling; a later run predicts each
-# segment an earlier one measured from that time), rec once more with Softmax taken as CPU-only,
-# and det once for throughput (the ILP).
+# segment an earlier one measured from that time), rec three times with Softmax taken as
+# CPU-only, and det once for throughput (the ILP).
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
 # docs/results/ to keep it.
 #
@@ -48,10 +48,18 @@ section "det with Resize taken as CPU-only, again: each segment measured before 
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
 section "det with Resize taken as CPU-only, a third time: the cut settled, every segment measured before" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+for n in fourth fifth; do
+  section "det with Resize taken as CPU-only, a $n time" \
+    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+done
 section "rec, batch 8, fp16" \
   plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
 section "rec with Softmax taken as CPU-only (the attention blocks'): a second model's split, predicted from node times" \
   plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
+for n in second third; do
+  section "rec with Softmax taken as CPU-only, a $n time" \
+    plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
+done
 section "det, batch 8, fp16, objective throughput (GLPK)" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
 cat "$result"
