@@ -3,8 +3,9 @@
 # `redwood`, redwood_gpu_tests, redwood_gpu_bench and redwood_stream_bench, and packs them with
 # their shared libraries, the models, the video, ONNX's node tests and the allocation counter
 # (tests/support/alloc_counter.c) into .device/ (ignored by
-# git). With OpenCV's closure the bundle is over the device tool's 58 MiB a call, so it comes out
-# as parts .device/p1 .. .device/pN, carried by calls made back to back (../shared/tools/device-bundle):
+# git). With OpenCV's closure the bundle is over what one device call carries (64 MiB, the tracked
+# files included), so it comes out as parts of PART_MIB (default here 54 MiB, leaving the tracked
+# files room) .device/p1 .. .device/pN, carried by calls made back to back (../shared/tools/device-bundle):
 #
 #   scripts/streaming_bundle.sh [BUILD_DIR]        # default build-cuda
 #   device run, carry [".device/p1"]:  bash .device/p1/run --stage       (each part but the last)
@@ -24,6 +25,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 for t in "${targets[@]}"; do strip -o "$stage/$t" "$build/bin/$t"; done
 # The allocation counter (tests/support/alloc_counter.c) travels as data: it is preloaded, not run.
+export PART_MIB=${PART_MIB:-54}
 ../shared/tools/device-bundle -o .device "${targets[@]/#/$stage/}" \
   -d assets/models -d assets/video/vtest-captions.avi -d /usr/share/libonnx-testdata/data/node \
   -d "$build/tests/libredwood_alloc_counter.so"
