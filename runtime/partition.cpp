@@ -189,7 +189,8 @@ std::vector<TensorDesc> ModelAnalysis::output_descs(std::size_t n) const {
   return out;
 }
 
-ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes, bool optimize) {
+ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes, bool optimize,
+                            AnalysisDepth depth) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "analyze_model: no graph");
   RW_EXPECTS(input_shapes.size() == graph->inputs.size(), InvalidArgument, "{}: {} input shapes for {} inputs",
              graph->name, input_shapes.size(), graph->inputs.size());
@@ -245,7 +246,7 @@ ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vecto
     a.host_values[name] = t;
     a.values[name] = {t.dtype(), t.shape(), nullptr};
   }
-  a.cpu_ms = cpu_node_times(a, feeds);
+  a.cpu_ms = depth == AnalysisDepth::kTimed ? cpu_node_times(a, feeds) : std::vector<double>(a.placeable.size(), 0.0);
   return a;
 }
 
@@ -601,6 +602,38 @@ std::string Partition::dot() const {
 Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
                           const PartitionOptions& options) {
   return partition_analysis(analyze_model(std::move(graph), input_shapes), options);
+}
+
+Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
+                              const std::vector<std::string>& device) {
+  Partition part;
+  part.analysis = std::move(analysis);
+  part.devices = options.devices;
+  part.objective = options.objective;
+  part.precision = options.precision;
+  const ModelAnalysis& a = part.analysis;
+  const Graph& g = *a.graph;
+  RW_EXPECTS(device.size() == a.placeable.size(), InvalidArgument, "{}: {} placed nodes given, the model has {}", g.name,
+             device.size(), a.placeable.size());
+  const std::vector<SupportFn> supports = support_functions(options);
+  part.placement.device.reserve(device.size());
+  for (std::size_t i = 0; i < device.size(); ++i) {
+    const Node& node = g.nodes[a.placeable[i]];
+    const auto it = std::find(options.devices.begin(), options.devices.end(), device[i]);
+    RW_EXPECTS(it != options.devices.end(), InvalidArgument, "{}: placed on '{}', which is not one of the devices ({})",
+               node.where(), device[i], fmt::join(options.devices, ", "));
+    const auto d = static_cast<std::size_t>(it - options.devices.begin());
+    const std::string why = supports[d](g, node, a.input_descs(a.placeable[i]));
+    RW_EXPECTS(why.empty(), InvalidArgument, "{}: placed on '{}', which cannot run it: {}", node.where(), device[i], why);
+    if (const auto pin = options.pinned.find(node.name); pin != options.pinned.end()) {
+      RW_EXPECTS(pin->second == device[i], InvalidArgument, "{}: placed on '{}', pinned to '{}'", node.where(), device[i],
+                 pin->second);
+    }
+    part.placement.device.push_back(static_cast<int>(d));
+  }
+  part.placer = part.heft = part.placement;
+  part.segments = cut_model(a, part.placement.device);
+  return part;
 }
 
 Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options) {

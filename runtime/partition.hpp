@@ -54,11 +54,17 @@ struct ModelAnalysis {
 /// when it plans (Shape of anything, and nodes fed only by initializers and such nodes).
 std::vector<bool> shape_arithmetic(const Graph& graph);
 
+/// What analyze_model does after the run that gives every value's shape.
+enum class AnalysisDepth {
+  kTimed,      // then runs the model as the CPU runner would, timing each node (cpu_node_times)
+  kShapesOnly  // no more: cpu_ms is all 0 (enough to cut the model, not to place it)
+};
+
 /// Runs the device-neutral passes on a copy of `graph` (unless `optimize` is off) and the result
 /// on zeros of `input_shapes` with the CPU executor: once node by node for every value's shape,
-/// then as the CPU runner would, timing each node (cpu_node_times).
+/// then (kTimed) as the CPU runner would, timing each node.
 ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                            bool optimize = true);
+                            bool optimize = true, AnalysisDepth depth = AnalysisDepth::kTimed);
 
 /// Each placed node's time on the CPU (milliseconds, in analysis.placeable's order), timed as the
 /// CPU runner runs the model on `feeds`.
@@ -199,6 +205,15 @@ Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<
                           const PartitionOptions& options);
 /// The same from an analysis already made.
 Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options);
+
+/// The partition of a placement made before (a split the placement cache kept): `device` names
+/// each placed node's device (analysis.placeable's order), and the model is cut there; nothing is
+/// costed or placed (the placement and segments are set; the costs, baselines and problem are
+/// not). Throws InvalidArgument naming what does not fit this analysis and these options: another
+/// count of nodes, a device not among options.devices, a node its device cannot run, a pinned node
+/// elsewhere.
+Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
+                              const std::vector<std::string>& device);
 
 /// The naive split peers use: every node on the accelerator (device 1) up to the first it cannot
 /// run, that one and every later node on the host. std::nullopt when device 1 runs every node, or

@@ -165,13 +165,28 @@ class PlacedRunner final : public ModelRunner {
     } catch (const Error& e) {  // a device whose profile key cannot be made: placed, not cached
       log().debug("model '{}': placement not cached: {}", name_, e.what());
     }
+    const std::string at = shape_str(shapes.empty() ? Shape{} : shapes[0]);
     if (const std::optional<KeptPlacement> kept = read_placement(placement_cache_dir(), key)) {
-      inner_ = make_runner(kept->device, graph_, config_);
-      log().info("model '{}': placed at {} whole on {} (kept in the placement cache; predicted {:.3f} ms a batch); "
-                 "runs on {}",
-                 name_, shape_str(shapes.empty() ? Shape{} : shapes[0]), kept->device, kept->predicted_ms,
-                 inner_->description());
-      return *inner_;
+      if (kept->nodes.empty()) {
+        inner_ = make_runner(kept->device, graph_, config_);
+        log().info("model '{}': placed at {} whole on {} (kept in the placement cache; predicted {:.3f} ms a batch); "
+                   "runs on {}",
+                   name_, at, kept->device, kept->predicted_ms, inner_->description());
+        return *inner_;
+      }
+      // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
+      try {
+        const Partition p = partition_as_placed(analyze_model(graph_, shapes, true, AnalysisDepth::kShapesOnly), options_,
+                                                kept->nodes);
+        inner_ = make_split_runner(p, config_);
+        log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "
+                   "batch); runs on {}",
+                   name_, at, p.segments.size(), kept->predicted_ms, inner_->description());
+        return *inner_;
+      } catch (const Error& e) {
+        log().warn("model '{}': the placement cache's split placement at {} does not fit the model ({}); placing again",
+                   name_, at, e.what());
+      }
     }
     Partition p = partition_model(graph_, shapes, options_);
     std::map<std::string, int> count;
@@ -180,13 +195,16 @@ class PlacedRunner final : public ModelRunner {
     for (const auto& [device, n] : count) where += fmt::format("{}{} nodes on {}", where.empty() ? "" : ", ", n, device);
     if (p.single_device()) {
       inner_ = make_runner(p.whole_device(), graph_, config_);
-      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device)});
+      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}});
     } else {
       inner_ = make_split_runner(p, config_);
+      std::vector<std::string> nodes;
+      for (int d : p.placement.device) nodes.push_back(p.devices[static_cast<std::size_t>(d)]);
+      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), std::move(nodes)});
     }
     log().info("model '{}': placed at {}: {}; {} segment(s); predicted {:.3f} ms a batch (HEFT's placement {:.3f}{}); "
                "runs on {}",
-               name_, shape_str(shapes.empty() ? Shape{} : shapes[0]), where, p.segments.size(),
+               name_, at, where, p.segments.size(),
                p.run_latency_ms(p.placement.device), p.run_latency_ms(p.heft.device),
                p.naive ? fmt::format(", the naive split {:.3f}", p.run_latency_ms(p.naive->device)) : std::string(),
                inner_->description());

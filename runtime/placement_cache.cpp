@@ -94,16 +94,20 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
   if (key.empty()) return std::nullopt;
   return read_entry(entry_file(dir, key), key, "placing again", [&](const nlohmann::json& j) {
     check_key(j, key);
-    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>()};
-    RW_EXPECTS(!kept.device.empty(), InvalidArgument, "no device");
+    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}};
+    if (j.contains("nodes")) kept.nodes = j.at("nodes").get<std::vector<std::string>>();
+    RW_EXPECTS(kept.device.empty() != kept.nodes.empty(), InvalidArgument,
+               "neither a device nor a device per node, or both");
     return kept;
   });
 }
 
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement) {
   if (key.empty()) return;
-  write_entry(entry_file(dir, key), {{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},
-                                     {"written", utc_now()}});
+  nlohmann::json j{{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},
+                   {"written", utc_now()}};
+  if (!placement.nodes.empty()) j["nodes"] = placement.nodes;
+  write_entry(entry_file(dir, key), j);
 }
 
 namespace {

@@ -1,19 +1,21 @@
 #pragma once
-// The placement cache: where a PlacedRunner (runtime/placed_runner.hpp) put a model it kept whole
-// on one device, on disk, so that a restart placing the same model at the same shapes, with the
-// same options, on the same machine and build, skips the analysis (the model run on the CPU node
-// by node, then timed: about a second for PP-OCRv4 det on a 2-core machine) and the placer, and
-// makes that device's runner at once (docs/planner.md, "Plan cache").
+// The placement cache: where a PlacedRunner (runtime/placed_runner.hpp) put a model, on disk, so
+// that a restart placing the same model at the same shapes, with the same options, on the same
+// machine and build, skips the placing: the analysis's timing (the model run on the CPU as a
+// runner runs it, each node timed: about a second for PP-OCRv4 det on a 2-core machine), the
+// timing of a split's host segments and the placer. A model kept whole on one device gets that
+// device's runner at once; a split is cut again where it was placed, from one run of the model
+// for its values' shapes (docs/planner.md, "Plan cache").
 //
 //   key: graph_hash, input shapes, devices and their profiles' keys (the CPU model, the GPU and its
 //        driver), precision, objective, pinned nodes, preferred device, build_stamp()
-//   file: <cache>/placements/<XXH64 of the key>.json  {"key": ..., "device": ..., "predicted_ms": ...}
+//   file: <cache>/placements/<XXH64 of the key>.json
+//         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device]}
 //
 // A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
 // the same folder, as pipeline-<XXH64 of its key>.json, when every model is whole on one device.
 //
-// Only whole-device placements are kept: a split model's segments are cut from its analysis, which
-// it needs anyway. A kept placement does not follow later changes of the costs it was made from
+// A kept placement does not follow later changes of the costs it was made from
 // (a `redwood plan --profile` pass, a placement that would come out otherwise on a busier CPU):
 // deleting the folder places every model again. A file that cannot be read or is for another key
 // is ignored (logged at warn) and replaced; one that cannot be written is a warning, once.
@@ -44,8 +46,10 @@ std::string device_cache_key(const PartitionOptions& options, std::size_t d);
 std::string placement_key(const Graph& graph, const std::vector<Shape>& input_shapes, const PartitionOptions& options);
 
 struct KeptPlacement {
-  std::string device;         // the device that runs the whole model
+  std::string device;         // the device that runs the whole model; "" for a split
   double predicted_ms = 0;    // what the partitioner predicted for a batch at the key's shapes
+  /// A split: each placed node's device (the analysis's placeable order); empty when whole.
+  std::vector<std::string> nodes;
 };
 
 /// The placement kept under `key` in `dir`, if any.

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -250,14 +251,21 @@ int print_plan_cache_info(const std::string& model_or_empty) {
           fmt::print("{}  pipeline: {}\n", file.filename().string(), models);
           continue;
         }
-        fmt::print("{}  whole on {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(),
-                   j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), j.at("key").get<std::string>());
+        std::string where = fmt::format("whole on {}", j.at("device").get<std::string>());
+        if (j.contains("nodes")) {  // a split: its nodes' devices
+          std::map<std::string, int> count;
+          for (const auto& d : j.at("nodes")) count[d.get<std::string>()]++;
+          where = "split:";
+          for (const auto& [device, n] : count) where += fmt::format(" {} node(s) on {}", n, device);
+        }
+        fmt::print("{}  {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(), where,
+                   j.at("predicted_ms").get<double>(), j.at("key").get<std::string>());
       } catch (const std::exception& e) {
         fmt::print("{}  not usable (placed again on the next run): {}\n", file.filename().string(), e.what());
       }
     }
   } else {
-    fmt::print("placement cache: {}: not made yet (a pipeline's device: auto model placed whole makes it)\n",
+    fmt::print("placement cache: {}: not made yet (a pipeline's device: auto model, once placed, makes it)\n",
                placements.string());
   }
   if (!model_or_empty.empty()) print_model(model_or_empty, entries);
