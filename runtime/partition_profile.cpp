@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/median_time.hpp"
 #include "runtime/sample_values.hpp"
 #include "runtime/split_runner.hpp"
 #include "runtime/value_pool.hpp"
@@ -139,23 +140,36 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
   };
   runner->prepare(p.analysis.input_shapes);
   for (int i = 0; i < warmup; ++i) run_batch();
-  const std::vector<RunnerStats> before = stats();
+  // Each segment's compute and copies batch by batch (its runner records a batch before it
+  // completes, so the stats after a batch hold it), for medians as the batch's own: one batch
+  // preempted on a busy host would move a mean, and with it the history, by its whole delay.
+  std::vector<RunnerStats> last = stats();
+  std::vector<std::vector<double>> compute(last.size()), copies(last.size());
   std::vector<double> batch_ms;
   for (int i = 0; i < runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     run_batch();
     batch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    std::vector<RunnerStats> now = stats();
+    for (std::size_t k = 0; k < now.size() && k < last.size(); ++k) {
+      if (now[k].batches != last[k].batches + 1) continue;  // a segment that ran no batch (or more) this time
+      compute[k].push_back(now[k].compute_ms - last[k].compute_ms);
+      copies[k].push_back(now[k].copy_in_ms + now[k].copy_out_ms - last[k].copy_in_ms - last[k].copy_out_ms);
+    }
+    last = std::move(now);
   }
-  const std::vector<RunnerStats> after = stats();
   PartitionTimes times;
   times.segments = predict_segments(p);
-  for (std::size_t k = 0; k < times.segments.size() && k < after.size(); ++k) {
-    const double batches = static_cast<double>(after[k].batches - before[k].batches);
-    times.segments[k].measured_ms = (after[k].compute_ms - before[k].compute_ms) / batches;
-    times.segments[k].copy_ms = (after[k].copy_in_ms + after[k].copy_out_ms - before[k].copy_in_ms - before[k].copy_out_ms) / batches;
+  for (std::size_t k = 0; k < times.segments.size() && k < compute.size(); ++k) {
+    if (compute[k].empty()) continue;
+    std::sort(compute[k].begin(), compute[k].end());
+    SegmentTimes& t = times.segments[k];
+    t.measured_ms = median(compute[k]);
+    t.measured_p10_ms = compute[k][compute[k].size() / 10];
+    t.measured_p90_ms = compute[k][compute[k].size() - 1 - compute[k].size() / 10];
+    t.copy_ms = median(copies[k]);
   }
-  std::sort(batch_ms.begin(), batch_ms.end());
-  times.measured_batch_ms = batch_ms[batch_ms.size() / 2];
+  times.measured_batch_ms = median(batch_ms);
   times.predicted_batch_ms = p.run_latency_ms(p.placement.device);
   if (history != nullptr) {
     for (std::size_t k = 0; k < times.segments.size(); ++k) {

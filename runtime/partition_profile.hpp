@@ -27,9 +27,10 @@ struct SegmentTimes {
   double from_nodes_ms = 0; // the sum of its nodes' costs on its device, and its device's segment cost
   bool measured_before = false;
   bool timed_alone = false;
-  double measured_ms = 0;   // its runner's compute time per batch
+  double measured_ms = 0;   // its runner's compute time, the median batch's
+  double measured_p10_ms = 0, measured_p90_ms = 0;  // the batches' 10th and 90th percentiles of it
   double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
-  double copy_ms = 0;       // its runner's copy time per batch (0 on the CPU)
+  double copy_ms = 0;       // its runner's copy time, the median batch's (0 on the CPU)
 };
 
 struct PartitionTimes {

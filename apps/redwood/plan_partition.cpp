@@ -143,7 +143,8 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
                source ? fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms) : "",
                t.transfer_in_predicted_ms > 0 ? fmt::format(" + {:.3f} ms to bring its inputs", t.transfer_in_predicted_ms) : "");
     if (measured) {
-      fmt::print("; measured {:.3f} ms ({} off){}", t.measured_ms, percent_off(t.predicted_ms, t.measured_ms),
+      fmt::print("; measured {:.3f} ms ({} off; batches {:.3f}-{:.3f} ms, 10-90 %){}", t.measured_ms,
+                 percent_off(t.predicted_ms, t.measured_ms), t.measured_p10_ms, t.measured_p90_ms,
                  t.copy_ms > 0 ? fmt::format(", copies {:.3f} ms", t.copy_ms) : "");
     }
     fmt::print("\n");

@@ -20,9 +20,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <future>
 #include <set>
+#include <thread>
 
 #include <sys/resource.h>
 
@@ -523,6 +526,86 @@ TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
   }
   EXPECT_TRUE(history.find(CostHistory::segment_key(p.profiles[0])).has_value());
   EXPECT_EQ(history.entries("cut ").size(), p.segments.size());
+}
+
+// The stand-in accelerator's runner, with one batch held up: the 4th batch it is given sleeps
+// `kHiccupMs` before it completes, counted in its compute, as a compute thread preempted on a busy
+// host is.
+constexpr double kHiccupMs = 200;
+
+class HiccupRunner final : public ModelRunner {
+ public:
+  HiccupRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
+      : ModelRunner(*graph), inner_(make_cpu_runner(std::move(graph), config)) {}
+  void submit(InferBatch batch, InferDone done) override {
+    const int n = ++submitted_;
+    inner_->submit(std::move(batch), [this, n, done = std::move(done)](InferResult& r) {
+      if (n == 4) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kHiccupMs));
+        held_ms_ = kHiccupMs;
+      }
+      done(r);
+    });
+  }
+  void prepare(const std::vector<Shape>& shapes) override { inner_->prepare(shapes); }
+  void drain() override { inner_->drain(); }
+  int in_flight() const override { return inner_->in_flight(); }
+  std::string description() const override { return "test-hiccup"; }
+  RunnerStats stats() const override {
+    RunnerStats s = inner_->stats();
+    s.compute_ms += held_ms_;
+    return s;
+  }
+
+ private:
+  std::unique_ptr<ModelRunner> inner_;
+  std::atomic<int> submitted_{0};
+  std::atomic<double> held_ms_{0};
+};
+
+const char* hiccup_accelerator() {
+  static const bool registered = [] {
+    DeviceRunnerFactory f;
+    f.unavailable = [] { return std::string(); };
+    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+      return std::make_unique<HiccupRunner>(std::move(graph), config);
+    };
+    f.device_count = [] { return 1; };
+    f.supports = [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
+      return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+    };
+    return register_device_runner("test-hiccup", std::move(f));
+  }();
+  (void)registered;
+  return "test-hiccup";
+}
+
+TEST(PartitionProfile, ASegmentsMeasuredTimeIsItsMedianBatchsNotTheMean) {
+  PartitionOptions o = options();
+  o.devices = {"cpu", hiccup_accelerator()};
+  o.profiles[1].device = o.profiles[1].name = "test-hiccup";
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_GT(p.segments.size(), 1u);
+  CostHistory history;
+  const int runs = 5;  // after 1 warm-up batch: the held-up 4th is the 3rd timed one
+  const PartitionTimes t = measure_partition(p, RunnerConfig{}, runs, 1, &history);
+  ASSERT_EQ(t.segments.size(), p.segments.size());
+  bool held = false;
+  for (std::size_t k = 0; k < p.segments.size(); ++k) {
+    const SegmentTimes& s = t.segments[k];
+    EXPECT_LE(s.measured_p10_ms, s.measured_ms) << "segment " << k;
+    EXPECT_LE(s.measured_ms, s.measured_p90_ms) << "segment " << k;
+    if (p.segments[k].device != 1) continue;
+    held = true;
+    // A mean of the 5 batches would hold a fifth of the hiccup; the median holds none of it.
+    EXPECT_GE(s.measured_p90_ms, kHiccupMs) << "segment " << k << ": the held-up batch is the slowest";
+    EXPECT_LT(s.measured_ms, kHiccupMs / runs) << "segment " << k;
+    const auto kept = history.find(p.cut_key(p.segments[k]));
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_DOUBLE_EQ(*kept, s.measured_ms);
+  }
+  EXPECT_TRUE(held) << "no segment ran on the held-up device";
+  EXPECT_LT(t.measured_batch_ms, kHiccupMs / runs);
 }
 
 TEST(PartitionProfile, ABatchsTimeBeyondItsSegmentsIsLearnedAsEachSegmentsHandOver) {
