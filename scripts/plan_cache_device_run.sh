@@ -7,6 +7,8 @@
 # does; skipped where PyTorch is missing). Each start is repeated RUNS times, each cold one with a
 # fresh cache folder; the medians go into $OUT/YYYY-MM-DD-<gpu>-plan-cache.md with the machine,
 # driver and commit; the launcher's logs (REDWOOD_LOG=debug: the caches' lines and the parts of a start) stay in $OUT.
+# Beside them, the floor no cache removes: a bare CUDA context in a new process
+# (redwood_context_floor, RUNS + 2 times), and each start's cold time against it.
 #
 # Needs the bundle of scripts/streaming_bundle.sh (the launcher `redwood` and assets/models):
 #
@@ -44,8 +46,23 @@ start() {  # model input shape cache_dir log
   sed -n 's/^time to first inference: \([0-9.]*\) ms.*/\1/p' "$5" | head -1
 }
 median() { sort -n | awk '{a[NR] = $1} END {if (NR) print a[int((NR + 1) / 2)]}'; }
+ratio() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1fx", a / b}'; }
 
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,persistence_mode,clocks.sm,clocks.mem --format=csv | tee "$OUT/gpu.txt"
+persistence=$(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader 2>/dev/null | head -1)
+
+# The floor under every start: a new process that only loads the driver (cuInit) and makes the
+# GPU's primary context (cudaFree(0)), nothing of Redwood (redwood_context_floor), timed from its
+# main. No cache can take a warm start below it; the best cold / warm a start can reach is cold / floor.
+floor_runs=()
+for i in $(seq 1 $((runs + 2))); do
+  floor_runs+=("$(bash "$run" redwood_context_floor 2>>"$OUT/context_floor.log" | tee -a "$OUT/context_floor.log" \
+    | sed -n 's/.*total \([0-9.]*\) ms.*/\1/p')")
+done
+floor=$(printf '%s\n' "${floor_runs[@]}" | grep . | median)
+floor_init=$(sed -n 's/^cuInit \([0-9.]*\) ms.*/\1/p' "$OUT/context_floor.log" | median)
+floor_ctx=$(sed -n 's/.*primary context \([0-9.]*\) ms.*/\1/p' "$OUT/context_floor.log" | median)
+echo "bare CUDA context: ${floor_runs[*]} ms (median ${floor:-failed}; cuInit ${floor_init:-?}, primary context ${floor_ctx:-?})" >&2
 table="$OUT/plan_cache_table.md"
 parts="$OUT/plan_cache_parts.md"
 # Where one start's time went, from its log: import, the wait for the CUDA context (made on a
@@ -63,8 +80,8 @@ breakdown() {  # log
   echo "${import:-?} | ${runner:-?} | ${made:-?} | ${ctx:-?} | ${key:-?} | ${opt:-?} | ${plan:-?} | ${pinned:-?} | ${first:-?}"
 }
 {
-  echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | picks read back (warm) |"
-  echo "| --- | --- | --- | --- | --- | --- |"
+  echo "| model | input | cold ms (median of $runs) | warm ms (median of $runs) | cold / warm | picks read back (warm) | cold / floor (the most a warm start could gain) |"
+  echo "| --- | --- | --- | --- | --- | --- | --- |"
 } >"$table"
 {
   echo "| model | start | import | runner | context made (alongside) | context wait | plan cache key | optimize | plan at load | pinned peak wait | first run |"
@@ -88,9 +105,9 @@ for spec in "${cases[@]}"; do
   c=$(printf '%s\n' "${cold[@]}" | grep . | median)
   w=$(printf '%s\n' "${warm[@]}" | grep . | median)
   if [[ -n $c && -n $w ]]; then
-    echo "| $name | $shape | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | ${seeded:-none} |" >>"$table"
+    echo "| $name | $shape | $c | $w | $(ratio "$c" "$w") | ${seeded:-none} | $(ratio "$c" "$floor") |" >>"$table"
   else
-    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | see $model_tag-*.log |" >>"$table"
+    echo "| $name | $shape | ${c:-failed} | ${w:-failed} | | see $model_tag-*.log | |" >>"$table"
   fi
   echo "$name: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
 done
@@ -116,9 +133,9 @@ if [[ ${PIPELINE_RUNS:-$runs} -gt 0 ]]; then
   c=$(printf '%s\n' "${cold[@]}" | grep . | median)
   w=$(printf '%s\n' "${warm[@]}" | grep . | median)
   if [[ -n $c && -n $w ]]; then
-    echo "| OCR pipeline (ocr-streams.yaml, det and rec auto, every batch size) | 1 stream, 1 frame | $c | $w | $(awk -v c="$c" -v w="$w" 'BEGIN{printf "%.1fx", c / w}') | |" >>"$table"
+    echo "| OCR pipeline (ocr-streams.yaml, det and rec auto, every batch size) | 1 stream, 1 frame | $c | $w | $(ratio "$c" "$w") | | $(ratio "$c" "$floor") |" >>"$table"
   else
-    echo "| OCR pipeline (ocr-streams.yaml) | 1 stream, 1 frame | ${c:-failed} | ${w:-failed} | | see pipeline-*.log |" >>"$table"
+    echo "| OCR pipeline (ocr-streams.yaml) | 1 stream, 1 frame | ${c:-failed} | ${w:-failed} | | see pipeline-*.log | |" >>"$table"
   fi
   echo "OCR pipeline: cold ${cold[*]} ms, warm ${warm[*]} ms" >&2
 fi
@@ -145,6 +162,10 @@ results="$OUT/$day-${tag:-gpu}-plan-cache.md"
   echo "Warm: the same folder in a new process: the imported model and the picks read back."
   echo "The pipeline's row: \`redwood run configs/ocr-streams.yaml --frames 1 --set service.frame_pool_reserve_mb=0\`,"
   echo "timed to its \"first result\" line (the pipeline built, then the first frame through the sinks)."
+  echo "The floor: \`redwood_context_floor\`, a new process that only loads the CUDA driver (cuInit) and"
+  echo "makes the GPU's primary context (cudaFree(0)), timed from its main, $((runs + 2)) times: ${floor_runs[*]} ms,"
+  echo "median **${floor:-not measured} ms** (cuInit ${floor_init:-?} ms, the context ${floor_ctx:-?} ms). Persistence mode: ${persistence:-not recorded}."
+  echo "A warm start makes the same context, so no cache takes it below that floor."
   echo
   cat "$table"
   echo

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what the streaming benchmark runs on the GPU host (Release, CUDA, sm_90): the launcher
-# `redwood`, redwood_gpu_tests, redwood_gpu_bench and redwood_stream_bench, and packs them with
+# `redwood`, redwood_gpu_tests, redwood_gpu_bench, redwood_stream_bench and redwood_context_floor
+# (a bare CUDA context, scripts/plan_cache_device_run.sh), and packs them with
 # their shared libraries, the models, the video, ONNX's node tests and the allocation counter
 # (tests/support/alloc_counter.c) into .device/ (ignored by
 # git). With OpenCV's closure the bundle is over what one device call carries (64 MiB, the tracked
@@ -19,7 +20,7 @@ build=${1:-build-cuda}
 if [[ ! -f $build/CMakeCache.txt ]]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DREDWOOD_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
 fi
-targets=(redwood redwood_gpu_tests redwood_gpu_bench redwood_stream_bench)
+targets=(redwood redwood_gpu_tests redwood_gpu_bench redwood_stream_bench redwood_context_floor)
 cmake --build "$build" --target "${targets[@]}" redwood_alloc_counter
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
