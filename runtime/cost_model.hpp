@@ -52,6 +52,10 @@ class CostHistory {
   /// their inputs' crossings (the runners' hand-overs, staging and completion), learned from
   /// measured batches: "<host device> <name>|handover".
   static std::string handover_key(const DeviceProfile& host);
+  /// The key of how a host segment's time in a split run compares with its time timed alone while
+  /// planning (time_host_segment), as a ratio, learned from segments that were both:
+  /// "<host device> <name>|timed alone".
+  static std::string host_timing_key(const DeviceProfile& host);
   /// The key of one segment's whole time on a device (its compute as its runner measured it in a
   /// split run), by the keys of the nodes it runs: "cut <device>|<precision>|<XXH64 of the node
   /// keys>|<count> nodes". A segment's nodes cost other than the same nodes inside the whole model

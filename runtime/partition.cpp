@@ -496,7 +496,9 @@ std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
   if (p.cut_times.empty() && (p.host_times.empty() || s.device != 0)) return std::nullopt;
   const std::string key = p.cut_key(s);
   if (const auto ms = find_ms(p.cut_times, key)) return ms;
-  return s.device == 0 ? find_ms(p.host_times, key) : std::nullopt;
+  if (s.device != 0) return std::nullopt;
+  const auto timed = find_ms(p.host_times, key);
+  return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
@@ -555,7 +557,9 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
 }
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
-  return host_times.empty() || s.device != 0 ? std::nullopt : find_ms(host_times, cut_key(s));
+  if (host_times.empty() || s.device != 0) return std::nullopt;
+  const auto timed = find_ms(host_times, cut_key(s));
+  return timed ? std::optional<double>(*timed * host_timing_scale) : std::nullopt;
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -661,7 +665,10 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));
   }
-  if (options.history) part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);
+  if (options.history) {
+    part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);
+    part.host_timing_scale = options.history->find(CostHistory::host_timing_key(profiles[0])).value_or(1.0);
+  }
 
   // What each device can run, and the measurements that calibrate each roofline.
   const std::vector<SupportFn> supports = support_functions(options);

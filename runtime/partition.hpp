@@ -153,7 +153,13 @@ struct Partition {
   double handover_ms = 0;                         // per segment of a batch (SplitCosts; learned)
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
-  std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms
+  std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
+                                                  // as timed (host_timing_scale applies when used)
+  /// A host segment's time in a split run over its time timed alone while planning (learned; 1
+  /// until a split run has measured a segment that was timed): timing alone cannot give a segment
+  /// the cache and threads it finds between the accelerator's segments, and misses by a steady
+  /// factor on a given host.
+  double host_timing_scale = 1;
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's
@@ -176,7 +182,8 @@ struct Partition {
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
-  /// Host segment `s`'s time as timed alone while planning (host_times), if it was.
+  /// Host segment `s`'s time as timed alone while planning (host_times), if it was, scaled by
+  /// host_timing_scale: what it predicts the segment takes in a split run.
   std::optional<double> timed_segment_ms(const Segment& s) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;

@@ -176,7 +176,14 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       const auto d = static_cast<std::size_t>(p.segments.empty() ? 0 : p.segments[k].device);
       const double nodes = times.segments[k].from_nodes_ms - (d < p.segment_ms.size() ? p.segment_ms[d] : 0.0);
       history->record(CostHistory::segment_key(p.profiles[d]), std::max(0.0, times.segments[k].measured_ms - nodes));
-      if (!p.segments.empty()) history->record(p.cut_key(p.segments[k]), times.segments[k].measured_ms);
+      if (p.segments.empty()) continue;
+      const std::string cut = p.cut_key(p.segments[k]);
+      history->record(cut, times.segments[k].measured_ms);
+      // A host segment timed alone while planning: how its run compares with that timing.
+      const auto timed = p.host_times.find(cut);
+      if (d == 0 && timed != p.host_times.end() && timed->second > 0 && times.segments[k].measured_ms > 0) {
+        history->record(CostHistory::host_timing_key(p.profiles[0]), times.segments[k].measured_ms / timed->second);
+      }
     }
     if (!p.segments.empty() && times.segments.size() == p.segments.size()) {
       // The batch beyond its segments' compute as measured and their inputs' crossings, shared

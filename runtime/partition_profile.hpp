@@ -47,7 +47,8 @@ struct PartitionTimes {
 /// its time beyond its nodes' predicted times as its device's segment cost
 /// (CostHistory::segment_key), and the median batch's time beyond its segments' measured compute
 /// and their inputs' predicted crossings, per segment, as the host's hand-over
-/// (CostHistory::handover_key).
+/// (CostHistory::handover_key); and each host segment timed alone while planning, its measured time
+/// over that timing (CostHistory::host_timing_key: Partition::host_timing_scale).
 PartitionTimes measure_partition(const Partition& partition, const RunnerConfig& config, int runs = 20, int warmup = 3,
                                  CostHistory* history = nullptr);
 

@@ -162,6 +162,7 @@ results="$OUT/$day-${tag:-gpu}-plan-cache.md"
   echo "Warm: the same folder in a new process: the imported model and the picks read back."
   echo "The pipeline's row: \`redwood run configs/ocr-streams.yaml --frames 1 --set service.frame_pool_reserve_mb=0\`,"
   echo "timed to its \"first result\" line (the pipeline built, then the first frame through the sinks)."
+  echo
   echo "The floor: \`redwood_context_floor\`, a new process that only loads the CUDA driver (cuInit) and"
   echo "makes the GPU's primary context (cudaFree(0)), timed from its main, $((runs + 2)) times: ${floor_runs[*]} ms,"
   echo "median **${floor:-not measured} ms** (cuInit ${floor_init:-?} ms, the context ${floor_ctx:-?} ms). Persistence mode: ${persistence:-not recorded}."

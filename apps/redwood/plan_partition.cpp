@@ -138,9 +138,13 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     fmt::print("  {:2d} {:6s} {:4d} nodes  in {} ({} values), out {} ({} values)\n", k + 1,
                p.devices[static_cast<std::size_t>(s.device)], placed, mb(in_bytes), s.inputs.size(), mb(out_bytes),
                s.outputs.size());
-    const char* source = t.measured_before ? "as measured before" : t.timed_alone ? "timed alone on the host" : nullptr;
+    const std::string source = t.measured_before ? "as measured before"
+                               : !t.timed_alone                ? ""
+                               : p.host_timing_scale == 1.0
+                                   ? "timed alone on the host"
+                                   : fmt::format("timed alone on the host, x{:.2f}", p.host_timing_scale);
     fmt::print("       predicted {:.3f} ms{}{}", t.predicted_ms,
-               source ? fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms) : "",
+               source.empty() ? "" : fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms),
                t.transfer_in_predicted_ms > 0 ? fmt::format(" + {:.3f} ms to bring its inputs", t.transfer_in_predicted_ms) : "");
     if (measured) {
       fmt::print("; measured {:.3f} ms ({} off; batches {:.3f}-{:.3f} ms, 10-90 %){}", t.measured_ms,
@@ -237,6 +241,9 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   fmt::print("hand-over: {:.3f} ms a segment of a batch (a batch's time beyond its segments and their crossings, "
              "learned from batches measured before)\n",
              p.handover_ms);
+  fmt::print("host timing: a host segment of a split takes {:.2f}x its time timed alone while planning ({})\n",
+             p.host_timing_scale,
+             p.host_timing_scale == 1.0 ? "nothing learned yet" : "learned from host segments timed, then measured");
   print_support(p, args.verbose);
   print_placements(p);
   if (args.profile) {

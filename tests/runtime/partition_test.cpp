@@ -471,6 +471,44 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   EXPECT_TRUE(partition_model(model(), {{2, 4, 8, 8}}, options()).host_times.empty());
 }
 
+TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAndScalesTheNextTiming) {
+  PartitionOptions o = options();
+  o.use_analysis_times = true;
+  o.pinned = {{"conv1", kAccel}, {"softmax", "cpu"}, {"conv2", kAccel}, {"reshape", kAccel}, {"add", kAccel}};
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  EXPECT_EQ(p.host_timing_scale, 1.0);  // nothing learned yet
+  const std::size_t k = host_segment(p);
+  const double timed = p.host_times.at(p.cut_key(p.segments[k]));
+
+  // A split run records the host segment's measured time over its timing alone.
+  CostHistory history;
+  const PartitionTimes t = measure_partition(p, RunnerConfig{}, 3, 1, &history);
+  const auto learned = history.find(CostHistory::host_timing_key(p.profiles[0]));
+  ASSERT_TRUE(learned.has_value());
+  EXPECT_DOUBLE_EQ(*learned, t.segments[k].measured_ms / timed);
+  EXPECT_EQ(history.find(CostHistory::host_timing_key(p.profiles[1])), std::nullopt);  // the host's only
+
+  // The next partition scales each host segment it times alone by what was learned; one measured
+  // before keeps its own time.
+  CostHistory known;
+  known.record(CostHistory::host_timing_key(p.profiles[0]), 0.5);
+  o.history = &known;
+  const Partition next = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_DOUBLE_EQ(next.host_timing_scale, 0.5);
+  const double raw = next.host_times.at(next.cut_key(next.segments[k]));
+  EXPECT_DOUBLE_EQ(*next.timed_segment_ms(next.segments[k]), 0.5 * raw);
+  const std::vector<SegmentTimes> predicted = predict_segments(next);
+  EXPECT_TRUE(predicted[k].timed_alone);
+  EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, 0.5 * raw);
+  SplitCosts costs = next.split_costs();
+  costs.measured = [&](const Segment& s) { return next.timed_segment_ms(s); };
+  EXPECT_DOUBLE_EQ(next.run_latency_ms(next.placement.device), split_latency_ms(next.analysis, next.open, next.segments, costs));
+  known.record(next.cut_key(next.segments[k]), 7.0);
+  const Partition measured = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_DOUBLE_EQ(predict_segments(measured)[k].predicted_ms, 7.0);
+}
+
 TEST(PartitionProfile, AHostSegmentThatCannotRunIsNotTimed) {
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
   Segment broken = p.segments[host_segment(p)];
