@@ -147,6 +147,14 @@ std::map<std::string, std::vector<std::pair<double, double>>> measured_at(const 
   return out;
 }
 
+// The partitioner's options for one model: the pipeline's, with the model's pins and precision.
+runtime::PartitionOptions model_options(const ModelEntry& entry, const runtime::PartitionOptions& base) {
+  runtime::PartitionOptions options = base;
+  options.pinned = entry.pinned;
+  options.precision = entry.precision;
+  return options;
+}
+
 // Why a kept placement may not stand for this history, or "" when it may: a device that gained
 // or lost measured batch times for a model, or whose time at a batch size tried moved by more
 // than 10 %.
@@ -158,8 +166,11 @@ std::string kept_is_stale(const runtime::KeptPipelinePlacement& kept, const std:
     const runtime::KeptPipelineModel& k = kept.models[m];
     const Candidate& c = candidates[m];
     if (k.name != c.name) return fmt::format("model '{}' where '{}' was", c.name, k.name);
-    if (std::find(devices.begin(), devices.end(), k.decision.device) == devices.end()) {
-      return fmt::format("model '{}' on '{}', not a device of this placement", k.name, k.decision.device);
+    // Whole on a device, or split over some: each must be one of this placement's.
+    for (const std::string& device : k.nodes.empty() ? std::vector<std::string>{k.decision.device} : k.nodes) {
+      if (std::find(devices.begin(), devices.end(), device) == devices.end()) {
+        return fmt::format("model '{}' on '{}', not a device of this placement", k.name, device);
+      }
     }
     std::set<std::string> measured;
     for (const auto& [device, curve] : c.measured) measured.insert(device);
@@ -401,17 +412,34 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
   const std::filesystem::path dir = runtime::placement_cache_dir();
   if (!key.empty()) {
     if (const auto kept = runtime::read_pipeline_placement(dir, key)) {
-      const std::string stale = kept_is_stale(*kept, candidates, base.devices);
+      std::string stale = kept_is_stale(*kept, candidates, base.devices);
+      std::vector<runtime::PlacementDecision> decisions;
+      for (std::size_t m = 0; m < candidates.size() && stale.empty(); ++m) {
+        const runtime::KeptPipelineModel& k = kept->models[m];
+        runtime::PlacementDecision d = k.decision;
+        if (d.device.empty()) {
+          // A split: cut again where it was placed, from one run for the values' shapes (no
+          // timing, no placer), as the placed runner cuts a split it kept.
+          try {
+            d.partition = std::make_shared<const runtime::Partition>(runtime::partition_as_placed(
+                runtime::analyze_model(candidates[m].entry->graph, candidates[m].shapes, true, runtime::AnalysisDepth::kShapesOnly),
+                model_options(*candidates[m].entry, base), k.nodes));
+          } catch (const Error& e) {
+            stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
+            break;
+          }
+        } else {
+          d.history_key = history_key(candidates[m], base, history_devices, d.device);
+        }
+        decisions.push_back(std::move(d));
+      }
       if (stale.empty()) {
         plan.from_cache = true;
         plan.cache_file = runtime::pipeline_placement_file(dir, key).string();
         plan.kept_lines = kept->lines;
         for (std::size_t m = 0; m < candidates.size(); ++m) {
-          const runtime::KeptPipelineModel& k = kept->models[m];
-          plan.models.push_back(k.name);
-          runtime::PlacementDecision d = k.decision;
-          d.history_key = history_key(candidates[m], base, history_devices, d.device);
-          candidates[m].entry->joint->decide(std::move(d));
+          plan.models.push_back(kept->models[m].name);
+          candidates[m].entry->joint->decide(std::move(decisions[m]));
         }
         return plan;
       }
@@ -434,12 +462,9 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
       entry.joint->decide(alone_decision());
       keep = false;
     };
-    runtime::PartitionOptions options = base;
-    options.pinned = entry.pinned;
-    options.precision = entry.precision;
     std::shared_ptr<const runtime::Partition> part;
     try {
-      part = std::make_shared<const runtime::Partition>(runtime::partition_model(entry.graph, c.shapes, options));
+      part = std::make_shared<const runtime::Partition>(runtime::partition_model(entry.graph, c.shapes, model_options(entry, base)));
     } catch (const Error& e) {
       skip(fmt::format("the partitioner failed: {}", e.what()));
       continue;
@@ -489,8 +514,11 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
                          "predicted utilization: {}",
                          o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
                          o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
-    if (d.device.empty()) keep = false;
-    kept.models.push_back({c.name, d, measured_at(c)});
+    std::vector<std::string> nodes;  // a split: each placed node's device
+    if (d.device.empty()) {
+      for (int n : partitions[m]->placement.device) nodes.push_back(partitions[m]->devices[static_cast<std::size_t>(n)]);
+    }
+    kept.models.push_back({c.name, d, std::move(nodes), measured_at(c)});
     c.entry->joint->decide(std::move(d));
   }
   if (keep) {

@@ -92,9 +92,10 @@ struct PipelinePlan {
 /// history; tests give a stand-in accelerator); `frames_per_s` the demand (0: unpaced). Returns
 /// nothing when no model takes part.
 ///
-/// When every model ends whole on one device, the decision is kept in the placement cache
-/// (runtime/placement_cache.hpp, `placements/pipeline-<hash>.json`), and a later call with the same
-/// key takes it from there without analysing any model. The key: per model its name, graph_hash,
+/// The decision is kept in the placement cache (runtime/placement_cache.hpp,
+/// `placements/pipeline-<hash>.json`), and a later call with the same key takes it from there
+/// without timing or placing any model (a split is cut again where it was placed, from one run
+/// for its values' shapes; one that does not fit the model makes the entry not stand). The key: per model its name, graph_hash,
 /// feed (input shapes, max_batch, timeout, rows a frame), precision, pinned nodes, CUDA options,
 /// slots and instances; the demand; the settings; each device's profile key; the cost history's
 /// node and segment entries (a hash: a `redwood plan --profile` pass re-places); build_stamp().

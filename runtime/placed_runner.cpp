@@ -149,7 +149,9 @@ class PlacedRunner final : public ModelRunner {
         if (d->device == "cpu") config.device_options.clear();  // the accelerator's, not the CPU's
         inner_ = make_runner(d->device, graph_, config);
       }
-      if (d->partition) partition_ = *d->partition;
+      // The summary predicts from a placed partition's costs; a split cut again where a kept
+      // placement put it (partition_as_placed) has none.
+      if (d->partition && !d->partition->profiles.empty()) partition_ = *d->partition;
       decision_ = std::move(d);
       pending.swap(pending_);
     }

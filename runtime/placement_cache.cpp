@@ -140,7 +140,10 @@ std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesyst
       d.measured = m.at("measured").get<bool>();
       d.note = m.at("note").get<std::string>();
       k.measured_ms = m.at("measured_ms").get<std::map<std::string, std::vector<std::pair<double, double>>>>();
-      RW_EXPECTS(!k.name.empty() && !d.device.empty(), InvalidArgument, "a model without a name or device");
+      if (m.contains("nodes")) k.nodes = m.at("nodes").get<std::vector<std::string>>();
+      RW_EXPECTS(!k.name.empty(), InvalidArgument, "a model without a name");
+      RW_EXPECTS(d.device.empty() != k.nodes.empty(), InvalidArgument,
+                 "model '{}': neither a device nor a device per node, or both", k.name);
       RW_EXPECTS(d.batch_frames >= 1 && d.batch_rows >= 1 && d.predicted_batch_ms >= 0 && !d.predicted_at.empty(),
                  InvalidArgument, "model '{}': batch of {} frames, {} rows, {} ms, {} points", k.name, d.batch_frames,
                  d.batch_rows, d.predicted_batch_ms, d.predicted_at.points.size());
@@ -161,6 +164,7 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
     models.push_back({{"name", m.name}, {"device", d.device}, {"batch_frames", d.batch_frames}, {"batch_rows", d.batch_rows},
                       {"predicted_batch_ms", d.predicted_batch_ms}, {"predicted_at", points}, {"measured", d.measured},
                       {"note", d.note}, {"measured_ms", m.measured_ms}});
+    if (!m.nodes.empty()) models.back()["nodes"] = m.nodes;
   }
   const nlohmann::json j = {{"format", kPipelineFormat}, {"format_version", kPipelineFormatVersion}, {"key", key},
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};

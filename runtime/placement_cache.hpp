@@ -13,7 +13,8 @@
 //         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device]}
 //
 // A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
-// the same folder, as pipeline-<XXH64 of its key>.json, when every model is whole on one device.
+// the same folder, as pipeline-<XXH64 of its key>.json: each model's device, or for a split, each
+// placed node's device, which a restart cuts again as this cache's own splits are.
 //
 // A kept placement does not follow later changes of the costs it was made from
 // (a `redwood plan --profile` pass, a placement that would come out otherwise on a busier CPU):
@@ -58,12 +59,15 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
 /// Keeps `placement` under `key` in `dir` (a temporary file renamed over the entry).
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement);
 
-/// One model of a pipeline placement kept whole (pipelines/pipeline_planner.hpp makes the key).
+/// One model of a pipeline placement (pipelines/pipeline_planner.hpp makes the key).
 struct KeptPipelineModel {
   std::string name;
-  /// What the runners are handed: device, frames and rows a batch, predicted batch time and its
-  /// curve against rows, whether measured, the note (the partition and history key are not kept).
+  /// What the runners are handed: device ("" for a split), frames and rows a batch, predicted
+  /// batch time and its curve against rows, whether measured, the note (the partition and history
+  /// key are not kept).
   PlacementDecision decision;
+  /// A split: each placed node's device (the analysis's placeable order); empty when whole.
+  std::vector<std::string> nodes;
   /// The measured batch times the placement was made with: per device, (rows, ms) at each batch
   /// size tried (a device without any is absent). A reader compares the history's times now.
   std::map<std::string, std::vector<std::pair<double, double>>> measured_ms;

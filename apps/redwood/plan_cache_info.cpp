@@ -63,6 +63,16 @@ std::vector<Listed> list_entries(const fs::path& dir) {
   return entries;
 }
 
+// A kept placement's "whole on cuda", or for a split its nodes' devices: "split: 3 node(s) on cpu, ...".
+std::string where_placed(const nlohmann::json& j) {
+  if (!j.contains("nodes")) return fmt::format("whole on {}", j.at("device").get<std::string>());
+  std::map<std::string, int> count;
+  for (const auto& d : j.at("nodes")) count[d.get<std::string>()]++;
+  std::string where = "split:";
+  for (const auto& [device, n] : count) where += fmt::format("{} {} node(s) on {}", where == "split:" ? "" : ",", n, device);
+  return where;
+}
+
 std::string size_text(std::uintmax_t bytes) {
   if (bytes < 1024) return fmt::format("{} B", bytes);
   if (bytes < (1u << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
@@ -243,22 +253,14 @@ int print_plan_cache_info(const std::string& model_or_empty) {
         if (j.contains("models")) {  // a pipeline's device: auto models, placed together
           std::string models;
           for (const auto& m : j.at("models")) {
-            models += fmt::format("{}'{}' whole on {}, batch {} frame(s), predicted {:.3f} ms a batch{}", models.empty() ? "" : "; ",
-                                  m.at("name").get<std::string>(), m.at("device").get<std::string>(),
-                                  m.at("batch_frames").get<int>(), m.at("predicted_batch_ms").get<double>(),
-                                  m.at("measured").get<bool>() ? " (measured)" : "");
+            models += fmt::format("{}'{}' {}, batch {} frame(s), predicted {:.3f} ms a batch{}", models.empty() ? "" : "; ",
+                                  m.at("name").get<std::string>(), where_placed(m), m.at("batch_frames").get<int>(),
+                                  m.at("predicted_batch_ms").get<double>(), m.at("measured").get<bool>() ? " (measured)" : "");
           }
           fmt::print("{}  pipeline: {}\n", file.filename().string(), models);
           continue;
         }
-        std::string where = fmt::format("whole on {}", j.at("device").get<std::string>());
-        if (j.contains("nodes")) {  // a split: its nodes' devices
-          std::map<std::string, int> count;
-          for (const auto& d : j.at("nodes")) count[d.get<std::string>()]++;
-          where = "split:";
-          for (const auto& [device, n] : count) where += fmt::format(" {} node(s) on {}", n, device);
-        }
-        fmt::print("{}  {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(), where,
+        fmt::print("{}  {}, predicted {:.3f} ms a batch; {}\n", file.filename().string(), where_placed(j),
                    j.at("predicted_ms").get<double>(), j.at("key").get<std::string>());
       } catch (const std::exception& e) {
         fmt::print("{}  not usable (placed again on the next run): {}\n", file.filename().string(), e.what());

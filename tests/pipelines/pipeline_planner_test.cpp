@@ -66,6 +66,25 @@ std::shared_ptr<const Graph> memory_bound_model() {
   return load_onnx(dir / "b.onnx");
 }
 
+// x [N,16,32,32] -> conv -> Softmax over channels -> conv -> y: the stand-in accelerator refuses
+// the Softmax, so the model runs whole on the CPU or split around it.
+std::shared_ptr<const Graph> softmax_between_convs_model() {
+  const auto dir = testing::temp_dir("pipeline_planner");
+  testing::OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
+  b.initializer("w1", testing::random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 2));
+  b.initializer("w2", testing::random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 3));
+  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  testing::OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto& sm = b.node("Softmax", {"c1"}, {"p"}, "softmax");
+  testing::OnnxBuilder::set_attr(sm, "axis", std::int64_t{1});
+  auto& c2 = b.node("Conv", {"p", "w2"}, {"y"}, "conv2");
+  testing::OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
+  b.save(dir / "s.onnx");
+  return load_onnx(dir / "s.onnx");
+}
+
 struct Auto {
   ModelEntry entry;
   std::unique_ptr<ModelRunner> runner;
@@ -433,6 +452,63 @@ TEST(PipelinePlanner, TheDecisionIsKeptAndReadBackWithoutAnalysis) {
     EXPECT_NE(log.text().find("it is for another key"), std::string::npos) << log.text();
   }
   EXPECT_TRUE(place_both(nullptr).plan->from_cache);
+}
+
+// A model the pipeline splits: its nodes' devices are kept, and a restart cuts it again there
+// (one run for its values' shapes; nothing timed, no placer) and runs it split.
+TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
+  const auto folder = testing::temp_dir("pipeline-planner-kept-split");
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", folder.c_str());
+  const auto graph = softmax_between_convs_model();
+  const auto place = [&] {
+    Auto s = auto_model(graph, "s");
+    const auto plan = place_auto_models({{"s", s.entry}}, 0, {}, base_options());
+    return std::pair{std::move(s), plan};
+  };
+  auto [first, first_plan] = place();
+  ASSERT_TRUE(first_plan.has_value());
+  EXPECT_FALSE(first_plan->from_cache);
+  ASSERT_EQ(chosen(*first_plan, 0).placement, "split");
+  const auto then = first.entry.joint->decision();
+  ASSERT_TRUE(then->device.empty());
+  ASSERT_NE(then->partition, nullptr);
+
+  auto [second, second_plan] = place();
+  ASSERT_TRUE(second_plan.has_value());
+  EXPECT_TRUE(second_plan->from_cache);
+  const auto now = second.entry.joint->decision();
+  EXPECT_TRUE(now->device.empty());
+  ASSERT_NE(now->partition, nullptr);  // cut again where it was placed
+  EXPECT_EQ(now->partition->placement.device, then->partition->placement.device);
+  EXPECT_EQ(now->partition->segments.size(), then->partition->segments.size());
+  EXPECT_EQ(now->batch_frames, then->batch_frames);
+  EXPECT_DOUBLE_EQ(now->predicted_batch_ms, then->predicted_batch_ms);
+  EXPECT_NE(runtime::placed_partition(*first.runner), nullptr);
+  EXPECT_EQ(runtime::placed_partition(*second.runner), nullptr);  // no costs to predict the summary's segments from
+  EXPECT_EQ(second.runner->segment_stats().size(), now->partition->segments.size());  // runs split
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 11);
+  auto cpu = make_cpu_runner(graph);
+  const Tensor got = testing::run_one(*second.runner, x);
+  const Tensor want = testing::run_one(*cpu, x);
+  ASSERT_EQ(got.shape(), want.shape());
+  for (std::int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4);
+
+  // A kept split that does not fit the model (here the Softmax put on the accelerator, which
+  // cannot run it) is not used: the pipeline is placed again, and the entry replaced.
+  std::filesystem::path file;
+  for (const auto& e : std::filesystem::directory_iterator(folder / "placements")) file = e.path();
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(file));
+  ASSERT_TRUE(j["models"][0].contains("nodes"));
+  for (auto& node : j["models"][0]["nodes"]) node = kAccel;
+  std::ofstream(file) << j.dump();
+  {
+    const testing::LogCapture log;
+    auto [again, again_plan] = place();
+    EXPECT_FALSE(again_plan->from_cache);
+    EXPECT_NE(log.text().find("its split does not fit the model"), std::string::npos) << log.text();
+  }
+  auto [last, last_plan] = place();
+  EXPECT_TRUE(last_plan->from_cache);
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {
