@@ -422,8 +422,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
           // timing, no placer), as the placed runner cuts a split it kept.
           try {
             d.partition = std::make_shared<const runtime::Partition>(runtime::partition_as_placed(
-                runtime::analyze_model(candidates[m].entry->graph, candidates[m].shapes, true, runtime::AnalysisDepth::kShapesOnly),
-                model_options(*candidates[m].entry, base), k.nodes));
+                candidates[m].entry->graph, candidates[m].shapes, model_options(*candidates[m].entry, base), k.nodes));
           } catch (const Error& e) {
             stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
             break;
@@ -514,11 +513,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
                          "predicted utilization: {}",
                          o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
                          o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
-    std::vector<std::string> nodes;  // a split: each placed node's device
-    if (d.device.empty()) {
-      for (int n : partitions[m]->placement.device) nodes.push_back(partitions[m]->devices[static_cast<std::size_t>(n)]);
-    }
-    kept.models.push_back({c.name, d, std::move(nodes), measured_at(c)});
+    kept.models.push_back({c.name, d, d.device.empty() ? partitions[m]->node_devices() : std::vector<std::string>{}, measured_at(c)});
     c.entry->joint->decide(std::move(d));
   }
   if (keep) {

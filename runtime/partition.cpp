@@ -492,13 +492,17 @@ std::optional<double> find_ms(const std::map<std::string, double>& times, const 
 
 // Segment `s`'s time as measured before, else (a host segment) as timed while planning: its cut
 // key made once for both.
+// A host segment's time as timed alone while planning, scaled to what it takes in a split run.
+std::optional<double> scaled_host_ms(const Partition& p, const std::string& key) {
+  const auto timed = find_ms(p.host_times, key);
+  return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
+}
+
 std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
   if (p.cut_times.empty() && (p.host_times.empty() || s.device != 0)) return std::nullopt;
   const std::string key = p.cut_key(s);
   if (const auto ms = find_ms(p.cut_times, key)) return ms;
-  if (s.device != 0) return std::nullopt;
-  const auto timed = find_ms(p.host_times, key);
-  return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
+  return s.device == 0 ? scaled_host_ms(p, key) : std::nullopt;
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
@@ -557,9 +561,14 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
 }
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
-  if (host_times.empty() || s.device != 0) return std::nullopt;
-  const auto timed = find_ms(host_times, cut_key(s));
-  return timed ? std::optional<double>(*timed * host_timing_scale) : std::nullopt;
+  return host_times.empty() || s.device != 0 ? std::nullopt : scaled_host_ms(*this, cut_key(s));
+}
+
+std::vector<std::string> Partition::node_devices() const {
+  std::vector<std::string> names;
+  names.reserve(placement.device.size());
+  for (int d : placement.device) names.push_back(devices[static_cast<std::size_t>(d)]);
+  return names;
 }
 
 double Partition::objective_ms(const Placement& p) const {
@@ -638,6 +647,11 @@ Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& op
   part.placer = part.heft = part.placement;
   part.segments = cut_model(a, part.placement.device);
   return part;
+}
+
+Partition partition_as_placed(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                              const PartitionOptions& options, const std::vector<std::string>& device) {
+  return partition_as_placed(analyze_model(std::move(graph), input_shapes, true, AnalysisDepth::kShapesOnly), options, device);
 }
 
 Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options) {

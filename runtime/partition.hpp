@@ -187,6 +187,11 @@ struct Partition {
   std::optional<double> timed_segment_ms(const Segment& s) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;
+  /// Each placed node's device by name (analysis.placeable's order): what a placement cache keeps
+  /// of a split, for partition_as_placed.
+  std::vector<std::string> node_devices() const;
+  /// Whether it carries costs to predict from (partition_as_placed's cut carries none).
+  bool has_costs() const { return !profiles.empty(); }
   /// With single_device(): that device's name ("cpu" for a model with no node to place).
   const std::string& whole_device() const;
   /// The partition as Graphviz: nodes coloured by device, transfers as bold edges.
@@ -221,6 +226,10 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
 /// elsewhere.
 Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
                               const std::vector<std::string>& device);
+/// The same from the model itself: one run for its values' shapes at `input_shapes`
+/// (AnalysisDepth::kShapesOnly: nothing timed), then the cut.
+Partition partition_as_placed(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
+                              const PartitionOptions& options, const std::vector<std::string>& device);
 
 /// The naive split peers use: every node on the accelerator (device 1) up to the first it cannot
 /// run, that one and every later node on the host. std::nullopt when device 1 runs every node, or

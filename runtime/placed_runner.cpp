@@ -150,8 +150,8 @@ class PlacedRunner final : public ModelRunner {
         inner_ = make_runner(d->device, graph_, config);
       }
       // The summary predicts from a placed partition's costs; a split cut again where a kept
-      // placement put it (partition_as_placed) has none.
-      if (d->partition && !d->partition->profiles.empty()) partition_ = *d->partition;
+      // placement put it has none.
+      if (d->partition && d->partition->has_costs()) partition_ = *d->partition;
       decision_ = std::move(d);
       pending.swap(pending_);
     }
@@ -178,8 +178,7 @@ class PlacedRunner final : public ModelRunner {
       }
       // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
       try {
-        const Partition p = partition_as_placed(analyze_model(graph_, shapes, true, AnalysisDepth::kShapesOnly), options_,
-                                                kept->nodes);
+        const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes);
         inner_ = make_split_runner(p, config_);
         log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "
                    "batch); runs on {}",
@@ -200,9 +199,7 @@ class PlacedRunner final : public ModelRunner {
       write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}});
     } else {
       inner_ = make_split_runner(p, config_);
-      std::vector<std::string> nodes;
-      for (int d : p.placement.device) nodes.push_back(p.devices[static_cast<std::size_t>(d)]);
-      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), std::move(nodes)});
+      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), p.node_devices()});
     }
     log().info("model '{}': placed at {}: {}; {} segment(s); predicted {:.3f} ms a batch (HEFT's placement {:.3f}{}); "
                "runs on {}",
