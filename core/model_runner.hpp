@@ -234,6 +234,9 @@ struct RunnerConfig {
   int slots = 3;
   /// The GPU's index (device runners only).
   int device = 0;
+  /// The host threads the CPU runner's kernels use (core/host_threads.hpp); 0: the process's
+  /// count. The planner sets it per host segment of a split model (Segment::threads).
+  int host_threads = 0;
   /// The precision of the convolutions on the GPU ("fp32", "tf32", "fp16", "bf16").
   std::string precision = "fp32";
   /// The device backend's own switches by name, e.g. "wgmma" -> "off" (CUDA:

@@ -422,7 +422,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
           // timing, no placer), as the placed runner cuts a split it kept.
           try {
             d.partition = std::make_shared<const runtime::Partition>(runtime::partition_as_placed(
-                candidates[m].entry->graph, candidates[m].shapes, model_options(*candidates[m].entry, base), k.nodes));
+                candidates[m].entry->graph, candidates[m].shapes, model_options(*candidates[m].entry, base), k.nodes, k.threads));
           } catch (const Error& e) {
             stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
             break;
@@ -513,7 +513,9 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
                          "predicted utilization: {}",
                          o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
                          o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
-    kept.models.push_back({c.name, d, d.device.empty() ? partitions[m]->node_devices() : std::vector<std::string>{}, measured_at(c)});
+    const bool split = d.device.empty();
+    kept.models.push_back({c.name, d, split ? partitions[m]->node_devices() : std::vector<std::string>{},
+                           split ? partitions[m]->host_segment_threads() : std::vector<int>{}, measured_at(c)});
     c.entry->joint->decide(std::move(d));
   }
   if (keep) {

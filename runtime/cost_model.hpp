@@ -56,6 +56,10 @@ class CostHistory {
   /// planning (time_host_segment), as a ratio, learned from segments that were both:
   /// "<host device> <name>|timed alone".
   static std::string host_timing_key(const DeviceProfile& host);
+  /// What the key of the threads chosen for a host segment starts with, before its cut_key: the
+  /// count it was measured at (Segment::threads), kept so that the next plan runs it there.
+  static constexpr const char* host_threads_prefix = "threads ";
+  static std::string host_threads_key(const std::string& cut_key) { return host_threads_prefix + cut_key; }
   /// The key of one segment's whole time on a device (its compute as its runner measured it in a
   /// split run), by the keys of the nodes it runs: "cut <device>|<precision>|<XXH64 of the node
   /// keys>|<count> nodes". A segment's nodes cost other than the same nodes inside the whole model

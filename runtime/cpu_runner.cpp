@@ -1,6 +1,7 @@
 #include "runtime/cpu_runner.hpp"
 
 #include "core/error.hpp"
+#include "core/host_threads.hpp"
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
 #include "runtime/executor.hpp"
@@ -37,7 +38,8 @@ class CpuRunner final : public ModelRunner {
       : ModelRunner(*graph),
         slots_(config.slots),
         executor_(std::move(graph)),
-        recorder_(fmt::format("cpu, {} slot(s)", config.slots), config.slots),
+        threads_(config.host_threads),
+        recorder_(describe(config.slots, config.host_threads), config.slots),
         ring_(static_cast<std::size_t>(config.slots)) {
     for (std::size_t o = 0; o < executor_.graph().outputs.size(); ++o) {
       output_what_.push_back(fmt::format("output '{}'", executor_.graph().outputs[o].name));
@@ -79,7 +81,7 @@ class CpuRunner final : public ModelRunner {
     }
     std::vector<Tensor> outputs;
     std::lock_guard run(run_mutex_);
-    executor_.run_into(zeros, outputs);
+    threads_.run([&] { executor_.run_into(zeros, outputs); });  // its primitives made for the runner's threads
     if (input_shapes.empty() || input_shapes[0].empty()) return;
     const std::int64_t rows = input_shapes[0][0];
     auto at = std::lower_bound(prepared_rows_.begin(), prepared_rows_.end(), rows);
@@ -88,7 +90,7 @@ class CpuRunner final : public ModelRunner {
 
   void drain() override { slots_.drain(); }
   int in_flight() const override { return slots_.in_flight(); }
-  std::string description() const override { return fmt::format("cpu, {} slot(s)", slots_.slots()); }
+  std::string description() const override { return describe(slots_.slots(), threads_.threads()); }
   RunnerStats stats() const override { return recorder_.stats(); }
 
  private:
@@ -162,11 +164,13 @@ class CpuRunner final : public ModelRunner {
     {
       std::lock_guard run(run_mutex_);
       const std::int64_t first = staged_.empty() || staged_[0].rank() == 0 ? run_rows : piece_rows(run_rows);
-      if (first == run_rows) {
-        executor_.run_into(staged_, outs_, allocate);
-      } else {
-        run_in_pieces(run_rows, allocate);
-      }
+      threads_.run([&] {
+        if (first == run_rows) {
+          executor_.run_into(staged_, outs_, allocate);
+        } else {
+          run_in_pieces(run_rows, allocate);
+        }
+      });
     }
     staged_.clear();
     const auto t2 = std::chrono::steady_clock::now();
@@ -229,8 +233,13 @@ class CpuRunner final : public ModelRunner {
     }
   }
 
+  static std::string describe(int slots, int threads) {
+    return threads > 0 ? fmt::format("cpu, {} slot(s), {} thread(s)", slots, threads) : fmt::format("cpu, {} slot(s)", slots);
+  }
+
   SlotRing slots_;  // first: a bad slot count fails before the executor is built
   Executor executor_;
+  HostThreads threads_;                    // what the executor's kernels run on
   std::mutex run_mutex_;                   // the executor runs one batch (or prepare) at a time
   std::vector<std::int64_t> prepared_rows_;  // row counts prepare() planned, ascending
   std::vector<std::string> output_what_;   // "output 'NAME'" per graph output, for messages

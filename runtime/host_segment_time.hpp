@@ -9,13 +9,33 @@
 #include "runtime/partition.hpp"
 
 #include <optional>
+#include <vector>
 
 namespace redwood::runtime {
 
 /// Host segment `segment` of a cut of `analysis`, run alone by the CPU executor (as the CPU runner
-/// runs it) on zeros of its inputs' shapes, its outputs in recycled memory (as the split runner's
-/// pool gives them): one warm-up run, then `runs` timed, each after the last-level cache was evicted. The median in milliseconds; std::nullopt (logged) when the
-/// segment fails to run, which its runner will then report.
-std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5);
+/// runs it) on zeros of its inputs' shapes, its kernels on `threads` host threads (HostThreads; 0:
+/// the process's count), its outputs in recycled memory (as the split runner's pool gives them):
+/// one warm-up run, then `runs` timed, each after the last-level cache was evicted. The median in
+/// milliseconds; std::nullopt (logged) when the segment fails to run, which its runner will then
+/// report.
+std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5,
+                                        int threads = 0);
+
+/// The thread counts a host segment is timed at: 1, 2, 4, ... below `most`, and `most`.
+std::vector<int> host_thread_counts(int most);
+
+struct HostThreadsChoice {
+  int threads = 0;
+  double ms = 0;      // the median run at that count
+  double p90_ms = 0;  // the 90th percentile
+};
+
+/// Times host segment `segment` as time_host_segment does (`runs` runs) at each of
+/// host_thread_counts(process_host_threads()), and chooses the fewest threads whose 90th
+/// percentile is within 5 % of the lowest: a short segment's batches on every core wait for a
+/// team of every core to wake, and range 2-4x from run to run and process to process; on a few
+/// threads they run as fast and steadier. std::nullopt (logged) when the segment fails to run.
+std::optional<HostThreadsChoice> choose_host_threads(const ModelAnalysis& analysis, const Segment& segment, int runs = 9);
 
 }  // namespace redwood::runtime

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <set>
 
 namespace redwood::runtime {
@@ -512,14 +514,30 @@ double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) 
 }
 
 // Times the host segments of a cut (a split's: a model wholly on the host is what the analysis
-// timed) that were neither measured before nor timed already.
+// timed) that were neither measured before nor timed already: at the thread count chosen for the
+// segment before, else at each count, choosing one.
 void time_host_segments(Partition& part, const std::vector<Segment>& segments) {
   if (segments.size() < 2) return;
   for (const Segment& s : segments) {
     if (s.device != 0) continue;
     std::string key = part.cut_key(s);
     if (part.cut_times.count(key) != 0 || part.host_times.count(key) != 0) continue;
-    if (const auto ms = time_host_segment(part.analysis, s)) part.host_times[std::move(key)] = *ms;
+    if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
+      if (const auto ms = time_host_segment(part.analysis, s, 5, chosen->second)) part.host_times[std::move(key)] = *ms;
+    } else if (const auto choice = choose_host_threads(part.analysis, s)) {
+      part.host_times[key] = choice->ms;
+      part.host_threads[std::move(key)] = choice->threads;
+    }
+  }
+}
+
+// A split's host segments run on the threads chosen for them (none: the process's count).
+void set_host_threads(const Partition& part, std::vector<Segment>& segments) {
+  if (segments.size() < 2 || part.host_threads.empty()) return;
+  for (Segment& s : segments) {
+    if (s.device != 0) continue;
+    const auto it = part.host_threads.find(part.cut_key(s));
+    if (it != part.host_threads.end()) s.threads = it->second;
   }
 }
 
@@ -562,6 +580,15 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
   return host_times.empty() || s.device != 0 ? std::nullopt : scaled_host_ms(*this, cut_key(s));
+}
+
+std::vector<int> Partition::host_segment_threads() const {
+  std::vector<int> threads;
+  if (segments.size() < 2) return threads;
+  for (const Segment& s : segments) {
+    if (s.device == 0) threads.push_back(s.threads);
+  }
+  return threads;
 }
 
 std::vector<std::string> Partition::node_devices() const {
@@ -618,7 +645,7 @@ Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<
 }
 
 Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
-                              const std::vector<std::string>& device) {
+                              const std::vector<std::string>& device, const std::vector<int>& threads) {
   Partition part;
   part.analysis = std::move(analysis);
   part.devices = options.devices;
@@ -646,12 +673,24 @@ Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& op
   }
   part.placer = part.heft = part.placement;
   part.segments = cut_model(a, part.placement.device);
+  if (!threads.empty()) {
+    std::vector<Segment*> host;
+    for (Segment& s : part.segments) {
+      if (s.device == 0) host.push_back(&s);
+    }
+    RW_EXPECTS(threads.size() == host.size() && part.segments.size() > 1, InvalidArgument,
+               "{}: thread counts for {} host segments given, the cut has {}", g.name, threads.size(),
+               part.segments.size() > 1 ? host.size() : 0);
+    for (std::size_t k = 0; k < host.size(); ++k) host[k]->threads = std::max(threads[k], 0);
+  }
   return part;
 }
 
 Partition partition_as_placed(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                              const PartitionOptions& options, const std::vector<std::string>& device) {
-  return partition_as_placed(analyze_model(std::move(graph), input_shapes, true, AnalysisDepth::kShapesOnly), options, device);
+                              const PartitionOptions& options, const std::vector<std::string>& device,
+                              const std::vector<int>& threads) {
+  return partition_as_placed(analyze_model(std::move(graph), input_shapes, true, AnalysisDepth::kShapesOnly), options, device,
+                             threads);
 }
 
 Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options) {
@@ -682,6 +721,9 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   if (options.history) {
     part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);
     part.host_timing_scale = options.history->find(CostHistory::host_timing_key(profiles[0])).value_or(1.0);
+    for (const auto& [key, threads] : options.history->entries(CostHistory::host_threads_prefix)) {
+      part.host_threads[key.substr(std::strlen(CostHistory::host_threads_prefix))] = static_cast<int>(std::lround(threads));
+    }
   }
 
   // What each device can run, and the measurements that calibrate each roofline.
@@ -840,6 +882,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   if (part.optimum) fill_objectives(p, *part.optimum);
   part.segments = cut_model(a, part.placement.device);
   if (options.use_analysis_times) time_host_segments(part, part.segments);
+  set_host_threads(part, part.segments);
   return part;
 }
 

@@ -94,7 +94,8 @@ struct PartitionOptions {
   /// Per device name, overriding the registry's answer (tests; devices the registry lacks).
   std::map<std::string, SupportFn> supports;
   /// The analysis run's CPU times count as measured CPU costs (and calibrate its roofline), and
-  /// the host segments of the cuts compared are timed on this host (time_host_segment).
+  /// the host segments of the cuts compared are timed on this host (time_host_segment), each at
+  /// the thread count it runs best on (choose_host_threads) unless one was chosen before.
   bool use_analysis_times = true;
   double ilp_time_limit_s = 5;
   /// The exact reference (exhaustive search for the objective) runs when there are at most this
@@ -108,6 +109,8 @@ struct Segment {
   std::vector<std::string> inputs;      // value names: graph inputs and earlier segments' outputs
   std::vector<std::string> outputs;     // what later segments read and the model's outputs it makes
   std::shared_ptr<const Graph> graph;   // the boxed subgraph a runner runs
+  int threads = 0;                      // a host segment's threads (HostThreads), chosen while
+                                        // planning; 0: the process's count
 };
 
 /// The box's names: segment graphs take `x` as boxed_name(x), of boxed_shape(x's shape).
@@ -155,6 +158,9 @@ struct Partition {
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
                                                   // as timed (host_timing_scale applies when used)
+  std::map<std::string, int> host_threads;        // host segments' threads: cut_key -> count, chosen
+                                                  // while planning (choose_host_threads) or before
+                                                  // (CostHistory::host_threads_key)
   /// A host segment's time in a split run over its time timed alone while planning (learned; 1
   /// until a split run has measured a segment that was timed): timing alone cannot give a segment
   /// the cache and threads it finds between the accelerator's segments, and misses by a steady
@@ -190,6 +196,9 @@ struct Partition {
   /// Each placed node's device by name (analysis.placeable's order): what a placement cache keeps
   /// of a split, for partition_as_placed.
   std::vector<std::string> node_devices() const;
+  /// The threads of each host segment of a split (Segment::threads), in segment order: what a
+  /// placement cache keeps beside node_devices().
+  std::vector<int> host_segment_threads() const;
   /// Whether it carries costs to predict from (partition_as_placed's cut carries none).
   bool has_costs() const { return !profiles.empty(); }
   /// With single_device(): that device's name ("cpu" for a model with no node to place).
@@ -223,13 +232,15 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
 /// costed or placed (the placement and segments are set; the costs, baselines and problem are
 /// not). Throws InvalidArgument naming what does not fit this analysis and these options: another
 /// count of nodes, a device not among options.devices, a node its device cannot run, a pinned node
-/// elsewhere.
+/// elsewhere. `threads`, when given, are its host segments' threads in segment order
+/// (host_segment_threads()); a count that does not match is InvalidArgument too.
 Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
-                              const std::vector<std::string>& device);
+                              const std::vector<std::string>& device, const std::vector<int>& threads = {});
 /// The same from the model itself: one run for its values' shapes at `input_shapes`
 /// (AnalysisDepth::kShapesOnly: nothing timed), then the cut.
 Partition partition_as_placed(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                              const PartitionOptions& options, const std::vector<std::string>& device);
+                              const PartitionOptions& options, const std::vector<std::string>& device,
+                              const std::vector<int>& threads = {});
 
 /// The naive split peers use: every node on the accelerator (device 1) up to the first it cannot
 /// run, that one and every later node on the host. std::nullopt when device 1 runs every node, or

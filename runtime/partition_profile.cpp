@@ -180,6 +180,7 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       if (p.segments.empty()) continue;
       const std::string cut = p.cut_key(p.segments[k]);
       history->record(cut, times.segments[k].measured_ms);
+      if (d == 0 && p.segments[k].threads > 0) history->record(CostHistory::host_threads_key(cut), p.segments[k].threads);
       // A host segment timed alone while planning: how its run compares with that timing.
       const auto timed = p.host_times.find(cut);
       if (d == 0 && timed != p.host_times.end() && timed->second > 0 && times.segments[k].measured_ms > 0) {

@@ -178,7 +178,7 @@ class PlacedRunner final : public ModelRunner {
       }
       // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
       try {
-        const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes);
+        const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes, kept->threads);
         inner_ = make_split_runner(p, config_);
         log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "
                    "batch); runs on {}",
@@ -196,10 +196,10 @@ class PlacedRunner final : public ModelRunner {
     for (const auto& [device, n] : count) where += fmt::format("{}{} nodes on {}", where.empty() ? "" : ", ", n, device);
     if (p.single_device()) {
       inner_ = make_runner(p.whole_device(), graph_, config_);
-      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}});
+      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}, {}});
     } else {
       inner_ = make_split_runner(p, config_);
-      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), p.node_devices()});
+      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), p.node_devices(), p.host_segment_threads()});
     }
     log().info("model '{}': placed at {}: {}; {} segment(s); predicted {:.3f} ms a batch (HEFT's placement {:.3f}{}); "
                "runs on {}",

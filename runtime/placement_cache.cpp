@@ -94,8 +94,9 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
   if (key.empty()) return std::nullopt;
   return read_entry(entry_file(dir, key), key, "placing again", [&](const nlohmann::json& j) {
     check_key(j, key);
-    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}};
+    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}, {}};
     if (j.contains("nodes")) kept.nodes = j.at("nodes").get<std::vector<std::string>>();
+    if (j.contains("threads")) kept.threads = j.at("threads").get<std::vector<int>>();
     RW_EXPECTS(kept.device.empty() != kept.nodes.empty(), InvalidArgument,
                "neither a device nor a device per node, or both");
     return kept;
@@ -107,6 +108,7 @@ void write_placement(const std::filesystem::path& dir, const std::string& key, c
   nlohmann::json j{{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},
                    {"written", utc_now()}};
   if (!placement.nodes.empty()) j["nodes"] = placement.nodes;
+  if (!placement.threads.empty()) j["threads"] = placement.threads;
   write_entry(entry_file(dir, key), j);
 }
 
@@ -141,6 +143,7 @@ std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesyst
       d.note = m.at("note").get<std::string>();
       k.measured_ms = m.at("measured_ms").get<std::map<std::string, std::vector<std::pair<double, double>>>>();
       if (m.contains("nodes")) k.nodes = m.at("nodes").get<std::vector<std::string>>();
+      if (m.contains("threads")) k.threads = m.at("threads").get<std::vector<int>>();
       RW_EXPECTS(!k.name.empty(), InvalidArgument, "a model without a name");
       RW_EXPECTS(d.device.empty() != k.nodes.empty(), InvalidArgument,
                  "model '{}': neither a device nor a device per node, or both", k.name);
@@ -165,6 +168,7 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
                       {"predicted_batch_ms", d.predicted_batch_ms}, {"predicted_at", points}, {"measured", d.measured},
                       {"note", d.note}, {"measured_ms", m.measured_ms}});
     if (!m.nodes.empty()) models.back()["nodes"] = m.nodes;
+    if (!m.threads.empty()) models.back()["threads"] = m.threads;
   }
   const nlohmann::json j = {{"format", kPipelineFormat}, {"format_version", kPipelineFormatVersion}, {"key", key},
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};

@@ -10,7 +10,8 @@
 //   key: graph_hash, input shapes, devices and their profiles' keys (the CPU model, the GPU and its
 //        driver), precision, objective, pinned nodes, preferred device, build_stamp()
 //   file: <cache>/placements/<XXH64 of the key>.json
-//         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device]}
+//         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device],
+//          "threads": [a split: each host segment's threads]}
 //
 // A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
 // the same folder, as pipeline-<XXH64 of its key>.json: each model's device, or for a split, each
@@ -51,6 +52,8 @@ struct KeptPlacement {
   double predicted_ms = 0;    // what the partitioner predicted for a batch at the key's shapes
   /// A split: each placed node's device (the analysis's placeable order); empty when whole.
   std::vector<std::string> nodes;
+  /// A split: each host segment's threads (Partition::host_segment_threads); may be empty.
+  std::vector<int> threads;
 };
 
 /// The placement kept under `key` in `dir`, if any.
@@ -68,6 +71,8 @@ struct KeptPipelineModel {
   PlacementDecision decision;
   /// A split: each placed node's device (the analysis's placeable order); empty when whole.
   std::vector<std::string> nodes;
+  /// A split: each host segment's threads (Partition::host_segment_threads); may be empty.
+  std::vector<int> threads;
   /// The measured batch times the placement was made with: per device, (rows, ms) at each batch
   /// size tried (a device without any is absent). A reader compares the history's times now.
   std::map<std::string, std::vector<std::pair<double, double>>> measured_ms;

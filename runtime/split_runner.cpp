@@ -36,7 +36,11 @@ class SplitRunner final : public ModelRunner {
     std::vector<std::string> devices;  // each segment's
     for (const Segment& s : segments_) devices.push_back(partition.devices[static_cast<std::size_t>(s.device)]);
     values_ = std::make_shared<ValuePool>(accelerator_pinned_memory(devices));
-    for (std::size_t k = 0; k < segments_.size(); ++k) runners_.push_back(make_runner(devices[k], segments_[k].graph, config));
+    for (std::size_t k = 0; k < segments_.size(); ++k) {
+      RunnerConfig own = config;
+      own.host_threads = segments_[k].threads;  // a host segment's runner, on the threads chosen for it
+      runners_.push_back(make_runner(devices[k], segments_[k].graph, own));
+    }
     // Which segments each one waits for: those that make its inputs.
     std::map<std::string, std::size_t> maker;
     for (std::size_t k = 0; k < segments_.size(); ++k) {
@@ -146,7 +150,11 @@ class SplitRunner final : public ModelRunner {
     std::string parts;
     for (std::size_t k = 0; k < p.segments.size(); ++k) {
       const std::string& d = p.devices[static_cast<std::size_t>(p.segments[k].device)];
-      parts += fmt::format("{}{}", k == 0 ? "" : " -> ", d == "cpu" ? d : fmt::format("{}:{}", d, config.device));
+      const int threads = p.segments[k].threads;
+      parts += fmt::format("{}{}", k == 0 ? "" : " -> ",
+                           d != "cpu"    ? fmt::format("{}:{}", d, config.device)
+                           : threads > 0 ? fmt::format("cpu ({} thread(s))", threads)
+                                         : d);
     }
     return fmt::format("split in {} segments: {}", p.segments.size(), parts);
   }

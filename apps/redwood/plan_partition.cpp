@@ -135,9 +135,10 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     std::size_t placed = 0;
     for (std::size_t n : s.nodes) placed += a.host_node[n] ? 0 : 1;
     const runtime::SegmentTimes& t = times[k];
-    fmt::print("  {:2d} {:6s} {:4d} nodes  in {} ({} values), out {} ({} values)\n", k + 1,
-               p.devices[static_cast<std::size_t>(s.device)], placed, mb(in_bytes), s.inputs.size(), mb(out_bytes),
-               s.outputs.size());
+    fmt::print("  {:2d} {:6s} {:4d} nodes{}  in {} ({} values), out {} ({} values)\n", k + 1,
+               p.devices[static_cast<std::size_t>(s.device)], placed,
+               s.threads > 0 ? fmt::format(" on {} thread(s)", s.threads) : "", mb(in_bytes), s.inputs.size(),
+               mb(out_bytes), s.outputs.size());
     const std::string source = t.measured_before ? "as measured before"
                                : !t.timed_alone                ? ""
                                : p.host_timing_scale == 1.0

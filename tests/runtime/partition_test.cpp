@@ -4,6 +4,7 @@
 // it fast, so placement, cutting and split execution run on a machine without a GPU.
 
 #include "core/error.hpp"
+#include "core/host_threads.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "core/op_registry.hpp"
@@ -432,12 +433,18 @@ TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
   EXPECT_NE(first.cut_key(first.segments[k]), first.cut_key(first.segments[k == 0 ? 1 : 0]));
 }
 
-TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
+// This machine's real times, the Softmax on the host and every other node on the accelerator:
+// every node pinned, since with real times the placement (and the cut) would follow the timing's
+// noise, and the host would take this small model whole.
+PartitionOptions timed_split_options() {
   PartitionOptions o = options();
   o.use_analysis_times = true;
-  // Every node pinned: with this machine's real times the placement (and the cut) would follow
-  // the timing's noise, and the host would take this small model whole.
   o.pinned = {{"conv1", kAccel}, {"softmax", "cpu"}, {"conv2", kAccel}, {"reshape", kAccel}, {"add", kAccel}};
+  return o;
+}
+
+TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
+  PartitionOptions o = timed_split_options();
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_FALSE(p.single_device());
   const std::size_t k = host_segment(p);
@@ -471,10 +478,71 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   EXPECT_TRUE(partition_model(model(), {{2, 4, 8, 8}}, options()).host_times.empty());
 }
 
+TEST(PartitionProfile, TheThreadCountsAHostSegmentIsTimedAt) {
+  EXPECT_EQ(host_thread_counts(1), (std::vector<int>{1}));
+  EXPECT_EQ(host_thread_counts(0), (std::vector<int>{1}));
+  EXPECT_EQ(host_thread_counts(2), (std::vector<int>{1, 2}));
+  EXPECT_EQ(host_thread_counts(6), (std::vector<int>{1, 2, 4, 6}));
+  EXPECT_EQ(host_thread_counts(16), (std::vector<int>{1, 2, 4, 8, 16}));
+}
+
+TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanKeepsThem) {
+  PartitionOptions o = timed_split_options();
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  const std::size_t k = host_segment(p);
+  const std::string key = p.cut_key(p.segments[k]);
+  const std::vector<int> counts = host_thread_counts(process_host_threads());
+  const int threads = p.segments[k].threads;
+  EXPECT_NE(std::find(counts.begin(), counts.end(), threads), counts.end()) << threads << " threads";
+  EXPECT_EQ(p.host_threads.at(key), threads);
+  for (std::size_t j = 0; j < p.segments.size(); ++j) {
+    if (j != k) {
+      EXPECT_EQ(p.segments[j].threads, 0) << "segment " << j << ": the accelerator's";
+    }
+  }
+  EXPECT_EQ(p.host_segment_threads(), std::vector<int>{threads});
+  const auto choice = choose_host_threads(p.analysis, p.segments[k], 3);
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_NE(std::find(counts.begin(), counts.end(), choice->threads), counts.end());
+  EXPECT_GT(choice->ms, 0.0);
+  EXPECT_GE(choice->p90_ms, choice->ms);
+
+  // Its runner runs there, and a split run keeps the count with the segment's measured time.
+  auto runner = make_split_runner(p, RunnerConfig{});
+  EXPECT_NE(runner->description().find(fmt::format("cpu ({} thread(s))", threads)), std::string::npos)
+      << runner->description();
+  CostHistory history;
+  measure_partition(p, RunnerConfig{}, 2, 1, &history);
+  EXPECT_EQ(history.find(CostHistory::host_threads_key(key)), std::optional<double>(threads));
+  EXPECT_TRUE(history.find(key).has_value());
+
+  // The next plan runs the segment on the count kept (3 here: one it would not have tried on
+  // every machine), timing it there only.
+  CostHistory kept;
+  kept.record(CostHistory::host_threads_key(key), 3);
+  o.history = &kept;
+  const Partition next = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_EQ(next.segments.size(), p.segments.size());
+  EXPECT_EQ(next.segments[k].threads, 3);
+  EXPECT_EQ(next.host_times.count(key), 1u);
+  // A segment measured before any count was kept ran on the process's count: it stays there.
+  CostHistory measured;
+  measured.record(key, 5.0);
+  o.history = &measured;
+  const Partition before = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_EQ(before.segments[k].threads, 0);
+  EXPECT_TRUE(before.host_segment_threads() == std::vector<int>{0});
+
+  // A cut made again from a placement cache's entry takes the kept counts, one per host segment.
+  const Partition again = partition_as_placed(p.analysis, o, p.node_devices(), {2});
+  EXPECT_EQ(again.segments[k].threads, 2);
+  EXPECT_THROW(partition_as_placed(p.analysis, o, p.node_devices(), {2, 2}), InvalidArgument);
+  EXPECT_EQ(partition_as_placed(p.analysis, o, p.node_devices()).segments[k].threads, 0);
+}
+
 TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAndScalesTheNextTiming) {
-  PartitionOptions o = options();
-  o.use_analysis_times = true;
-  o.pinned = {{"conv1", kAccel}, {"softmax", "cpu"}, {"conv2", kAccel}, {"reshape", kAccel}, {"add", kAccel}};
+  PartitionOptions o = timed_split_options();
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_FALSE(p.single_device());
   EXPECT_EQ(p.host_timing_scale, 1.0);  // nothing learned yet

@@ -160,6 +160,39 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
   for (std::size_t k = 0; k < again.segments.size(); ++k) EXPECT_EQ(again.segments[k].nodes, p->segments[k].nodes);
 }
 
+TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
+  const auto graph = model(true);
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 7);
+  auto first = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  const Tensor y1 = run(*first, x);
+  const Partition* p = placed_partition(*first);
+  ASSERT_NE(p, nullptr);
+  ASSERT_FALSE(p->single_device());
+  PartitionOptions o = accelerator_options();
+  o.precision = RunnerConfig{}.precision;
+  const std::string key = placement_key(*graph, {x.shape()}, o);
+  const std::size_t host = p->host_segment_threads().size();
+  ASSERT_GE(host, 1u);
+
+  // One thread per host segment, as a plan that timed them would keep: the next runner's host
+  // segments run on one thread.
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host, 1)});
+  const auto kept = read_placement(placement_cache_dir(), key);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->threads, std::vector<int>(host, 1));
+  auto second = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  const Tensor y2 = run(*second, x);
+  EXPECT_EQ(placed_partition(*second), nullptr) << "placed from the cache";
+  EXPECT_NE(second->description().find("cpu (1 thread(s))"), std::string::npos) << second->description();
+  EXPECT_EQ(y1.to_float_vector(), y2.to_float_vector());
+
+  // A thread count per host segment that does not match the cut: placed again.
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host + 1, 1)});
+  auto third = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  run(*third, x);
+  EXPECT_NE(placed_partition(*third), nullptr) << "placed again";
+}
+
 TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
   const auto graph = model(true);
   const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 8);
@@ -174,7 +207,7 @@ TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
       std::vector<std::string>(nodes, kAccel)};
   for (const auto& bad : wrong) {
     EXPECT_THROW(partition_as_placed(a, o, bad), InvalidArgument);
-    write_placement(placement_cache_dir(), key, {"", 1.0, bad});
+    write_placement(placement_cache_dir(), key, {"", 1.0, bad, {}});
     auto placed = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
     const Tensor y = run(*placed, x);
     EXPECT_NE(placed_partition(*placed), nullptr) << "placed again";

@@ -1,5 +1,7 @@
 #include "backends/cpu/onednn/onednn_common.hpp"
 
+#include "core/host_threads.hpp"
+
 #include <omp.h>
 
 #include <atomic>
@@ -47,13 +49,17 @@ void set_threads(int threads) {
 
 void apply_threads() {
   // omp_set_num_threads sets the calling thread's count only: a kernel running on another thread
-  // (a oneTBB worker of a pipeline) applies the wanted count once per thread.
-  thread_local int applied = 0;
-  const int want = wanted_threads.load(std::memory_order_relaxed);
-  if (want > 0 && applied != want) {
-    omp_set_num_threads(want);
-    applied = want;
-  }
+  // (a oneTBB worker of a pipeline, a CPU runner's) applies the wanted count once per thread. A
+  // count HostThreads set for the thread (a host segment's) comes before the process's; outside
+  // one, the thread goes back to the count it had.
+  thread_local int applied = 0;  // what this thread set; 0: nothing
+  thread_local int initial = 0;  // its count before
+  int want = thread_host_threads();
+  if (want <= 0) want = wanted_threads.load(std::memory_order_relaxed);
+  if (want == applied) return;
+  if (applied == 0) initial = omp_get_max_threads();
+  omp_set_num_threads(want > 0 ? want : initial);
+  applied = want;
 }
 
 dnnl::memory::desc plain_desc(const Shape& shape) {

@@ -32,8 +32,9 @@ dnnl::stream& stream();
 
 /// Sets oneDNN's (OpenMP's) worker count; 0 leaves the default (all cores, or OMP_NUM_THREADS).
 void set_threads(int threads);
-/// Applies set_threads' count to the calling thread (OpenMP's count is per thread); every oneDNN
-/// kernel calls it before running primitives.
+/// Applies the calling thread's count to OpenMP (whose count is per thread): the one HostThreads
+/// set for it (core/host_threads.hpp), else set_threads'. Every oneDNN kernel calls it before it
+/// makes or runs primitives.
 void apply_threads();
 
 using dims = dnnl::memory::dims;
