@@ -18,6 +18,7 @@
 #endif
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -63,13 +64,19 @@ std::vector<Listed> list_entries(const fs::path& dir) {
   return entries;
 }
 
-// A kept placement's "whole on cuda", or for a split its nodes' devices: "split: 3 node(s) on cpu, ...".
+// A kept placement's "whole on cuda", or for a split its nodes' devices and its host segments'
+// threads: "split: 3 node(s) on cpu, 213 node(s) on cuda; host segments on 4, 4, 8 thread(s)".
 std::string where_placed(const nlohmann::json& j) {
   if (!j.contains("nodes")) return fmt::format("whole on {}", j.at("device").get<std::string>());
   std::map<std::string, int> count;
   for (const auto& d : j.at("nodes")) count[d.get<std::string>()]++;
   std::string where = "split:";
   for (const auto& [device, n] : count) where += fmt::format("{} {} node(s) on {}", where == "split:" ? "" : ",", n, device);
+  if (j.contains("threads") && !j.at("threads").empty()) {
+    std::vector<std::string> threads;
+    for (const auto& t : j.at("threads")) threads.push_back(t.get<int>() > 0 ? std::to_string(t.get<int>()) : "all");
+    where += fmt::format("; host segments on {} thread(s)", fmt::join(threads, ", "));
+  }
   return where;
 }
 

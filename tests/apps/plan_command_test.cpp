@@ -1,6 +1,7 @@
 // `redwood plan` as a user runs it: the partitioner's view of a small generated model on the CPU
 // (here the only device), with --profile's measurements, and the mistakes it names.
 
+#include "runtime/placement_cache.hpp"
 #include "support/onnx_builder.hpp"
 #include "support/test_support.hpp"
 
@@ -84,6 +85,17 @@ TEST_F(PlanCommand, CacheInfoListsThePlanCacheWithoutAModel) {
   r = testing::run_command(fmt::format("'{}' plan", REDWOOD_BINARY));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("which model?"), std::string::npos) << r.output;
+}
+
+// A kept split lists its nodes by device and its host segments' threads ("all": the process's).
+TEST_F(PlanCommand, CacheInfoListsAKeptSplitWithItsHostSegmentsThreads) {
+  const std::string cache = (dir_ / "cache").string();
+  runtime::write_placement(dir_ / "cache" / "placements", "a split's key", {"", 4.2, {"cuda", "cpu", "cuda", "cpu"}, {4, 0}});
+  const auto r = testing::run_command(fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info", cache, REDWOOD_BINARY));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("split: 2 node(s) on cpu, 2 node(s) on cuda; host segments on 4, all thread(s), predicted 4.200 ms"),
+            std::string::npos)
+      << r.output;
 }
 
 // A model the launcher has loaded is in the model cache, which --cache-info lists with its size.
