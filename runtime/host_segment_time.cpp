@@ -5,6 +5,7 @@
 #include "core/log.hpp"
 #include "runtime/cpu_profile.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/median_time.hpp"
 #include "runtime/value_pool.hpp"
 
 #include <algorithm>
@@ -29,9 +30,8 @@ class CacheEvictor {
   unsigned char fill_ = 0;
 };
 
-// The segment's runs at `threads` (sorted, milliseconds), as time_host_segment describes them.
-std::vector<double> timed_runs(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads,
-                               CacheEvictor& cache) {
+// The spread of the segment's runs at `threads`, as time_host_segment describes them.
+Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads, CacheEvictor& cache) {
   std::map<std::string, Tensor> feeds;
   for (const auto& in : segment.inputs) {
     const TensorDesc& d = analysis.values.at(in);
@@ -54,22 +54,40 @@ std::vector<double> timed_runs(const ModelAnalysis& analysis, const Segment& seg
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     });
   }
-  std::sort(ms.begin(), ms.end());
-  return ms;
+  return spread(std::move(ms));
+}
+
+// The segment timed at each of `counts` (`runs` runs each), and the fewest threads whose 90th
+// percentile is within 5 % of the lowest: a run as slow as the best count's slow runs, which
+// leaves the other cores to the rest of the pipeline and wakes fewer threads. std::nullopt
+// (logged) when the segment fails to run, which its runner will then report.
+std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, const Segment& segment, int runs,
+                                                const std::vector<int>& counts) {
+  RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
+  try {
+    CacheEvictor cache;
+    std::vector<HostThreadsChoice> tried;
+    for (int threads : counts) {
+      const Spread ms = timed_runs(analysis, segment, runs, threads, cache);
+      tried.push_back({threads, ms.median, ms.p90});
+    }
+    double best = tried.front().p90_ms;
+    for (const auto& t : tried) best = std::min(best, t.p90_ms);
+    for (const auto& t : tried) {
+      if (t.p90_ms <= best * 1.05) return t;
+    }
+    return tried.back();
+  } catch (const std::exception& e) {  // an Error, or memory for the inputs or the eviction buffer
+    log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
+    return std::nullopt;
+  }
 }
 
 }  // namespace
 
 std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads) {
-  RW_EXPECTS(runs > 0, InvalidArgument, "time_host_segment: {} runs", runs);
-  try {
-    CacheEvictor cache;
-    const std::vector<double> ms = timed_runs(analysis, segment, runs, threads, cache);
-    return ms[ms.size() / 2];
-  } catch (const std::exception& e) {  // an Error, or memory for the inputs or the eviction buffer
-    log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
-    return std::nullopt;
-  }
+  const auto timed = time_at_counts(analysis, segment, runs, {threads});
+  return timed ? std::optional<double>(timed->ms) : std::nullopt;
 }
 
 std::vector<int> host_thread_counts(int most) {
@@ -80,26 +98,7 @@ std::vector<int> host_thread_counts(int most) {
 }
 
 std::optional<HostThreadsChoice> choose_host_threads(const ModelAnalysis& analysis, const Segment& segment, int runs) {
-  RW_EXPECTS(runs > 0, InvalidArgument, "choose_host_threads: {} runs", runs);
-  try {
-    CacheEvictor cache;
-    std::vector<HostThreadsChoice> tried;
-    for (int threads : host_thread_counts(process_host_threads())) {
-      const std::vector<double> ms = timed_runs(analysis, segment, runs, threads, cache);
-      tried.push_back({threads, ms[ms.size() / 2], ms[ms.size() - 1 - ms.size() / 10]});
-    }
-    double best = tried.front().p90_ms;
-    for (const auto& t : tried) best = std::min(best, t.p90_ms);
-    // The fewest threads within 5 % of the best 90th percentile: a run as slow as the best one's
-    // slow runs, which leaves the other cores to the rest of the pipeline and wakes fewer threads.
-    for (const auto& t : tried) {
-      if (t.p90_ms <= best * 1.05) return t;
-    }
-    return tried.back();
-  } catch (const std::exception& e) {
-    log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
-    return std::nullopt;
-  }
+  return time_at_counts(analysis, segment, runs, host_thread_counts(process_host_threads()));
 }
 
 }  // namespace redwood::runtime

@@ -492,13 +492,14 @@ std::optional<double> find_ms(const std::map<std::string, double>& times, const 
   return it != times.end() ? std::optional<double>(it->second) : std::nullopt;
 }
 
-// Segment `s`'s time as measured before, else (a host segment) as timed while planning: its cut
-// key made once for both.
 // A host segment's time as timed alone while planning, scaled to what it takes in a split run.
 std::optional<double> scaled_host_ms(const Partition& p, const std::string& key) {
   const auto timed = find_ms(p.host_times, key);
   return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
 }
+
+// Segment `s`'s time as measured before, else (a host segment) as timed while planning: its cut
+// key made once for both.
 
 std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
   if (p.cut_times.empty() && (p.host_times.empty() || s.device != 0)) return std::nullopt;

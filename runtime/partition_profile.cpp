@@ -162,12 +162,11 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
   times.segments = predict_segments(p);
   for (std::size_t k = 0; k < times.segments.size() && k < compute.size(); ++k) {
     if (compute[k].empty()) continue;
-    const std::vector<double>& c = compute[k];
-    std::sort(compute[k].begin(), compute[k].end());
+    const Spread c = spread(std::move(compute[k]));
     SegmentTimes& t = times.segments[k];
-    t.measured_ms = c[c.size() / 2];  // as median() picks it
-    t.measured_p10_ms = c[c.size() / 10];
-    t.measured_p90_ms = c[c.size() - 1 - c.size() / 10];
+    t.measured_ms = c.median;
+    t.measured_p10_ms = c.p10;
+    t.measured_p90_ms = c.p90;
     t.copy_ms = median(copies[k]);
   }
   times.measured_batch_ms = median(batch_ms);

@@ -35,6 +35,14 @@ PartitionOptions accelerator_options() {
   return o;
 }
 
+// The options as make_placed_runner(graph, accelerator_options(), RunnerConfig{}) places with:
+// the runner's precision set. The key it keeps its placement under is placement_key of these.
+PartitionOptions runner_options() {
+  PartitionOptions o = accelerator_options();
+  o.precision = RunnerConfig{}.precision;
+  return o;
+}
+
 // x [N,4,8,8] -> Conv -> (Softmax when `softmax`) -> Conv -> y
 std::shared_ptr<const Graph> model(bool softmax) {
   const auto dir = testing::temp_dir("placement-cache-model");
@@ -85,11 +93,7 @@ TEST_F(PlacementCache, AWholeDevicePlacementIsKeptAndTheNextRunnerSkipsPlacing) 
   EXPECT_EQ(placed->whole_device(), kAccel);
   EXPECT_EQ(entries(placement_cache_dir()), 1u);
 
-  const std::string key = placement_key(*graph, {x.shape()}, [] {
-    PartitionOptions o = accelerator_options();
-    o.precision = RunnerConfig{}.precision;  // as make_placed_runner sets it
-    return o;
-  }());
+  const std::string key = placement_key(*graph, {x.shape()}, runner_options());
   const auto kept = read_placement(placement_cache_dir(), key);
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(kept->device, kAccel);
@@ -135,8 +139,7 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
   ASSERT_NE(p, nullptr);
   ASSERT_FALSE(p->single_device());
   EXPECT_EQ(entries(placement_cache_dir()), 1u);
-  PartitionOptions o = accelerator_options();
-  o.precision = RunnerConfig{}.precision;
+  const PartitionOptions o = runner_options();
   const std::string key = placement_key(*graph, {x.shape()}, o);
   const auto kept = read_placement(placement_cache_dir(), key);
   ASSERT_TRUE(kept.has_value());
@@ -168,8 +171,7 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
   const Partition* p = placed_partition(*first);
   ASSERT_NE(p, nullptr);
   ASSERT_FALSE(p->single_device());
-  PartitionOptions o = accelerator_options();
-  o.precision = RunnerConfig{}.precision;
+  const PartitionOptions o = runner_options();
   const std::string key = placement_key(*graph, {x.shape()}, o);
   const std::size_t host = p->host_segment_threads().size();
   ASSERT_GE(host, 1u);
@@ -196,8 +198,7 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
 TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
   const auto graph = model(true);
   const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 8);
-  PartitionOptions o = accelerator_options();
-  o.precision = RunnerConfig{}.precision;
+  const PartitionOptions o = runner_options();
   const std::string key = placement_key(*graph, {x.shape()}, o);
   const ModelAnalysis a = analyze_model(graph, {x.shape()}, true, AnalysisDepth::kShapesOnly);
   const std::size_t nodes = a.placeable.size();

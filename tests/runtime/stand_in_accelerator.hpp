@@ -15,6 +15,11 @@
 
 namespace redwood::testing {
 
+/// The stand-in accelerators' supports(): every op but Softmax.
+inline std::string all_but_softmax(const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
+  return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
+}
+
 /// The device's name; registered on the first call.
 inline const char* stand_in_accelerator() {
   static const bool registered = [] {
@@ -22,9 +27,7 @@ inline const char* stand_in_accelerator() {
     f.unavailable = [] { return std::string(); };
     f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); };
     f.device_count = [] { return 1; };
-    f.supports = [](const Graph&, const Node& node, const std::vector<TensorDesc>&, const std::string&) {
-      return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
-    };
+    f.supports = all_but_softmax;
     f.time_nodes = [](std::shared_ptr<const Graph> graph, const std::vector<Shape>& shapes, const RunnerConfig&, int runs) {
       std::map<std::string, Tensor> feeds;
       for (std::size_t i = 0; i < graph->inputs.size() && i < shapes.size(); ++i) {
