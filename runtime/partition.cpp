@@ -1,6 +1,7 @@
 #include "runtime/partition.hpp"
 
 #include "core/error.hpp"
+#include "runtime/device_segment_time.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/host_segment_time.hpp"
 #include "runtime/value_pool.hpp"
@@ -498,14 +499,18 @@ std::optional<double> scaled_host_ms(const Partition& p, const std::string& key)
   return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
 }
 
-// Segment `s`'s time as measured before, else (a host segment) as timed while planning: its cut
-// key made once for both.
+// Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`.
+std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::string& key) {
+  return s.device == 0 ? scaled_host_ms(p, key) : find_ms(p.device_times, key);
+}
 
+// Segment `s`'s time as measured before, else as timed while planning: its cut key made once for
+// both.
 std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
-  if (p.cut_times.empty() && (p.host_times.empty() || s.device != 0)) return std::nullopt;
+  if (p.cut_times.empty() && (s.device == 0 ? p.host_times.empty() : p.device_times.empty())) return std::nullopt;
   const std::string key = p.cut_key(s);
   if (const auto ms = find_ms(p.cut_times, key)) return ms;
-  return s.device == 0 ? scaled_host_ms(p, key) : std::nullopt;
+  return timed_ms(p, s, key);
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
@@ -514,16 +519,24 @@ double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) 
   return split_latency_ms(p.analysis, p.open, segments, costs);
 }
 
-// Times the host segments of a cut (a split's: a model wholly on the host is what the analysis
-// timed) that were neither measured before nor timed already: at the thread count chosen for the
-// segment before, else at each count, choosing one.
-void time_host_segments(Partition& part, const std::vector<Segment>& segments) {
+// Times the segments of a cut (a split's: a model wholly on one device is what its nodes' times
+// describe) that were neither measured before nor timed already. A host segment at the thread
+// count chosen for it before, else at each count, choosing one; an accelerator's on its device
+// where this process can run it. `tried` holds the keys timed (or that failed to run) before, so
+// a segment several cuts share is run once.
+void time_segments(Partition& part, const std::vector<Segment>& segments, std::set<std::string>& tried) {
   if (segments.size() < 2) return;
   for (const Segment& s : segments) {
-    if (s.device != 0) continue;
     std::string key = part.cut_key(s);
-    if (part.cut_times.count(key) != 0 || part.host_times.count(key) != 0) continue;
-    if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
+    if (part.cut_times.count(key) != 0 || !tried.insert(key).second) continue;
+    if (s.device != 0) {
+      const std::string& device = part.devices[static_cast<std::size_t>(s.device)];
+      if (!can_time_on(device)) continue;
+      RunnerConfig config;
+      config.slots = 1;  // one batch at a time
+      config.precision = part.precision;
+      if (const auto ms = time_device_segment(part.analysis, s, device, config)) part.device_times[std::move(key)] = *ms;
+    } else if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
       if (const auto ms = time_host_segment(part.analysis, s, 5, chosen->second)) part.host_times[std::move(key)] = *ms;
     } else if (const auto choice = choose_host_threads(part.analysis, s)) {
       part.host_times[key] = choice->ms;
@@ -580,7 +593,8 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
 }
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
-  return host_times.empty() || s.device != 0 ? std::nullopt : scaled_host_ms(*this, cut_key(s));
+  if (s.device == 0 ? host_times.empty() : device_times.empty()) return std::nullopt;
+  return timed_ms(*this, s, cut_key(s));
 }
 
 std::vector<int> Partition::host_segment_threads() const {
@@ -848,6 +862,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   if (part.optimum && part.objective_ms(*part.optimum) < part.objective_ms(part.placement)) part.placement = *part.optimum;
   part.naive = place_naive(part.open);
   part.placer = part.placement;
+  std::set<std::string> tried;  // the segments timed while planning (time_segments)
   if (options.objective == PartitionOptions::Objective::kLatency) {
     // The list schedule keeps a value on its device between two nodes there; a cut sends every
     // value between segments through the host. Among the candidates, keep the one whose cut runs
@@ -866,7 +881,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
       double ms = kUnsupported;
       if (allowed) {
         const std::vector<Segment> cut = cut_model(a, device);
-        if (options.use_analysis_times) time_host_segments(part, cut);
+        if (options.use_analysis_times) time_segments(part, cut, tried);
         ms = cut_latency_ms(part, cut);
       }
       if (ms < best - 1e-12) {
@@ -882,7 +897,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   fill_objectives(p, part.placer);
   if (part.optimum) fill_objectives(p, *part.optimum);
   part.segments = cut_model(a, part.placement.device);
-  if (options.use_analysis_times) time_host_segments(part, part.segments);
+  if (options.use_analysis_times) time_segments(part, part.segments, tried);
   set_host_threads(part, part.segments);
   return part;
 }

@@ -94,8 +94,10 @@ struct PartitionOptions {
   /// Per device name, overriding the registry's answer (tests; devices the registry lacks).
   std::map<std::string, SupportFn> supports;
   /// The analysis run's CPU times count as measured CPU costs (and calibrate its roofline), and
-  /// the host segments of the cuts compared are timed on this host (time_host_segment), each at
-  /// the thread count it runs best on (choose_host_threads) unless one was chosen before.
+  /// the segments of the cuts compared are timed: the host's on this host (time_host_segment),
+  /// each at the thread count it runs best on (choose_host_threads) unless one was chosen before;
+  /// an accelerator's on its device (time_device_segment) where this process can run it
+  /// (can_time_on), else its nodes' costs stand for it.
   bool use_analysis_times = true;
   double ilp_time_limit_s = 5;
   /// The exact reference (exhaustive search for the objective) runs when there are at most this
@@ -158,6 +160,8 @@ struct Partition {
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
                                                   // as timed (host_timing_scale applies when used)
+  std::map<std::string, double> device_times;     // accelerator segments timed on their device while
+                                                  // planning: cut_key -> ms (time_device_segment)
   std::map<std::string, int> host_threads;        // host segments' threads: cut_key -> count, chosen
                                                   // while planning (choose_host_threads) or before
                                                   // (CostHistory::host_threads_key)
@@ -188,8 +192,9 @@ struct Partition {
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
-  /// Host segment `s`'s time as timed alone while planning (host_times), if it was, scaled by
-  /// host_timing_scale: what it predicts the segment takes in a split run.
+  /// Segment `s`'s time as timed alone while planning, if it was: a host segment's (host_times)
+  /// scaled by host_timing_scale, what it predicts the segment takes in a split run; an
+  /// accelerator segment's (device_times) as timed.
   std::optional<double> timed_segment_ms(const Segment& s) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;

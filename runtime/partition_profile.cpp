@@ -4,13 +4,13 @@
 #include "core/model_runner.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/median_time.hpp"
+#include "runtime/run_batch.hpp"
 #include "runtime/sample_values.hpp"
 #include "runtime/split_runner.hpp"
 #include "runtime/value_pool.hpp"
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <map>
 #include <set>
 
@@ -128,18 +128,8 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
     inputs.push_back(pool->make(dtype, p.analysis.input_shapes[i]));
     if (inputs.back().nbytes() > 0) fill_sample_values(inputs.back().raw_data(), dtype, inputs.back().nbytes());
   }
-  auto run_batch = [&] {
-    InferBatch batch;
-    for (const Tensor& t : inputs) batch.inputs.push_back({t});
-    batch.allocate = pool->allocator();
-    std::promise<InferResult> done;
-    auto result = done.get_future();
-    runner->submit(std::move(batch), [&done](InferResult& r) { done.set_value(std::move(r)); });
-    const InferResult r = result.get();
-    if (r.error) std::rethrow_exception(r.error);
-  };
   runner->prepare(p.analysis.input_shapes);
-  for (int i = 0; i < warmup; ++i) run_batch();
+  for (int i = 0; i < warmup; ++i) run_batch(*runner, inputs, pool->allocator());
   // Each segment's compute and copies batch by batch (its runner records a batch before it
   // completes, so the stats after a batch hold it), for medians as the batch's own: one batch
   // preempted on a busy host would move a mean, and with it the history, by its whole delay.
@@ -148,7 +138,7 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
   std::vector<double> batch_ms;
   for (int i = 0; i < runs; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
-    run_batch();
+    run_batch(*runner, inputs, pool->allocator());
     batch_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     std::vector<RunnerStats> now = stats();
     for (std::size_t k = 0; k < now.size() && k < last.size(); ++k) {

@@ -23,7 +23,7 @@ std::size_t record_node_times(const Partition& partition, CostHistory& history, 
 
 struct SegmentTimes {
   double predicted_ms = 0;  // its time as measured before (Partition::cut_times), else as timed alone
-                            // while planning (a host segment: Partition::host_times), else from_nodes_ms
+                            // while planning (Partition::timed_segment_ms), else from_nodes_ms
   double from_nodes_ms = 0; // the sum of its nodes' costs on its device, and its device's segment cost
   bool measured_before = false;
   bool timed_alone = false;

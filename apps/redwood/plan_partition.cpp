@@ -141,6 +141,7 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
                mb(out_bytes), s.outputs.size());
     const std::string source = t.measured_before ? "as measured before"
                                : !t.timed_alone                ? ""
+                               : s.device != 0                 ? fmt::format("timed alone on {}", p.devices[static_cast<std::size_t>(s.device)])
                                : p.host_timing_scale == 1.0
                                    ? "timed alone on the host"
                                    : fmt::format("timed alone on the host, x{:.2f}", p.host_timing_scale);

@@ -9,6 +9,7 @@
 #include "core/onnx/onnx_import.hpp"
 #include "core/op_registry.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/device_segment_time.hpp"
 #include "runtime/host_segment_time.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/partition_profile.hpp"
@@ -453,7 +454,7 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   EXPECT_GT(timed->second, 0.0);
   const std::vector<SegmentTimes> t = predict_segments(p);
   for (std::size_t j = 0; j < t.size(); ++j) {
-    EXPECT_EQ(t[j].timed_alone, p.segments[j].device == 0) << "segment " << j;  // the host's only
+    EXPECT_TRUE(t[j].timed_alone) << "segment " << j;  // the accelerator's too (on its device)
     EXPECT_FALSE(t[j].measured_before) << "segment " << j;
   }
   EXPECT_DOUBLE_EQ(t[k].predicted_ms, timed->second);
@@ -475,7 +476,95 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   EXPECT_DOUBLE_EQ(predict_segments(again)[k].predicted_ms, 1234.5);
 
   // Costs from the roofline alone time nothing: placements that do not depend on the machine.
-  EXPECT_TRUE(partition_model(model(), {{2, 4, 8, 8}}, options()).host_times.empty());
+  const Partition roofline = partition_model(model(), {{2, 4, 8, 8}}, options());
+  EXPECT_TRUE(roofline.host_times.empty());
+  EXPECT_TRUE(roofline.device_times.empty());
+}
+
+// A device runner whose runners cannot be made: what a device does when a segment fails to plan.
+std::atomic<int> failing_makes{0};  // the runners it was asked for
+const char* failing_accelerator() {
+  static const bool registered = [] {
+    DeviceRunnerFactory f;
+    f.unavailable = [] { return std::string(); };
+    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig&) -> std::unique_ptr<ModelRunner> {
+      ++failing_makes;
+      throw Unsupported(fmt::format("{}: this device plans nothing", graph->name));
+    };
+    f.device_count = [] { return 1; };
+    f.supports = testing::all_but_softmax;
+    return register_device_runner("failing-accelerator", std::move(f));
+  }();
+  (void)registered;
+  return "failing-accelerator";
+}
+
+TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanning) {
+  EXPECT_TRUE(can_time_on(kAccel));
+  EXPECT_FALSE(can_time_on("cpu"));  // the host's segments are timed by time_host_segment
+  EXPECT_FALSE(can_time_on("no-such-device"));
+
+  PartitionOptions o = timed_split_options();
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  const std::vector<SegmentTimes> t = predict_segments(p);
+  std::size_t accelerator_segments = 0;
+  for (std::size_t j = 0; j < p.segments.size(); ++j) {
+    if (p.segments[j].device == 0) continue;
+    ++accelerator_segments;
+    const auto timed = p.device_times.find(p.cut_key(p.segments[j]));
+    ASSERT_NE(timed, p.device_times.end()) << "segment " << j;
+    EXPECT_GT(timed->second, 0.0);
+    // As timed: the host's learned factor is the host's only.
+    EXPECT_DOUBLE_EQ(*p.timed_segment_ms(p.segments[j]), timed->second);
+    EXPECT_TRUE(t[j].timed_alone);
+    EXPECT_DOUBLE_EQ(t[j].predicted_ms, timed->second);
+  }
+  EXPECT_GE(accelerator_segments, 1u);
+
+  // Timed directly: the runner's compute time of a batch, the median of the runs.
+  const std::size_t a = p.segments[0].device != 0 ? 0 : p.segments.size() - 1;
+  ASSERT_NE(p.segments[a].device, 0);
+  const auto direct = time_device_segment(p.analysis, p.segments[a], kAccel, RunnerConfig{}, 3, 1);
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_GT(*direct, 0.0);
+  EXPECT_THROW(time_device_segment(p.analysis, p.segments[a], kAccel, RunnerConfig{}, 0), InvalidArgument);
+  // A segment its device cannot plan is not timed (its runner will say why when the split runs).
+  EXPECT_EQ(time_device_segment(p.analysis, p.segments[a], failing_accelerator(), RunnerConfig{}), std::nullopt);
+
+  // A segment measured before keeps its measured time and is not timed again.
+  CostHistory history;
+  history.record(p.cut_key(p.segments[a]), 4321.0);
+  o.history = &history;
+  const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_EQ(again.device_times.count(again.cut_key(again.segments[a])), 0u);
+  EXPECT_DOUBLE_EQ(predict_segments(again)[a].predicted_ms, 4321.0);
+}
+
+TEST(PartitionProfile, AnAcceleratorThatCannotRunASegmentLeavesItToItsNodesTimes) {
+  for (const std::string device : {std::string(failing_accelerator()), std::string("registry-lacks-it")}) {
+    PartitionOptions o = timed_split_options();
+    o.devices = {"cpu", device};
+    o.profiles = {stand_in_profile("cpu", 10, 10), stand_in_profile(device, 10000, 1000)};
+    o.supports[device] = [](const Graph& g, const Node& n, const std::vector<TensorDesc>& in) {
+      return testing::all_but_softmax(g, n, in, "fp32");
+    };
+    o.pinned = {{"conv1", device}, {"softmax", "cpu"}, {"conv2", device}, {"reshape", device}, {"add", device}};
+    const int makes_before = failing_makes.load();
+    const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+    ASSERT_FALSE(p.single_device()) << device;
+    EXPECT_TRUE(p.device_times.empty()) << device;
+    // Every candidate cut is the same here (every node pinned): each segment is tried once.
+    const auto accelerator_segments = std::count_if(p.segments.begin(), p.segments.end(), [](const Segment& s) { return s.device != 0; });
+    EXPECT_EQ(failing_makes.load() - makes_before, device == failing_accelerator() ? accelerator_segments : 0) << device;
+    EXPECT_FALSE(p.host_times.empty()) << device;  // the host's segment is still timed
+    const std::vector<SegmentTimes> t = predict_segments(p);
+    for (std::size_t j = 0; j < t.size(); ++j) {
+      if (p.segments[j].device == 0) continue;
+      EXPECT_FALSE(t[j].timed_alone) << device << ", segment " << j;
+      EXPECT_DOUBLE_EQ(t[j].predicted_ms, t[j].from_nodes_ms) << device << ", segment " << j;
+    }
+  }
 }
 
 TEST(PartitionProfile, TheThreadCountsAHostSegmentIsTimedAt) {

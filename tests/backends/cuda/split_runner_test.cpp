@@ -7,7 +7,9 @@
 #include "core/onnx/onnx_import.hpp"
 #include "gpu_test_support.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/device_segment_time.hpp"
 #include "runtime/partition.hpp"
+#include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/split_runner.hpp"
 #include "support/onnx_builder.hpp"
@@ -95,6 +97,25 @@ TEST(SplitRunner, AModelWithAnOpTheGpuLacksRunsSplitAndMatchesTheCpu) {
   ASSERT_EQ(segments.size(), 3u);
   EXPECT_GE(segments[0].device, 0);   // a GPU's
   EXPECT_EQ(segments[1].device, -1);  // the CPU's
+}
+
+TEST(SplitPlacement, EachGpuSegmentOfTheSplitIsTimedOnTheGpuWhilePlanning) {
+  RW_SKIP_WITHOUT_GPU();
+  ASSERT_TRUE(can_time_on("cuda"));
+  const Partition p = partition_model(lrn_model(), {{2, 4, 16, 16}}, prefer_gpu());  // the analysis's times in use
+  ASSERT_EQ(p.segments.size(), 3u);
+  const std::vector<SegmentTimes> predicted = predict_segments(p);
+  for (std::size_t k = 0; k < p.segments.size(); ++k) {
+    EXPECT_TRUE(predicted[k].timed_alone) << "segment " << k;
+    if (p.segments[k].device == 0) continue;
+    const auto timed = p.device_times.find(p.cut_key(p.segments[k]));
+    ASSERT_NE(timed, p.device_times.end()) << "segment " << k;
+    EXPECT_GT(timed->second, 0.0);
+    EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, timed->second);
+  }
+  // The split runs, and its GPU segments' runners record compute as the timing read it.
+  const PartitionTimes measured = measure_partition(p, RunnerConfig{}, 3, 1);
+  for (std::size_t k = 0; k < p.segments.size(); ++k) EXPECT_GT(measured.segments[k].measured_ms, 0.0) << "segment " << k;
 }
 
 }  // namespace

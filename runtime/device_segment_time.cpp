@@ -1,0 +1,63 @@
+#include "runtime/device_segment_time.hpp"
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "runtime/cpu_runner.hpp"
+#include "runtime/median_time.hpp"
+#include "runtime/run_batch.hpp"
+#include "runtime/sample_values.hpp"
+#include "runtime/value_pool.hpp"
+
+#include <exception>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace redwood::runtime {
+
+bool can_time_on(const std::string& device) {
+  if (device == "cpu") return false;
+  const auto& registry = device_runner_registry();
+  const auto it = registry.find(device);
+  if (it == registry.end() || !it->second.make) return false;
+  return !it->second.unavailable || it->second.unavailable().empty();
+}
+
+std::optional<double> time_device_segment(const ModelAnalysis& analysis, const Segment& segment, const std::string& device,
+                                          const RunnerConfig& config, int runs, int warmup) {
+  RW_EXPECTS(runs > 0 && warmup >= 0, InvalidArgument, "timing a segment on {}: {} runs, {} warm-up", device, runs, warmup);
+  try {
+    auto runner = make_runner(device, segment.graph, config);
+    // The inputs in the device's page-locked memory, as the split runner's pool hands them over.
+    auto pool = std::make_shared<ValuePool>(accelerator_pinned_memory({device}));
+    std::map<std::string, const TensorDesc*> by_box;
+    for (const auto& in : segment.inputs) by_box[boxed_name(in)] = &analysis.values.at(in);
+    std::vector<Tensor> inputs;
+    std::vector<Shape> shapes;
+    for (const auto& gi : segment.graph->inputs) {
+      const auto it = by_box.find(gi.name);
+      RW_EXPECTS(it != by_box.end(), InvalidArgument, "{}: input '{}' is none of the segment's", segment.graph->name, gi.name);
+      const TensorDesc& d = *it->second;
+      inputs.push_back(pool->make(d.dtype, boxed_shape(d.shape)));
+      if (inputs.back().nbytes() > 0) fill_sample_values(inputs.back().raw_data(), d.dtype, inputs.back().nbytes());
+      shapes.push_back(inputs.back().shape());
+    }
+    runner->prepare(shapes);
+    for (int i = 0; i < warmup; ++i) run_batch(*runner, inputs, pool->allocator());
+    // The runner records a batch before it completes it, so its stats after a batch hold it.
+    std::vector<double> compute;
+    double last = runner->stats().compute_ms;
+    for (int i = 0; i < runs; ++i) {
+      run_batch(*runner, inputs, pool->allocator());
+      const double now = runner->stats().compute_ms;
+      compute.push_back(now - last);
+      last = now;
+    }
+    return median(compute);
+  } catch (const std::exception& e) {
+    log().warn("{}: not timed on {} ({}); its nodes' times stand for it", segment.graph->name, device, e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace redwood::runtime
