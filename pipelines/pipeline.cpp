@@ -11,9 +11,11 @@
 #include "runtime/cpu_runner.hpp"
 
 #include <fmt/format.h>
+#include <oneapi/tbb/global_control.h>
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -294,6 +296,9 @@ void Pipeline::place_models() {
   const bool waiting = std::any_of(models_.begin(), models_.end(),
                                    [](const auto& m) { return m.second.joint && !m.second.joint->feeds().empty(); });
   if (!waiting) return;  // no device: auto model runs where CUDA is usable: nothing changes
+  // The host segments the partitioner times run on what the run will allow them.
+  std::optional<oneapi::tbb::global_control> threads;
+  if (thread_limit() > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, thread_limit());
   runtime::PartitionOptions base;
   base.devices = {"cpu", "cuda"};
   runtime::CostHistory history;

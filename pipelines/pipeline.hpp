@@ -124,8 +124,14 @@ class Pipeline {
   /// Every stream's frames a second together: --fps, else the sources' rates when paced (--realtime,
   /// or live sources); 0 when unpaced or a rate is unknown.
   double frames_per_s() const;
-  /// Places the device: auto models together (pipeline_planner.hpp), once every stage is checked.
+  /// Places the device: auto models together (pipeline_planner.hpp), once every stage is checked,
+  /// under the run's thread limit: the host segments it times run on the threads the run allows.
   void place_models();
+  /// oneTBB's limit on the process's threads while the pipeline places and runs (0: none). With
+  /// `threads: N`, N + 1: N workers run the stages, and the limit counts the calling thread too,
+  /// which only watches the run (sources feed the graph from threads of their own); a limit of N
+  /// would leave `threads: 1` no worker at all.
+  int thread_limit() const { return service_.threads > 0 ? service_.threads + 1 : 0; }
   /// When a run ends: the batch times the placed models' runners measured, into the cost history
   /// on disk (record_batch_times). Logs and goes on when it cannot.
   void record_batch_times() noexcept;

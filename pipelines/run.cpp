@@ -588,11 +588,8 @@ PipelineStats Pipeline::run(const RunOptions& options) {
     Pipeline* pipeline;
     ~RecordAtEnd() { pipeline->record_batch_times(); }
   } record_at_end{this};
-  // service.threads counts the workers that run stages. oneTBB's limit counts the calling thread
-  // too, and this one only watches the run (sources feed the graph from threads of their own), so
-  // the limit is one more: with `threads: 1` a limit of 1 would leave no worker at all.
   std::optional<oneapi::tbb::global_control> threads;
-  if (service_.threads > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, service_.threads + 1);
+  if (thread_limit() > 0) threads.emplace(oneapi::tbb::global_control::max_allowed_parallelism, thread_limit());
   if (!shard_) {
     Run run(name_, streams_, stages_, sinks_, service_, options_, options, *memory_);
     return run.execute();
