@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 
@@ -216,13 +217,21 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   for (std::size_t i = 0; i < graph->inputs.size(); ++i) {
     fmt::print("input: {} {}{}\n", graph->inputs[i].name, dtype_name(graph->inputs[i].dtype), shape_str(args.input_shapes[i]));
   }
-  runtime::Partition p = runtime::partition_analysis(analysis, options_from(args, &history));
+  // The plan printed is the last one made: its time, and how many segments it timed alone.
+  double planned_s = 0;
+  auto place = [&](runtime::ModelAnalysis a) {
+    const auto start = std::chrono::steady_clock::now();
+    runtime::Partition part = runtime::partition_analysis(std::move(a), options_from(args, &history));
+    planned_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return part;
+  };
+  runtime::Partition p = place(analysis);
   if (args.profile) {
     // Measure every node where the current placement runs it, then place again on the measurements.
     const std::size_t n = runtime::record_node_times(p, history, args.precision);
     history.save(history_path);
     fmt::print("profile: {} node times measured, kept in {} ({} entries)\n", n, history_path, history.size());
-    p = runtime::partition_analysis(std::move(analysis), options_from(args, &history));
+    p = place(std::move(analysis));
   }
   std::size_t measured = 0, total = 0;
   for (const auto& row : p.costs) {
@@ -246,6 +255,8 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   fmt::print("host timing: a host segment of a split takes {:.2f}x its time timed alone while planning ({})\n",
              p.host_timing_scale,
              p.host_timing_scale == 1.0 ? "nothing learned yet" : "learned from host segments timed, then measured");
+  fmt::print("planned in {:.2f} s (timed alone while planning: {} host segment(s), {} accelerator segment(s))\n",
+             planned_s, p.host_times.size(), p.device_times.size());
   print_support(p, args.verbose);
   print_placements(p);
   if (args.profile) {
