@@ -528,7 +528,10 @@ void time_segments(Partition& part, const std::vector<Segment>& segments, std::s
   if (segments.size() < 2) return;
   for (const Segment& s : segments) {
     std::string key = part.cut_key(s);
-    if (part.cut_times.count(key) != 0 || !tried.insert(key).second) continue;
+    if (part.cut_times.count(key) != 0 || part.host_times.count(key) != 0 || part.device_times.count(key) != 0 ||
+        !tried.insert(key).second) {
+      continue;
+    }
     if (s.device != 0) {
       const std::string& device = part.devices[static_cast<std::size_t>(s.device)];
       if (!can_time_on(device)) continue;
@@ -732,6 +735,11 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   for (const DeviceProfile& prof : profiles) {
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));
+  }
+  if (options.timed_before) {
+    part.host_times = options.timed_before->host_times;
+    part.device_times = options.timed_before->device_times;
+    part.host_threads = options.timed_before->host_threads;
   }
   if (options.history) {
     part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);

@@ -34,6 +34,8 @@
 
 namespace redwood::runtime {
 
+struct Partition;
+
 /// The model at one set of input shapes.
 struct ModelAnalysis {
   std::shared_ptr<const Graph> graph;        // after the device-neutral passes
@@ -103,6 +105,11 @@ struct PartitionOptions {
   /// The exact reference (exhaustive search for the objective) runs when there are at most this
   /// many placements to try.
   std::uint64_t exhaustive_limit = 1ull << 20;
+  /// A partition made before in this process (may be null): the segments it timed alone and the
+  /// thread counts it chose are kept, not timed again (`redwood plan --profile` places twice,
+  /// before and after measuring its node times). A segment's timing does not depend on the node
+  /// costs, and its cut key names its nodes, shapes, edges, device and precision.
+  const Partition* timed_before = nullptr;
 };
 
 struct Segment {

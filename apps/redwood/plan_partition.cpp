@@ -219,19 +219,21 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   }
   // The plan printed is the last one made: its time, and how many segments it timed alone.
   double planned_s = 0;
-  auto place = [&](runtime::ModelAnalysis a) {
+  auto place = [&](runtime::ModelAnalysis a, const runtime::Partition* before) {
     const auto start = std::chrono::steady_clock::now();
-    runtime::Partition part = runtime::partition_analysis(std::move(a), options_from(args, &history));
+    runtime::PartitionOptions options = options_from(args, &history);
+    options.timed_before = before;  // what it timed alone stands: the node times do not change it
+    runtime::Partition part = runtime::partition_analysis(std::move(a), options);
     planned_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return part;
   };
-  runtime::Partition p = place(analysis);
+  runtime::Partition p = place(analysis, nullptr);
   if (args.profile) {
     // Measure every node where the current placement runs it, then place again on the measurements.
     const std::size_t n = runtime::record_node_times(p, history, args.precision);
     history.save(history_path);
     fmt::print("profile: {} node times measured, kept in {} ({} entries)\n", n, history_path, history.size());
-    p = place(std::move(analysis));
+    p = place(std::move(analysis), &p);
   }
   std::size_t measured = 0, total = 0;
   for (const auto& row : p.costs) {

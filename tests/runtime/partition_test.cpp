@@ -567,6 +567,26 @@ TEST(PartitionProfile, AnAcceleratorThatCannotRunASegmentLeavesItToItsNodesTimes
   }
 }
 
+TEST(PartitionProfile, APartitionMadeAgainKeepsWhatTheFirstTimed) {
+  PartitionOptions o = timed_split_options();
+  const Partition first = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(first.single_device());
+  ASSERT_FALSE(first.host_times.empty());
+  ASSERT_FALSE(first.device_times.empty());
+  o.timed_before = &first;
+  const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
+  // The very timings (a segment timed again would read another time): nothing was run again.
+  EXPECT_EQ(again.host_times, first.host_times);
+  EXPECT_EQ(again.device_times, first.device_times);
+  EXPECT_EQ(again.host_threads, first.host_threads);
+  EXPECT_EQ(again.host_segment_threads(), first.host_segment_threads());
+  // Another batch is another cut: its segments are timed.
+  const Partition other = partition_model(model(), {{3, 4, 8, 8}}, o);
+  const std::string key = other.cut_key(other.segments[host_segment(other)]);
+  EXPECT_EQ(first.host_times.count(key), 0u);
+  EXPECT_EQ(other.host_times.count(key), 1u);
+}
+
 TEST(PartitionProfile, TheThreadCountsAHostSegmentIsTimedAt) {
   EXPECT_EQ(host_thread_counts(1), (std::vector<int>{1}));
   EXPECT_EQ(host_thread_counts(0), (std::vector<int>{1}));
