@@ -499,15 +499,20 @@ std::optional<double> scaled_host_ms(const Partition& p, const std::string& key)
   return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
 }
 
+// The timings alone that segment `s` may be among: the host's or the accelerators'.
+const std::map<std::string, double>& timed_times(const Partition& p, const Segment& s) {
+  return s.device == 0 ? p.host_times : p.device_times;
+}
+
 // Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`.
 std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::string& key) {
   return s.device == 0 ? scaled_host_ms(p, key) : find_ms(p.device_times, key);
 }
 
 // Segment `s`'s time as measured before, else as timed while planning: its cut key made once for
-// both.
+// both (and not at all when nothing is known).
 std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
-  if (p.cut_times.empty() && (s.device == 0 ? p.host_times.empty() : p.device_times.empty())) return std::nullopt;
+  if (p.cut_times.empty() && timed_times(p, s).empty()) return std::nullopt;
   const std::string key = p.cut_key(s);
   if (const auto ms = find_ms(p.cut_times, key)) return ms;
   return timed_ms(p, s, key);
@@ -596,7 +601,7 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
 }
 
 std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
-  if (s.device == 0 ? host_times.empty() : device_times.empty()) return std::nullopt;
+  if (timed_times(*this, s).empty()) return std::nullopt;
   return timed_ms(*this, s, cut_key(s));
 }
 

@@ -484,19 +484,12 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
 // A device runner whose runners cannot be made: what a device does when a segment fails to plan.
 std::atomic<int> failing_makes{0};  // the runners it was asked for
 const char* failing_accelerator() {
-  static const bool registered = [] {
-    DeviceRunnerFactory f;
-    f.unavailable = [] { return std::string(); };
-    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig&) -> std::unique_ptr<ModelRunner> {
-      ++failing_makes;
-      throw Unsupported(fmt::format("{}: this device plans nothing", graph->name));
-    };
-    f.device_count = [] { return 1; };
-    f.supports = testing::all_but_softmax;
-    return register_device_runner("failing-accelerator", std::move(f));
-  }();
-  (void)registered;
-  return "failing-accelerator";
+  static const char* const name = testing::register_test_accelerator(
+      "failing-accelerator", [](std::shared_ptr<const Graph> graph, const RunnerConfig&) -> std::unique_ptr<ModelRunner> {
+        ++failing_makes;
+        throw Unsupported(fmt::format("{}: this device plans nothing", graph->name));
+      });
+  return name;
 }
 
 TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanning) {
@@ -542,7 +535,7 @@ TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanni
 }
 
 TEST(PartitionProfile, AnAcceleratorThatCannotRunASegmentLeavesItToItsNodesTimes) {
-  for (const std::string device : {std::string(failing_accelerator()), std::string("registry-lacks-it")}) {
+  for (const std::string& device : {std::string(failing_accelerator()), std::string("registry-lacks-it")}) {
     PartitionOptions o = timed_split_options();
     o.devices = {"cpu", device};
     o.profiles = {stand_in_profile("cpu", 10, 10), stand_in_profile(device, 10000, 1000)};
@@ -779,18 +772,11 @@ class HiccupRunner final : public ModelRunner {
 };
 
 const char* hiccup_accelerator() {
-  static const bool registered = [] {
-    DeviceRunnerFactory f;
-    f.unavailable = [] { return std::string(); };
-    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
-      return std::make_unique<HiccupRunner>(std::move(graph), config);
-    };
-    f.device_count = [] { return 1; };
-    f.supports = testing::all_but_softmax;
-    return register_device_runner("test-hiccup", std::move(f));
-  }();
-  (void)registered;
-  return "test-hiccup";
+  static const char* const name = testing::register_test_accelerator(
+      "test-hiccup", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+        return std::make_unique<HiccupRunner>(std::move(graph), config);
+      });
+  return name;
 }
 
 TEST(PartitionProfile, ASegmentsMeasuredTimeIsItsMedianBatchsNotTheMean) {

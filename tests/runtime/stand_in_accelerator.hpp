@@ -20,15 +20,27 @@ inline std::string all_but_softmax(const Graph&, const Node& node, const std::ve
   return node.op_type == "Softmax" ? std::string("Softmax: not on this device") : std::string();
 }
 
+/// Registers device runner `name` for a test: usable, one device, supports() all_but_softmax, its
+/// runners made by `make`; `time_nodes` may be empty. Returns `name`. Once per name: call it to
+/// initialize a function-local static.
+inline const char* register_test_accelerator(const char* name, decltype(DeviceRunnerFactory::make) make,
+                                             decltype(DeviceRunnerFactory::time_nodes) time_nodes = {}) {
+  DeviceRunnerFactory f;
+  f.unavailable = [] { return std::string(); };
+  f.make = std::move(make);
+  f.device_count = [] { return 1; };
+  f.supports = all_but_softmax;
+  f.time_nodes = std::move(time_nodes);
+  register_device_runner(name, std::move(f));
+  return name;
+}
+
 /// The device's name; registered on the first call.
 inline const char* stand_in_accelerator() {
-  static const bool registered = [] {
-    DeviceRunnerFactory f;
-    f.unavailable = [] { return std::string(); };
-    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); };
-    f.device_count = [] { return 1; };
-    f.supports = all_but_softmax;
-    f.time_nodes = [](std::shared_ptr<const Graph> graph, const std::vector<Shape>& shapes, const RunnerConfig&, int runs) {
+  static const char* const name = register_test_accelerator(
+    "test-accelerator",
+    [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) { return make_cpu_runner(graph, config); },
+    [](std::shared_ptr<const Graph> graph, const std::vector<Shape>& shapes, const RunnerConfig&, int runs) {
       std::map<std::string, Tensor> feeds;
       for (std::size_t i = 0; i < graph->inputs.size() && i < shapes.size(); ++i) {
         feeds[graph->inputs[i].name] = Tensor::zeros(graph->inputs[i].dtype, shapes[i]);
@@ -47,11 +59,8 @@ inline const char* stand_in_accelerator() {
       std::sort(whole.begin(), whole.end());
       times.whole_ms = whole[whole.size() / 2];
       return times;
-    };
-    return register_device_runner("test-accelerator", std::move(f));
-  }();
-  (void)registered;
-  return "test-accelerator";
+    });
+  return name;
 }
 
 /// A profile computing `gflops` (fp32) and moving `gbps`, with copies over a 20 GB/s link.
