@@ -106,6 +106,12 @@ std::vector<SegmentTimes> predict_segments(const Partition& p) {
   return out;
 }
 
+std::vector<double> predicted_segment_ms(const Partition& p) {
+  std::vector<double> ms;
+  for (const SegmentTimes& t : predict_segments(p)) ms.push_back(t.predicted_ms);
+  return ms;
+}
+
 PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config, int runs, int warmup,
                                  CostHistory* history) {
   RW_EXPECTS(runs > 0 && warmup >= 0, InvalidArgument, "measure_partition: {} runs, {} warm-up", runs, warmup);

@@ -54,5 +54,7 @@ PartitionTimes measure_partition(const Partition& partition, const RunnerConfig&
 
 /// Predicted per segment alone (no run).
 std::vector<SegmentTimes> predict_segments(const Partition& partition);
+/// predict_segments' predicted_ms alone: what a split's runner keeps for the run's summary.
+std::vector<double> predicted_segment_ms(const Partition& partition);
 
 }  // namespace redwood::runtime

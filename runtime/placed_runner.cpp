@@ -5,6 +5,7 @@
 #include "core/op_registry.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/partition_profile.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/split_runner.hpp"
 
@@ -87,12 +88,24 @@ class PlacedRunner final : public ModelRunner {
     const ModelRunner* r = chosen();
     std::vector<RunnerStats> out = r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
     if (!out.empty() && decision_) out[0].description += fmt::format(" ({}{})", decision_->note, measured(r->stats()));
+    // Each segment's compute a batch beside the time predicted for it where it was placed.
+    const std::optional<SegmentPredictions> predicted = segment_predictions();
+    for (std::size_t k = 0; predicted && k < out.size() && k < predicted->ms.size(); ++k) {
+      if (out[k].batches == 0) continue;
+      out[k].description += fmt::format("; {:.3f} ms a batch, predicted {:.3f} at {}",
+                                        out[k].compute_ms / static_cast<double>(out[k].batches), predicted->ms[k], predicted->at);
+    }
     return out;
   }
 
   const Partition* partition() const {
     std::lock_guard lock(mutex_);
     return partition_ ? &*partition_ : nullptr;
+  }
+
+  std::optional<SegmentPredictions> segment_predictions() const {
+    std::lock_guard lock(mutex_);
+    return segments_;
   }
 
  private:
@@ -149,9 +162,13 @@ class PlacedRunner final : public ModelRunner {
         if (d->device == "cpu") config.device_options.clear();  // the accelerator's, not the CPU's
         inner_ = make_runner(d->device, graph_, config);
       }
-      // The summary predicts from a placed partition's costs; a split cut again where a kept
-      // placement put it has none.
+      // The summary predicts a split's segments from a placed partition's costs, or from what a
+      // kept placement kept of them (a split cut again where it was placed has no costs).
       if (d->partition && d->partition->has_costs()) partition_ = *d->partition;
+      if (d->device.empty()) {
+        keep_predictions(*d->partition, d->segment_ms.empty() && d->partition->has_costs() ? predicted_segment_ms(*d->partition)
+                                                                                          : d->segment_ms);
+      }
       decision_ = std::move(d);
       pending.swap(pending_);
     }
@@ -179,7 +196,10 @@ class PlacedRunner final : public ModelRunner {
       // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
       try {
         const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes, kept->threads);
+        RW_EXPECTS(kept->segment_ms.size() == p.segments.size(), InvalidArgument,
+                   "{} segment prediction(s) kept for {} segment(s)", kept->segment_ms.size(), p.segments.size());
         inner_ = make_split_runner(p, config_);
+        keep_predictions(p, kept->segment_ms);
         log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "
                    "batch); runs on {}",
                    name_, at, p.segments.size(), kept->predicted_ms, inner_->description());
@@ -196,10 +216,13 @@ class PlacedRunner final : public ModelRunner {
     for (const auto& [device, n] : count) where += fmt::format("{}{} nodes on {}", where.empty() ? "" : ", ", n, device);
     if (p.single_device()) {
       inner_ = make_runner(p.whole_device(), graph_, config_);
-      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}, {}});
+      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}, {}, {}});
     } else {
       inner_ = make_split_runner(p, config_);
-      write_placement(placement_cache_dir(), key, {"", p.run_latency_ms(p.placement.device), p.node_devices(), p.host_segment_threads()});
+      std::vector<double> segment_ms = predicted_segment_ms(p);
+      write_placement(placement_cache_dir(), key,
+                      {"", p.run_latency_ms(p.placement.device), p.node_devices(), p.host_segment_threads(), segment_ms});
+      keep_predictions(p, std::move(segment_ms));
     }
     log().info("model '{}': placed at {}: {}; {} segment(s); predicted {:.3f} ms a batch (HEFT's placement {:.3f}{}); "
                "runs on {}",
@@ -211,12 +234,18 @@ class PlacedRunner final : public ModelRunner {
     return *inner_;
   }
 
+  // Under mutex_.
+  void keep_predictions(const Partition& p, std::vector<double> ms) {
+    if (ms.size() == p.segments.size()) segments_ = SegmentPredictions{std::move(ms), shape_str(p.analysis.input_shapes.at(0))};
+  }
+
   std::shared_ptr<const Graph> graph_;
   PartitionOptions options_;
   RunnerConfig config_;
   std::string name_;
   mutable std::mutex mutex_;
   std::optional<Partition> partition_;
+  std::optional<SegmentPredictions> segments_;  // a split's
   std::unique_ptr<ModelRunner> inner_;
   std::shared_ptr<JointPlacement> joint_;
   int joint_id_ = -1;
@@ -303,6 +332,11 @@ std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> gra
 const Partition* placed_partition(const ModelRunner& runner) {
   const auto* placed = dynamic_cast<const PlacedRunner*>(&runner);
   return placed != nullptr ? placed->partition() : nullptr;
+}
+
+std::optional<SegmentPredictions> placed_segment_predictions(const ModelRunner& runner) {
+  const auto* placed = dynamic_cast<const PlacedRunner*>(&runner);
+  return placed != nullptr ? placed->segment_predictions() : std::nullopt;
 }
 
 std::vector<std::string> ops_without_kernel(const Graph& graph, Device device) {

@@ -19,6 +19,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace redwood::runtime {
 
@@ -33,6 +36,9 @@ struct PlacementDecision {
   /// summary sets it beside the batches measured, at their mean rows.
   RowsCurve predicted_at;
   bool measured = false;    // the prediction came from batch times runs measured (the cost history)
+  /// A split: each segment's predicted time alone at the partition's shapes, for the run's
+  /// summary (from the partition's costs, or kept with the placement: a split read back has none).
+  std::vector<double> segment_ms;
   /// The cost history's key of a whole-model batch of this many rows on the decided device
   /// (CostHistory::model_key); empty for a split. The run's batch times go there when it ends.
   std::function<std::string(std::int64_t rows)> history_key;
@@ -93,8 +99,20 @@ std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> gra
                                                 const RunnerConfig& config, std::string model_name,
                                                 std::shared_ptr<JointPlacement> joint = nullptr);
 
-/// The placement a PlacedRunner chose (null before it chose, or for another runner).
+/// The placement a PlacedRunner chose (null before it chose, for another runner, or for a split
+/// cut again where the placement cache kept it: it has no costs).
 const Partition* placed_partition(const ModelRunner& runner);
+
+/// What the run's summary sets beside a split's measured segments: each segment's predicted time
+/// alone (ms) at `at`, the input shape it was placed at.
+struct SegmentPredictions {
+  std::vector<double> ms;
+  std::string at;
+};
+
+/// A split PlacedRunner's segment predictions, placed now or kept with its placement (nullopt for
+/// a runner on one device, before it chose, or for another runner).
+std::optional<SegmentPredictions> placed_segment_predictions(const ModelRunner& runner);
 
 /// Op types of `graph`'s nodes (after the device-neutral passes) that `device` has no kernel for
 /// at any shape, sorted.

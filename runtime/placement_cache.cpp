@@ -94,11 +94,13 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
   if (key.empty()) return std::nullopt;
   return read_entry(entry_file(dir, key), key, "placing again", [&](const nlohmann::json& j) {
     check_key(j, key);
-    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}, {}};
+    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}, {}, {}};
     if (j.contains("nodes")) kept.nodes = j.at("nodes").get<std::vector<std::string>>();
     if (j.contains("threads")) kept.threads = j.at("threads").get<std::vector<int>>();
+    if (j.contains("segment_ms")) kept.segment_ms = j.at("segment_ms").get<std::vector<double>>();
     RW_EXPECTS(kept.device.empty() != kept.nodes.empty(), InvalidArgument,
                "neither a device nor a device per node, or both");
+    RW_EXPECTS(kept.nodes.empty() || !kept.segment_ms.empty(), InvalidArgument, "a split without its segments' predictions");
     return kept;
   });
 }
@@ -109,13 +111,14 @@ void write_placement(const std::filesystem::path& dir, const std::string& key, c
                    {"written", utc_now()}};
   if (!placement.nodes.empty()) j["nodes"] = placement.nodes;
   if (!placement.threads.empty()) j["threads"] = placement.threads;
+  if (!placement.segment_ms.empty()) j["segment_ms"] = placement.segment_ms;
   write_entry(entry_file(dir, key), j);
 }
 
 namespace {
 
 constexpr const char* kPipelineFormat = "redwood pipeline placement";
-constexpr int kPipelineFormatVersion = 1;
+constexpr int kPipelineFormatVersion = 2;  // 2: a split's segment_ms
 
 }  // namespace
 
@@ -144,9 +147,12 @@ std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesyst
       k.measured_ms = m.at("measured_ms").get<std::map<std::string, std::vector<std::pair<double, double>>>>();
       if (m.contains("nodes")) k.nodes = m.at("nodes").get<std::vector<std::string>>();
       if (m.contains("threads")) k.threads = m.at("threads").get<std::vector<int>>();
+      if (m.contains("segment_ms")) d.segment_ms = m.at("segment_ms").get<std::vector<double>>();
       RW_EXPECTS(!k.name.empty(), InvalidArgument, "a model without a name");
       RW_EXPECTS(d.device.empty() != k.nodes.empty(), InvalidArgument,
                  "model '{}': neither a device nor a device per node, or both", k.name);
+      RW_EXPECTS(k.nodes.empty() || !d.segment_ms.empty(), InvalidArgument, "model '{}': a split without its segments' predictions",
+                 k.name);
       RW_EXPECTS(d.batch_frames >= 1 && d.batch_rows >= 1 && d.predicted_batch_ms >= 0 && !d.predicted_at.empty(),
                  InvalidArgument, "model '{}': batch of {} frames, {} rows, {} ms, {} points", k.name, d.batch_frames,
                  d.batch_rows, d.predicted_batch_ms, d.predicted_at.points.size());
@@ -169,6 +175,7 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
                       {"note", d.note}, {"measured_ms", m.measured_ms}});
     if (!m.nodes.empty()) models.back()["nodes"] = m.nodes;
     if (!m.threads.empty()) models.back()["threads"] = m.threads;
+    if (!d.segment_ms.empty()) models.back()["segment_ms"] = d.segment_ms;
   }
   const nlohmann::json j = {{"format", kPipelineFormat}, {"format_version", kPipelineFormatVersion}, {"key", key},
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};

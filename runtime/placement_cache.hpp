@@ -11,7 +11,8 @@
 //        driver), precision, objective, pinned nodes, preferred device, build_stamp()
 //   file: <cache>/placements/<XXH64 of the key>.json
 //         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device],
-//          "threads": [a split: each host segment's threads]}
+//          "threads": [a split: each host segment's threads],
+//          "segment_ms": [a split: each segment's predicted time alone, for the run's summary]}
 //
 // A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
 // the same folder, as pipeline-<XXH64 of its key>.json: each model's device, or for a split, each
@@ -54,6 +55,9 @@ struct KeptPlacement {
   std::vector<std::string> nodes;
   /// A split: each host segment's threads (Partition::host_segment_threads); may be empty.
   std::vector<int> threads;
+  /// A split: each segment's predicted time alone at the key's shapes (predict_segments), which
+  /// the run's summary sets beside the measured ones.
+  std::vector<double> segment_ms;
 };
 
 /// The placement kept under `key` in `dir`, if any.
@@ -66,8 +70,8 @@ void write_placement(const std::filesystem::path& dir, const std::string& key, c
 struct KeptPipelineModel {
   std::string name;
   /// What the runners are handed: device ("" for a split), frames and rows a batch, predicted
-  /// batch time and its curve against rows, whether measured, the note (the partition and history
-  /// key are not kept).
+  /// batch time and its curve against rows, a split's segment predictions, whether measured, the
+  /// note (the partition and history key are not kept).
   PlacementDecision decision;
   /// A split: each placed node's device (the analysis's placeable order); empty when whole.
   std::vector<std::string> nodes;

@@ -28,7 +28,6 @@
 #include "core/log.hpp"
 #include "core/model_runner.hpp"
 #include "runtime/cpu_runner.hpp"
-#include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "stages/frame_memory.hpp"
 #include "stages/stage.hpp"
@@ -267,8 +266,8 @@ class InferStage final : public Stage {
     for (auto& r : runners_) r->drain();
   }
 
-  // A split model reports each segment's runner (each is busy on its own device), with the time
-  // the partitioner predicted for it at the shapes it placed the model at.
+  // A split model reports each segment's runner (each is busy on its own device); a placed
+  // runner's segments carry their measured and predicted times (runtime/placed_runner.hpp).
   std::vector<RunnerStats> runner_stats() const override {
     std::vector<RunnerStats> out;
     for (const auto& r : runners_) {
@@ -278,18 +277,10 @@ class InferStage final : public Stage {
         out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
         continue;
       }
-      const runtime::Partition* p = runtime::placed_partition(*r);
-      const std::vector<runtime::SegmentTimes> predicted = p != nullptr ? runtime::predict_segments(*p) : std::vector<runtime::SegmentTimes>{};
       segments[0].batch_rows = r->stats().batch_rows;  // the model's batches, not the boxed ones
       for (std::size_t k = 0; k < segments.size(); ++k) {
         RunnerStats& st = segments[k];
-        std::string times;
-        if (k < predicted.size() && st.batches > 0) {
-          times = fmt::format("; {:.3f} ms a batch, predicted {:.3f} at {}", st.compute_ms / static_cast<double>(st.batches),
-                              predicted[k].predicted_ms, shape_str(p->analysis.input_shapes[0]));
-        }
-        st.description = fmt::format("model '{}' segment {} of {} on {}{}", model_name_, k + 1, segments.size(),
-                                     st.description, times);
+        st.description = fmt::format("model '{}' segment {} of {} on {}", model_name_, k + 1, segments.size(), st.description);
         out.push_back(std::move(st));
       }
     }

@@ -10,6 +10,7 @@
 #include "core/graph/graph_hash.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
+#include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/stand_in_accelerator.hpp"
@@ -484,8 +485,16 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   EXPECT_EQ(now->batch_frames, then->batch_frames);
   EXPECT_DOUBLE_EQ(now->predicted_batch_ms, then->predicted_batch_ms);
   EXPECT_NE(runtime::placed_partition(*first.runner), nullptr);
-  EXPECT_EQ(runtime::placed_partition(*second.runner), nullptr);  // no costs to predict the summary's segments from
+  EXPECT_EQ(runtime::placed_partition(*second.runner), nullptr);  // cut again: no costs
   EXPECT_EQ(second.runner->segment_stats().size(), now->partition->segments.size());  // runs split
+  // The summary's segment predictions: made from the first's costs, kept, read back.
+  ASSERT_EQ(then->segment_ms.size(), then->partition->segments.size());
+  EXPECT_EQ(then->segment_ms, runtime::predicted_segment_ms(*then->partition));
+  EXPECT_EQ(now->segment_ms, then->segment_ms);
+  const auto predicted = runtime::placed_segment_predictions(*second.runner);
+  ASSERT_TRUE(predicted.has_value());
+  EXPECT_EQ(predicted->ms, then->segment_ms);
+  EXPECT_EQ(predicted->at, shape_str(then->partition->analysis.input_shapes.at(0)));
   const Tensor x = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 11);
   auto cpu = make_cpu_runner(graph);
   const Tensor got = testing::run_one(*second.runner, x);
@@ -509,6 +518,15 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   }
   auto [last, last_plan] = place();
   EXPECT_TRUE(last_plan->from_cache);
+
+  // A kept split with a prediction too few for its segments does not stand either.
+  j = nlohmann::json::parse(std::ifstream(file));
+  j["models"][0]["segment_ms"].erase(0);
+  std::ofstream(file) << j.dump();
+  const testing::LogCapture log;
+  auto [fewer, fewer_plan] = place();
+  EXPECT_FALSE(fewer_plan->from_cache);
+  EXPECT_NE(log.text().find("segment prediction(s) kept for"), std::string::npos) << log.text();
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {

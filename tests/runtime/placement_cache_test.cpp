@@ -9,6 +9,7 @@
 #include "runtime/executor.hpp"
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
+#include "runtime/partition_profile.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/stand_in_accelerator.hpp"
@@ -149,11 +150,31 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
     EXPECT_EQ(kept->nodes[i], p->devices[static_cast<std::size_t>(p->placement.device[i])]) << "node " << i;
   }
 
+  // Each segment's prediction is kept for the run's summary.
+  ASSERT_EQ(kept->segment_ms, predicted_segment_ms(*p));
+  const auto placed_now = placed_segment_predictions(*first);
+  ASSERT_TRUE(placed_now.has_value());
+  EXPECT_EQ(placed_now->ms, kept->segment_ms);
+  EXPECT_EQ(placed_now->at, "[2, 4, 8, 8]");
+
   auto second = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
   const Tensor y2 = run(*second, x);
   EXPECT_EQ(placed_partition(*second), nullptr) << "placed from the cache: no costs, no placer";
-  EXPECT_EQ(second->segment_stats().size(), p->segments.size()) << second->description();
   EXPECT_EQ(y1.to_float_vector(), y2.to_float_vector());
+  // The summary's segment lines predict from what was kept: each segment's measured compute a
+  // batch beside its prediction at the shapes it was placed at.
+  const auto read_back = placed_segment_predictions(*second);
+  ASSERT_TRUE(read_back.has_value());
+  EXPECT_EQ(read_back->ms, kept->segment_ms);
+  EXPECT_EQ(read_back->at, "[2, 4, 8, 8]");
+  const std::vector<RunnerStats> segments = second->segment_stats();
+  ASSERT_EQ(segments.size(), p->segments.size()) << second->description();
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    ASSERT_EQ(segments[k].batches, 1) << "segment " << k;
+    const std::string line = fmt::format("; {:.3f} ms a batch, predicted {:.3f} at [2, 4, 8, 8]", segments[k].compute_ms,
+                                         kept->segment_ms[k]);
+    EXPECT_NE(segments[k].description.find(line), std::string::npos) << segments[k].description;
+  }
 
   // The same cut, made from the kept devices on an analysis that timed nothing.
   const Partition again = partition_as_placed(analyze_model(graph, {x.shape()}, true, AnalysisDepth::kShapesOnly), o,
@@ -178,7 +199,7 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
 
   // One thread per host segment, as a plan that timed them would keep: the next runner's host
   // segments run on one thread.
-  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host, 1)});
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host, 1), predicted_segment_ms(*p)});
   const auto kept = read_placement(placement_cache_dir(), key);
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(kept->threads, std::vector<int>(host, 1));
@@ -189,7 +210,8 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
   EXPECT_EQ(y1.to_float_vector(), y2.to_float_vector());
 
   // A thread count per host segment that does not match the cut: placed again.
-  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host + 1, 1)});
+  write_placement(placement_cache_dir(), key,
+                  {"", 1.0, p->node_devices(), std::vector<int>(host + 1, 1), predicted_segment_ms(*p)});
   auto third = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
   run(*third, x);
   EXPECT_NE(placed_partition(*third), nullptr) << "placed again";
@@ -208,7 +230,7 @@ TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
       std::vector<std::string>(nodes, kAccel)};
   for (const auto& bad : wrong) {
     EXPECT_THROW(partition_as_placed(a, o, bad), InvalidArgument);
-    write_placement(placement_cache_dir(), key, {"", 1.0, bad, {}});
+    write_placement(placement_cache_dir(), key, {"", 1.0, bad, {}, {0.5}});
     auto placed = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
     const Tensor y = run(*placed, x);
     EXPECT_NE(placed_partition(*placed), nullptr) << "placed again";
@@ -218,6 +240,38 @@ TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
     EXPECT_EQ(kept->nodes.size(), nodes) << "replaced by the placement made";
     EXPECT_NE(kept->nodes, bad);
   }
+}
+
+// A kept split must carry a prediction for each of its segments: one written without them is not
+// read; one with a count that does not match the cut is placed again (and replaced).
+TEST_F(PlacementCache, AKeptSplitWithoutAPredictionForEachSegmentIsPlacedAgain) {
+  const auto graph = model(true);
+  const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 10);
+  auto first = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  run(*first, x);
+  const Partition* p = placed_partition(*first);
+  ASSERT_NE(p, nullptr);
+  ASSERT_FALSE(p->single_device());
+  const std::string key = placement_key(*graph, {x.shape()}, runner_options());
+
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), {}});
+  {
+    const testing::LogCapture log;
+    EXPECT_FALSE(read_placement(placement_cache_dir(), key).has_value());
+    EXPECT_NE(log.text().find("a split without its segments' predictions"), std::string::npos) << log.text();
+  }
+  const std::vector<double> one_more(p->segments.size() + 1, 0.5);
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), one_more});
+  const testing::LogCapture log;
+  auto again = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
+  run(*again, x);
+  EXPECT_NE(placed_partition(*again), nullptr) << "placed again";
+  EXPECT_NE(log.text().find(fmt::format("{} segment prediction(s) kept for {} segment(s)", one_more.size(), p->segments.size())),
+            std::string::npos)
+      << log.text();
+  const auto kept = read_placement(placement_cache_dir(), key);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->segment_ms.size(), p->segments.size()) << "replaced by the placement made";
 }
 
 // PP-OCRv4 rec, whose Softmax the stand-in accelerator lacks, placed as a pipeline's `device: auto`

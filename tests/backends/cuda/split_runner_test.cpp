@@ -14,6 +14,8 @@
 #include "runtime/split_runner.hpp"
 #include "support/onnx_builder.hpp"
 
+#include <fmt/format.h>
+
 #include <future>
 
 namespace redwood::runtime {
@@ -97,6 +99,15 @@ TEST(SplitRunner, AModelWithAnOpTheGpuLacksRunsSplitAndMatchesTheCpu) {
   ASSERT_EQ(segments.size(), 3u);
   EXPECT_GE(segments[0].device, 0);   // a GPU's
   EXPECT_EQ(segments[1].device, -1);  // the CPU's
+  // The run's summary: each segment's compute a batch beside its prediction where it was placed.
+  const auto predicted = placed_segment_predictions(*placed);
+  ASSERT_TRUE(predicted.has_value());
+  ASSERT_EQ(predicted->ms.size(), 3u);
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    EXPECT_NE(segments[k].description.find(fmt::format(" ms a batch, predicted {:.3f} at {}", predicted->ms[k], predicted->at)),
+              std::string::npos)
+        << segments[k].description;
+  }
 }
 
 TEST(SplitPlacement, EachGpuSegmentOfTheSplitIsTimedOnTheGpuWhilePlanning) {
