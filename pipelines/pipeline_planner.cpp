@@ -148,11 +148,14 @@ std::map<std::string, std::vector<std::pair<double, double>>> measured_at(const 
   return out;
 }
 
-// The partitioner's options for one model: the pipeline's, with the model's pins and precision.
+// The partitioner's options for one model: the pipeline's, with the model's pins, precision, CUDA
+// options and first GPU.
 runtime::PartitionOptions model_options(const ModelEntry& entry, const runtime::PartitionOptions& base) {
   runtime::PartitionOptions options = base;
   options.pinned = entry.pinned;
   options.precision = entry.precision;
+  options.device_options = entry.cuda_options;
+  options.device_index = entry.devices.empty() ? 0 : entry.devices.front();
   return options;
 }
 

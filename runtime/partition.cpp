@@ -543,6 +543,8 @@ void time_segments(Partition& part, const std::vector<Segment>& segments, std::s
       RunnerConfig config;
       config.slots = 1;  // one batch at a time
       config.precision = part.precision;
+      config.device_options = part.device_options;
+      config.device = part.device_index;
       if (const auto ms = time_device_segment(part.analysis, s, device, config)) part.device_times[std::move(key)] = *ms;
     } else if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
       if (const auto ms = time_host_segment(part.analysis, s, 5, chosen->second)) part.host_times[std::move(key)] = *ms;
@@ -674,6 +676,8 @@ Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& op
   part.devices = options.devices;
   part.objective = options.objective;
   part.precision = options.precision;
+  part.device_options = options.device_options;
+  part.device_index = options.device_index;
   const ModelAnalysis& a = part.analysis;
   const Graph& g = *a.graph;
   RW_EXPECTS(device.size() == a.placeable.size(), InvalidArgument, "{}: {} placed nodes given, the model has {}", g.name,
@@ -736,6 +740,8 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   part.profiles = profiles;
   part.host_layout_gbps = profiles[0].memory_gbps;
   part.precision = options.precision;
+  part.device_options = options.device_options;
+  part.device_index = options.device_index;
   if (options.history) part.cut_times = options.history->entries("cut ");
   for (const DeviceProfile& prof : profiles) {
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;

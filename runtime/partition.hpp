@@ -80,6 +80,11 @@ struct PartitionOptions {
   /// ("cuda"), whose supports() the registry answers unless `supports` has them.
   std::vector<std::string> devices = {"cpu", "cuda"};
   std::string precision = "fp32";
+  /// The accelerators' runners' own switches and GPU (RunnerConfig::device_options, e.g. CUDA's
+  /// `wgmma: off`, and RunnerConfig::device): their segments are timed with them while planning,
+  /// as the split's runners run them.
+  std::map<std::string, std::string> device_options;
+  int device_index = 0;
   enum class Objective { kLatency, kThroughput };
   /// kLatency: the shortest batch (HEFT and local search); kThroughput: the least busy bottleneck
   /// between batches (the ILP, HEFT where it finds nothing in time).
@@ -164,6 +169,8 @@ struct Partition {
   double host_layout_gbps = 0;                    // the host's memory bandwidth (SplitCosts)
   double handover_ms = 0;                         // per segment of a batch (SplitCosts; learned)
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
+  std::map<std::string, std::string> device_options;  // the accelerators' runners' (PartitionOptions)
+  int device_index = 0;                           // the accelerator's GPU (PartitionOptions)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
                                                   // as timed (host_timing_scale applies when used)

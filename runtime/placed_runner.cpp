@@ -326,6 +326,8 @@ std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> gra
                                                 std::shared_ptr<JointPlacement> joint) {
   RW_EXPECTS(graph != nullptr, InvalidArgument, "make_placed_runner: no graph");
   options.precision = config.precision;
+  options.device_options = config.device_options;
+  options.device_index = config.device;
   return std::make_unique<PlacedRunner>(std::move(graph), std::move(options), config, std::move(model_name), std::move(joint));
 }
 

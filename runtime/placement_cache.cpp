@@ -48,9 +48,13 @@ std::string placement_key(const Graph& graph, const std::vector<Shape>& input_sh
   for (const Shape& s : input_shapes) shapes.push_back(shape_str(s));
   std::vector<std::string> pinned;
   for (const auto& [node, device] : options.pinned) pinned.push_back(node + "=" + device);
+  std::vector<std::string> device_options;
+  for (const auto& [name, value] : options.device_options) device_options.push_back(name + "=" + value);
   return fmt::format(
-      "model {}; shapes {}; devices {}; precision {}; objective {}; pinned {}; prefer {}; analysis times {}; {}",
+      "model {}; shapes {}; devices {}; precision {}; device options {}; objective {}; pinned {}; prefer {}; analysis "
+      "times {}; {}",
       hash_hex(graph_hash(graph)), fmt::join(shapes, " "), fmt::join(profiles, " | "), options.precision,
+      fmt::join(device_options, ","),
       options.objective == PartitionOptions::Objective::kLatency ? "latency" : "throughput", fmt::join(pinned, ","),
       options.prefer.empty() ? "-" : options.prefer, options.use_analysis_times ? "on" : "off", build_stamp());
 }

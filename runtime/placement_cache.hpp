@@ -8,7 +8,8 @@
 // for its values' shapes (docs/planner.md, "Plan cache").
 //
 //   key: graph_hash, input shapes, devices and their profiles' keys (the CPU model, the GPU and its
-//        driver), precision, objective, pinned nodes, preferred device, build_stamp()
+//        driver), precision, the accelerator's options, objective, pinned nodes, preferred device,
+//        build_stamp()
 //   file: <cache>/placements/<XXH64 of the key>.json
 //         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device],
 //          "threads": [a split: each host segment's threads],

@@ -26,6 +26,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -532,6 +533,52 @@ TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanni
   const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
   EXPECT_EQ(again.device_times.count(again.cut_key(again.segments[a])), 0u);
   EXPECT_DOUBLE_EQ(predict_segments(again)[a].predicted_ms, 4321.0);
+}
+
+// A device runner that records the configs its runners are made with; the CPU runner runs them.
+std::mutex recorded_mutex;
+std::vector<RunnerConfig> recorded_configs;
+const char* recording_accelerator() {
+  static const char* const name = testing::register_test_accelerator(
+      "recording-accelerator", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) {
+        {
+          std::lock_guard lock(recorded_mutex);
+          recorded_configs.push_back(config);
+        }
+        RunnerConfig host = config;
+        host.device_options.clear();
+        return make_cpu_runner(std::move(graph), host);
+      });
+  return name;
+}
+
+// A model's accelerator options (CUDA's `wgmma: off`) and GPU change what its segments cost there:
+// they are timed with them, as the split's runners run them.
+TEST(PartitionProfile, AcceleratorSegmentsAreTimedWithTheModelsDeviceOptionsAndGpu) {
+  const std::string device = recording_accelerator();
+  PartitionOptions o = timed_split_options();
+  o.devices = {"cpu", device};
+  o.profiles = {stand_in_profile("cpu", 10, 10), stand_in_profile(device, 100, 15)};
+  o.pinned = {{"conv1", device}, {"softmax", "cpu"}, {"conv2", device}, {"reshape", device}, {"add", device}};
+  o.device_options = {{"wgmma", "off"}};
+  o.device_index = 2;
+  {
+    std::lock_guard lock(recorded_mutex);
+    recorded_configs.clear();
+  }
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  EXPECT_EQ(p.device_options, o.device_options);
+  EXPECT_EQ(p.device_index, 2);
+  EXPECT_FALSE(p.device_times.empty());
+  std::lock_guard lock(recorded_mutex);
+  ASSERT_EQ(recorded_configs.size(), p.device_times.size());  // a runner for each segment timed
+  for (const RunnerConfig& c : recorded_configs) {
+    EXPECT_EQ(c.device_options, o.device_options);
+    EXPECT_EQ(c.device, 2);
+    EXPECT_EQ(c.slots, 1);
+    EXPECT_EQ(c.precision, o.precision);
+  }
 }
 
 TEST(PartitionProfile, AnAcceleratorThatCannotRunASegmentLeavesItToItsNodesTimes) {

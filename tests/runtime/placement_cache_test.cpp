@@ -122,6 +122,9 @@ TEST_F(PlacementCache, OtherShapesAndOptionsAreOtherKeys) {
   PartitionOptions slower = o;
   slower.profiles[1].peak_gflops["fp32"] = 20;
   EXPECT_NE(base, placement_key(*graph, {{2, 4, 8, 8}}, slower));
+  PartitionOptions switched = o;  // the accelerator's own options (CUDA's `wgmma: off`)
+  switched.device_options = {{"wgmma", "off"}};
+  EXPECT_NE(base, placement_key(*graph, {{2, 4, 8, 8}}, switched));
   EXPECT_NE(base, placement_key(*model(true), {{2, 4, 8, 8}}, o));
   EXPECT_NE(base.find(build_stamp()), std::string::npos);
   // Measured costs or supports() answers of the caller's own: placed anew every time.
