@@ -579,6 +579,12 @@ double Partition::run_latency_ms(const std::vector<int>& device) const {
   return cut_latency_ms(*this, cut_model(analysis, device));
 }
 
+std::vector<Segment> Partition::cut(const std::vector<int>& device) const {
+  std::vector<Segment> segments = cut_model(analysis, device);
+  set_host_threads(*this, segments);
+  return segments;
+}
+
 std::string Partition::cut_key(const Segment& s) const {
   const Graph& g = *analysis.graph;
   const DeviceProfile& profile = profiles.at(static_cast<std::size_t>(s.device));

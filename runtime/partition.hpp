@@ -202,6 +202,10 @@ struct Partition {
   /// segment measured before at its measured time, else each host segment timed while planning
   /// at that time).
   double run_latency_ms(const std::vector<int>& device) const;
+  /// `device`'s cut (cut_model) with each host segment on the threads chosen for it while
+  /// planning, where one was: what a split runner of that placement runs, as run_latency_ms
+  /// predicts it (a baseline measured against the placement runs so).
+  std::vector<Segment> cut(const std::vector<int>& device) const;
   /// The key segment `s` of this partition's analysis is kept under in the cost history.
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.

@@ -159,8 +159,9 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
 }
 
 // The baselines run too: the naive split and each device alone (where it runs every node), each
-// batch one at a time through the same split runner, so the chosen placement is compared on
-// measurements, not only on predictions.
+// batch one at a time through the same split runner (a split's host segments on the threads
+// chosen for them while planning, as the chosen placement's), so the chosen placement is compared
+// on measurements, not only on predictions.
 // Measures the chosen placement's baselines and prints them against it; returns, per device that
 // runs the whole model, its measured batch time.
 std::map<std::size_t, double> print_measured_baselines(const runtime::Partition& p, const RunnerConfig& config, int runs,
@@ -182,7 +183,7 @@ std::map<std::size_t, double> print_measured_baselines(const runtime::Partition&
     alt.placement.device = device;
     alt.placement.makespan_ms = runtime::makespan(p.open, device);
     const double predicted = p.run_latency_ms(device);
-    alt.segments = runtime::cut_model(alt.analysis, device);
+    alt.segments = p.cut(device);  // host segments on the threads chosen for them, as predicted
     const runtime::PartitionTimes t = runtime::measure_partition(alt, config, runs);
     fmt::print("  {:16s} {:9.3f} ms {:9.3f} ms {:>9.2f}x\n", what, predicted, t.measured_batch_ms,
                t.measured_batch_ms / chosen_ms);

@@ -651,6 +651,14 @@ TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanK
     }
   }
   EXPECT_EQ(p.host_segment_threads(), std::vector<int>{threads});
+  // The placement cut again (as a baseline measured against it is) runs there too; a model whole
+  // on the host, on the process's count.
+  const std::vector<Segment> cut = p.cut(p.placement.device);
+  ASSERT_EQ(cut.size(), p.segments.size());
+  EXPECT_EQ(cut[k].threads, threads);
+  const std::vector<Segment> host_alone = p.cut(std::vector<int>(p.placement.device.size(), 0));
+  ASSERT_EQ(host_alone.size(), 1u);
+  EXPECT_EQ(host_alone[0].threads, 0);
   const auto choice = choose_host_threads(p.analysis, p.segments[k], 3);
   ASSERT_TRUE(choice.has_value());
   EXPECT_NE(std::find(counts.begin(), counts.end(), choice->threads), counts.end());
