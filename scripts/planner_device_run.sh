@@ -6,7 +6,9 @@
 # predicted time against its measured one; once as the models are, five times with an op the GPU
 # is taken to lack (--cpu-only Resize: the detector's FPN upsampling; a later run predicts each
 # segment an earlier one measured from that time), rec three times with Softmax taken as
-# CPU-only, and det once for throughput (the ILP).
+# CPU-only, and det once for throughput (the ILP); then the OCR pipeline with rec's Softmax nodes
+# pinned to the CPU (`device: auto`), run twice in one cache folder: placed, then read back from
+# the placement cache, each run's summary printing the split's segments, measured and predicted.
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
 # docs/results/ to keep it.
 #
@@ -62,4 +64,17 @@ for n in second third; do
 done
 section "det, batch 8, fp16, objective throughput (GLPK)" \
   plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
+# configs/ocr-streams.yaml with rec's three Softmax nodes pinned to the CPU: the pipeline splits
+# rec (its placement decides where the rest goes). The file sits beside the original, whose paths
+# are relative to it; it is removed afterwards.
+split_config=configs/.planner-rec-split.yaml
+awk '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
+  print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu, p2o.Softmax.2: cpu}"}' configs/ocr-streams.yaml >"$split_config"
+export REDWOOD_CACHE_DIR=/tmp/rw-planner-pipeline-cache
+rm -rf "$REDWOOD_CACHE_DIR"
+for start in "placed" "read back from the placement cache"; do
+  section "OCR pipeline, rec's Softmax nodes pinned to the CPU, 200 frames: $start" \
+    run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
+done
+rm -f "$split_config"
 cat "$result"
