@@ -184,6 +184,14 @@ struct Partition {
   /// the cache and threads it finds between the accelerator's segments, and misses by a steady
   /// factor on a given host.
   double host_timing_scale = 1;
+  /// What timing segments alone cost this plan (wall time, failed attempts included) and how many
+  /// it timed; a segment kept from PartitionOptions::timed_before is not timed again.
+  struct TimingSpent {
+    int host_segments = 0;
+    double host_s = 0;
+    int device_segments = 0;
+    double device_s = 0;
+  } timing_spent;
   Placement placement;                            // the chosen one
   Placement placer;                               // the placer's own (before comparing cuts as run)
   Placement heft;                                 // the baseline list scheduler's

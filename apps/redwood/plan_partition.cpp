@@ -258,8 +258,14 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   fmt::print("host timing: a host segment of a split takes {:.2f}x its time timed alone while planning ({})\n",
              p.host_timing_scale,
              p.host_timing_scale == 1.0 ? "nothing learned yet" : "learned from host segments timed, then measured");
-  fmt::print("planned in {:.2f} s (timed alone while planning: {} host segment(s), {} accelerator segment(s))\n",
-             planned_s, p.host_times.size(), p.device_times.size());
+  // What timing segments alone took of it; a placement made again (--profile) keeps the first's.
+  const runtime::Partition::TimingSpent& spent = p.timing_spent;
+  const std::size_t kept = p.host_times.size() + p.device_times.size() -
+                           static_cast<std::size_t>(spent.host_segments + spent.device_segments);
+  fmt::print("planned in {:.2f} s (timed alone while planning: {} host segment(s) in {:.2f} s, {} accelerator segment(s) "
+             "in {:.2f} s{})\n",
+             planned_s, spent.host_segments, spent.host_s, spent.device_segments, spent.device_s,
+             kept > 0 ? fmt::format("; {} segment(s) timed by the placement before kept", kept) : std::string());
   print_support(p, args.verbose);
   print_placements(p);
   if (args.profile) {

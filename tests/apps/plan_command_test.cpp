@@ -46,7 +46,8 @@ TEST_F(PlanCommand, ProfilePredictsAndMeasuresEachSegment) {
   EXPECT_NE(r.output.find("2 placed"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("profile: 2 node times measured"), std::string::npos) << r.output;
   // One device runs the model whole: no split, so no segment is timed alone.
-  EXPECT_NE(r.output.find("s (timed alone while planning: 0 host segment(s), 0 accelerator segment(s))"), std::string::npos)
+  EXPECT_NE(r.output.find("s (timed alone while planning: 0 host segment(s) in 0.00 s, 0 accelerator segment(s) in 0.00 s)"),
+            std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("planned in "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gap of the placer to the exact optimum (list schedule): 0.00 %"), std::string::npos) << r.output;

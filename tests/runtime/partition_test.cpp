@@ -620,6 +620,13 @@ TEST(PartitionProfile, APartitionMadeAgainKeepsWhatTheFirstTimed) {
   EXPECT_EQ(again.device_times, first.device_times);
   EXPECT_EQ(again.host_threads, first.host_threads);
   EXPECT_EQ(again.host_segment_threads(), first.host_segment_threads());
+  // What the timing cost: the first plan timed every segment it kept, the second none.
+  EXPECT_EQ(static_cast<std::size_t>(first.timing_spent.host_segments), first.host_times.size());
+  EXPECT_EQ(static_cast<std::size_t>(first.timing_spent.device_segments), first.device_times.size());
+  EXPECT_GT(first.timing_spent.host_s, 0.0);
+  EXPECT_GT(first.timing_spent.device_s, 0.0);
+  EXPECT_EQ(again.timing_spent.host_segments + again.timing_spent.device_segments, 0);
+  EXPECT_EQ(again.timing_spent.host_s + again.timing_spent.device_s, 0.0);
   // Another batch is another cut: its segments are timed.
   const Partition other = partition_model(model(), {{3, 4, 8, 8}}, o);
   const std::string key = other.cut_key(other.segments[host_segment(other)]);
