@@ -67,6 +67,7 @@ section "det, batch 8, fp16, objective throughput (GLPK)" \
 # configs/ocr-streams.yaml with rec's three Softmax nodes pinned to the CPU: the pipeline splits
 # rec (its placement decides where the rest goes). The file sits beside the original, whose paths
 # are relative to it; it is removed afterwards.
+[[ -e assets ]] || ln -s "$RW_BUNDLE_DATA/assets" assets  # the configs name ../assets
 split_config=configs/.planner-rec-split.yaml
 awk '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
   print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu, p2o.Softmax.2: cpu}"}' configs/ocr-streams.yaml >"$split_config"
