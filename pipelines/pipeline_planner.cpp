@@ -427,8 +427,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
           try {
             d.partition = std::make_shared<const runtime::Partition>(runtime::partition_as_placed(
                 candidates[m].entry->graph, candidates[m].shapes, model_options(*candidates[m].entry, base), k.nodes, k.threads));
-            RW_EXPECTS(d.segment_ms.size() == d.partition->segments.size(), InvalidArgument,
-                       "{} segment prediction(s) kept for {} segment(s)", d.segment_ms.size(), d.partition->segments.size());
+            runtime::check_kept_predictions(*d.partition, d.segment_ms);
           } catch (const Error& e) {
             stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
             break;
@@ -513,8 +512,11 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     if (const auto it = c.measured.find(o.placement); o.measured && it != c.measured.end()) {
       for (const auto& [rows, ms] : it->second.points) d.predicted_at.add(rows, ms);
     }
-    if (!d.device.empty()) d.history_key = history_key(c, base, history_devices, d.device);
-    if (d.device.empty()) d.segment_ms = runtime::predicted_segment_ms(*partitions[m]);
+    if (d.device.empty()) {
+      d.segment_ms = runtime::predicted_segment_ms(*partitions[m]);
+    } else {
+      d.history_key = history_key(c, base, history_devices, d.device);
+    }
     // The runner's line in the run's summary: its part, and the pipeline's predicted utilization.
     d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch{}; the pipeline's "
                          "predicted utilization: {}",

@@ -537,35 +537,30 @@ void time_segments(Partition& part, const std::vector<Segment>& segments, std::s
         !tried.insert(key).second) {
       continue;
     }
+    const std::string& device = part.devices[static_cast<std::size_t>(s.device)];
+    if (s.device != 0 && !can_time_on(device)) continue;
     const auto start = std::chrono::steady_clock::now();
-    const auto spent = [&start](int& segments, double& seconds, bool timed) {
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      segments += timed ? 1 : 0;
-    };
-    Partition::TimingSpent& t = part.timing_spent;
+    bool timed = false;
     if (s.device != 0) {
-      const std::string& device = part.devices[static_cast<std::size_t>(s.device)];
-      if (!can_time_on(device)) continue;
       RunnerConfig config;
       config.slots = 1;  // one batch at a time
       config.precision = part.precision;
       config.device_options = part.device_options;
       config.device = part.device_index;
       const auto ms = time_device_segment(part.analysis, s, device, config);
-      if (ms) part.device_times[std::move(key)] = *ms;
-      spent(t.device_segments, t.device_s, ms.has_value());
+      if ((timed = ms.has_value())) part.device_times[std::move(key)] = *ms;
     } else if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
       const auto ms = time_host_segment(part.analysis, s, 5, chosen->second);
-      if (ms) part.host_times[std::move(key)] = *ms;
-      spent(t.host_segments, t.host_s, ms.has_value());
-    } else {
-      const auto choice = choose_host_threads(part.analysis, s);
-      if (choice) {
-        part.host_times[key] = choice->ms;
-        part.host_threads[std::move(key)] = choice->threads;
-      }
-      spent(t.host_segments, t.host_s, choice.has_value());
+      if ((timed = ms.has_value())) part.host_times[std::move(key)] = *ms;
+    } else if (const auto choice = choose_host_threads(part.analysis, s)) {
+      timed = true;
+      part.host_times[key] = choice->ms;
+      part.host_threads[std::move(key)] = choice->threads;
     }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    Partition::TimingSpent& t = part.timing_spent;
+    (s.device != 0 ? t.device_s : t.host_s) += seconds;
+    (s.device != 0 ? t.device_segments : t.host_segments) += timed ? 1 : 0;
   }
 }
 

@@ -165,10 +165,7 @@ class PlacedRunner final : public ModelRunner {
       // The summary predicts a split's segments from a placed partition's costs, or from what a
       // kept placement kept of them (a split cut again where it was placed has no costs).
       if (d->partition && d->partition->has_costs()) partition_ = *d->partition;
-      if (d->device.empty()) {
-        keep_predictions(*d->partition, d->segment_ms.empty() && d->partition->has_costs() ? predicted_segment_ms(*d->partition)
-                                                                                          : d->segment_ms);
-      }
+      if (d->device.empty()) keep_predictions(*d->partition, d->segment_ms);
       decision_ = std::move(d);
       pending.swap(pending_);
     }
@@ -196,8 +193,7 @@ class PlacedRunner final : public ModelRunner {
       // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
       try {
         const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes, kept->threads);
-        RW_EXPECTS(kept->segment_ms.size() == p.segments.size(), InvalidArgument,
-                   "{} segment prediction(s) kept for {} segment(s)", kept->segment_ms.size(), p.segments.size());
+        check_kept_predictions(p, kept->segment_ms);
         inner_ = make_split_runner(p, config_);
         keep_predictions(p, kept->segment_ms);
         log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "

@@ -109,6 +109,11 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
   });
 }
 
+void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms) {
+  RW_EXPECTS(segment_ms.size() == cut.segments.size(), InvalidArgument, "{} segment prediction(s) kept for {} segment(s)",
+             segment_ms.size(), cut.segments.size());
+}
+
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement) {
   if (key.empty()) return;
   nlohmann::json j{{"key", key}, {"device", placement.device}, {"predicted_ms", placement.predicted_ms},

@@ -64,6 +64,10 @@ struct KeptPlacement {
 /// The placement kept under `key` in `dir`, if any.
 std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, const std::string& key);
 
+/// Throws InvalidArgument unless `segment_ms`, kept with a split, has a prediction for each segment
+/// of `cut` (the split cut again where it was placed): an entry that does not is placed again.
+void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms);
+
 /// Keeps `placement` under `key` in `dir` (a temporary file renamed over the entry).
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement);
 
