@@ -233,8 +233,9 @@ ModelRunner::ModelRunner(const Graph& graph) {
   for (const auto& vi : graph.inputs) input_names_.push_back(vi.name);
 }
 
-std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs) {
+std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs, bool counted) {
   InferBatch batch;
+  batch.counted = counted;
   for (const auto& name : input_names_) {
     auto it = inputs.find(name);
     RW_EXPECTS(it != inputs.end(), InvalidArgument, "input '{}' is not given", name);

@@ -65,6 +65,9 @@ struct InferBatch {
   /// the model's float input (H, W, C those of the input in its layout); padding rows are zeros
   /// of the float input, as for any batch.
   std::optional<PictureInput> picture;
+  /// Off: a batch run to ready the runner (a split's prepare, which must run to learn its
+  /// segments' shapes), left out of the runner's stats, as a run's batches are what they report.
+  bool counted = true;
 };
 
 struct InferResult {
@@ -201,7 +204,8 @@ class ModelRunner {
   virtual void submit(InferBatch batch, InferDone done) = 0;
   /// Readies the runner for batches of these input shapes (graph input order) before the first
   /// one comes: a GPU runner plans, tunes and captures them on every slot now, so that a run
-  /// does not stall when a batch size first appears. Throws what planning throws.
+  /// does not stall when a batch size first appears. What it runs to prepare is not counted in
+  /// stats(). Throws what planning throws.
   virtual void prepare(const std::vector<Shape>& input_shapes) {}
   /// Blocks until every batch submitted so far is done.
   virtual void drain() = 0;
@@ -215,8 +219,8 @@ class ModelRunner {
   virtual std::vector<RunnerStats> segment_stats() const { return {}; }
 
   /// Synchronous: every graph input by name (one part each), the graph outputs in the graph's
-  /// order; throws what the batch failed with.
-  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs);
+  /// order; throws what the batch failed with. `counted` off: left out of stats (InferBatch).
+  std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, bool counted = true);
 
  protected:
   /// The graph's inputs, whose names (in order) run() orders the parts by.

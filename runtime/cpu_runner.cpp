@@ -124,7 +124,7 @@ class CpuRunner final : public ModelRunner {
         result.outputs.clear();
         result.error = std::current_exception();
       }
-      recorder_.record(timing, result.error != nullptr);
+      if (job.batch.counted) recorder_.record(timing, result.error != nullptr);
       // The batch goes back to its submitter, its parts (the frames' tensors) dropped.
       for (auto& parts : job.batch.inputs) parts.clear();
       result.batch = std::move(job.batch);

@@ -75,6 +75,7 @@ class SplitRunner final : public ModelRunner {
     // runner's, so they too cross at full speed.
     if (!batch.allocate) batch.allocate = values_->allocator();
     job->total = total;
+    job->counted = batch.counted;
     job->allocate = std::move(batch.allocate);
     job->done = std::move(done);
     std::vector<Tensor> staged = stage_inputs(batch, total, job->run_rows, &job->bytes_in);
@@ -97,7 +98,8 @@ class SplitRunner final : public ModelRunner {
 
   // Runs one batch of zeros at these shapes: every segment's runner then has its plan for the
   // shapes its inputs take (which only running tells), tuned and captured now rather than with
-  // the first real batch.
+  // the first real batch. The batch is not counted, here or by the segments' runners: their stats
+  // are the run's batches (a pipeline prepares every batch size it may form, up to its largest).
   void prepare(const std::vector<Shape>& input_shapes) override {
     RW_EXPECTS(input_shapes.size() == graph_->inputs.size(), InvalidArgument, "{}: {} shapes for {} inputs",
                graph_->name, input_shapes.size(), graph_->inputs.size());
@@ -106,7 +108,7 @@ class SplitRunner final : public ModelRunner {
       const DType dtype = graph_->inputs[i].dtype == DType::kUndefined ? DType::kF32 : graph_->inputs[i].dtype;
       zeros[graph_->inputs[i].name] = Tensor::zeros(dtype, input_shapes[i]);
     }
-    run(zeros);
+    run(zeros, false);
   }
 
   void drain() override {
@@ -141,6 +143,7 @@ class SplitRunner final : public ModelRunner {
     std::vector<std::int64_t> rows;
     std::int64_t total = 0, run_rows = 0;
     std::size_t bytes_in = 0;
+    bool counted = true;  // InferBatch::counted, passed on to every segment's batch
     TensorAllocator allocate;
     InferDone done;
     std::chrono::steady_clock::time_point start;
@@ -173,6 +176,7 @@ class SplitRunner final : public ModelRunner {
           for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
         }
         b.allocate = values_->allocator();
+        b.counted = job->counted;
         runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
       } catch (...) {
         std::lock_guard lock(job->mutex);
@@ -240,7 +244,7 @@ class SplitRunner final : public ModelRunner {
     timing.bytes_in = job->bytes_in;
     timing.rows = job->total;
     timing.run_rows = job->run_rows;
-    recorder_.record(timing, false);
+    if (job->counted) recorder_.record(timing, false);
     job->values.clear();
     deliver(job, result);
   }
@@ -249,7 +253,7 @@ class SplitRunner final : public ModelRunner {
     InferResult result;
     result.error = std::move(error);
     job->values.clear();
-    recorder_.record(BatchTiming{}, true);
+    if (job->counted) recorder_.record(BatchTiming{}, true);
     deliver(job, result);
   }
 

@@ -522,7 +522,7 @@ class CudaModelRunner final : public ModelRunner {
         t.compute_start = slot.compute_start.elapsed_ms_since(clock_.epoch);
         t.compute_end = slot.compute_end.elapsed_ms_since(clock_.epoch);
         t.copy_out_end = slot.copy_out_end.elapsed_ms_since(clock_.epoch);
-        {
+        if (slot.batch.counted) {
           std::lock_guard lock(clock_.mutex);
           clock_.compute.add(t.compute_start, t.compute_end);
           clock_.compute_sum_ms += t.compute_end - t.compute_start;
@@ -532,7 +532,7 @@ class CudaModelRunner final : public ModelRunner {
         result.outputs.clear();
         result.error = std::current_exception();
       }
-      recorder_.record(slot.timing, result.error != nullptr);
+      if (slot.batch.counted) recorder_.record(slot.timing, result.error != nullptr);
       // The batch goes back to its submitter, its parts (the frames' tensors) dropped.
       for (auto& parts : slot.batch.inputs) parts.clear();
       result.batch = std::move(slot.batch);

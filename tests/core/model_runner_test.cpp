@@ -111,6 +111,26 @@ TEST(CpuRunner, CompletesOnItsOwnThreadInSubmitOrderWithinItsSlots) {
   EXPECT_EQ(stats.device, -1);
 }
 
+TEST(CpuRunner, ABatchNotCountedRunsButIsLeftOutOfItsStats) {
+  auto runner = make_cpu_runner(doubling_model());
+  InferBatch ready;
+  ready.inputs.push_back({rows(4, 0.f)});
+  ready.counted = false;  // as a split's prepare runs its segments
+  const InferResult r = run_batch(*runner, std::move(ready));
+  ASSERT_FALSE(r.error);
+  EXPECT_EQ(r.outputs.at(0).at(0).to_float_vector().at(5), 10.f);
+  EXPECT_EQ(runner->run({{"x", rows(2, 1.f)}}, false).at(0).to_float_vector().at(0), 2.f);
+  EXPECT_EQ(runner->stats().batches, 0);
+  EXPECT_EQ(runner->stats().rows, 0);
+  EXPECT_TRUE(runner->stats().run_rows_ms.empty());
+  runner->run({{"x", rows(3, 1.f)}});
+  const RunnerStats stats = runner->stats();
+  EXPECT_EQ(stats.batches, 1);
+  EXPECT_EQ(stats.rows, 3);
+  ASSERT_EQ(stats.run_rows_ms.size(), 1u);
+  EXPECT_EQ(stats.run_rows_ms.begin()->first, 3);
+}
+
 TEST(CpuRunner, PartsComeBackSplitByRowsAndPaddingRowsAreDropped) {
   auto runner = make_cpu_runner(doubling_model());
   for (std::int64_t run_rows : {0, 6, 8}) {

@@ -501,6 +501,10 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   const Tensor want = testing::run_one(*cpu, x);
   ASSERT_EQ(got.shape(), want.shape());
   for (std::int64_t i = 0; i < got.numel(); ++i) ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-4);
+  // The two batch sizes prepared ran through the split uncounted: its stats and its segments' are
+  // the one batch run (what the summary and the cost history read).
+  EXPECT_EQ(second.runner->stats().batches, 1);
+  for (const auto& s : second.runner->segment_stats()) EXPECT_EQ(s.batches, 1) << s.description;
 
   // A kept split that does not fit the model (here the Softmax put on the accelerator, which
   // cannot run it) is not used: the pipeline is placed again, and the entry replaced.

@@ -187,8 +187,11 @@ TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   auto whole = make_cpu_runner(graph, config);
   EXPECT_NE(split->description().find(fmt::format("{} segments", p.segments.size())), std::string::npos)
       << split->description();
-  split->prepare({{3, 4, 8, 8}});  // one batch of zeros through every segment
-  EXPECT_EQ(split->stats().batches, 1);
+  // One batch of zeros through every segment, counted neither by the split nor by its segments'
+  // runners: their stats are the batches submitted.
+  split->prepare({{3, 4, 8, 8}});
+  EXPECT_EQ(split->stats().batches, 0);
+  for (const auto& s : split->segment_stats()) EXPECT_EQ(s.batches, 0) << s.description;
   for (int round = 0; round < 3; ++round) {
     // Two frames of 1 and 2 rows, run as 4 (a padding row).
     InferBatch a, b;
@@ -209,10 +212,14 @@ TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   }
   split->drain();
   EXPECT_EQ(split->in_flight(), 0);
-  EXPECT_EQ(split->stats().batches, 4);
+  EXPECT_EQ(split->stats().batches, 3);
+  EXPECT_EQ(split->stats().rows, 9);
   const auto segments = split->segment_stats();
   ASSERT_EQ(segments.size(), p.segments.size());
-  for (const auto& s : segments) EXPECT_EQ(s.batches, 4);
+  for (const auto& s : segments) {
+    EXPECT_EQ(s.batches, 3) << s.description;
+    EXPECT_EQ(s.run_rows_ms.at(1).first, 3) << s.description;  // as the history keeps them; boxed: one row
+  }
 }
 
 TEST(SplitRunner, ManyBatchesInFlightCompleteInSubmitOrder) {
