@@ -36,7 +36,7 @@ std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t fro
 }
 
 // The partition's problem at `rows` rows (it was analysed at `from`); see the header.
-runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t from, double rows, const std::string& precision,
+runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t from, double rows,
                                   const runtime::CostHistory* history) {
   runtime::PlacementProblem p = part.problem;
   const double s = rows / static_cast<double>(from);
@@ -52,7 +52,9 @@ runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t f
       if (look_up) {
         const auto ins = at_batch(part.analysis.input_descs(node), from, whole);
         const auto outs = at_batch(part.analysis.output_descs(node), from, whole);
-        const auto key = runtime::CostHistory::key(part.profiles[d], d == 0 ? "fp32" : precision, g.nodes[node], ins, outs);
+        const auto key = runtime::CostHistory::key(
+            part.profiles[d], runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options), g.nodes[node],
+            ins, outs);
         if (const auto ms = history->find(key)) {
           c = *ms;
           continue;
@@ -116,7 +118,9 @@ runtime::PlacementDecision alone_decision() {
   return d;
 }
 
-std::string device_precision(const Candidate& c, std::size_t device) { return device == 0 ? "fp32" : c.entry->precision; }
+std::string device_precision(const Candidate& c, std::size_t device) {
+  return runtime::cost_precision(static_cast<int>(device), c.entry->precision, c.entry->cuda_options);
+}
 
 // The cost history's key of a batch of the model whole on `device`, at any rows.
 std::function<std::string(std::int64_t)> history_key(const Candidate& c, const runtime::PartitionOptions& base,
@@ -278,7 +282,7 @@ std::vector<int> batch_candidates(int max_batch) {
 }
 
 std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, const std::vector<int>& frames,
-                                             double rows_per_frame, bool fixed_one, const std::string& precision,
+                                             double rows_per_frame, bool fixed_one,
                                              const runtime::CostHistory* history, const MeasuredCurves& measured) {
   const std::vector<Shape>& shapes = part.analysis.input_shapes;
   RW_EXPECTS(!shapes.empty() && !shapes[0].empty() && shapes[0][0] > 0, InvalidArgument,
@@ -298,7 +302,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
     const std::vector<int> count = segments_per_device(device, devices);
     // A batch of `rows` from the node costs: its time alone and its busy time on each resource.
     const auto from_nodes = [&](double rows) {
-      const runtime::PlacementProblem p = at_rows(part, from, rows, precision, history);
+      const runtime::PlacementProblem p = at_rows(part, from, rows, history);
       std::vector<double> loads = runtime::resource_loads(p, device);
       double batch_ms = runtime::makespan(p, device);
       for (std::size_t d = 0; d < devices && d < part.segment_ms.size(); ++d) {
@@ -477,7 +481,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     model.name = c.name;
     model.rows_per_frame = c.fixed_one ? 1.0 : c.rows_per_frame;
     model.timeout_ms = c.feed.timeout_ms;
-    model.options = pipeline_options(*part, batch_candidates(c.feed.max_batch), c.rows_per_frame, c.fixed_one, entry.precision,
+    model.options = pipeline_options(*part, batch_candidates(c.feed.max_batch), c.rows_per_frame, c.fixed_one,
                                      base.history, c.measured);
     if (model.options.empty()) {
       skip("no device runs every node and there is no split");

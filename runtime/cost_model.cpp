@@ -231,8 +231,20 @@ void CostHistory::save(const std::string& path) const {
 
 std::string CostHistory::default_path() { return (cache_dir() / "history" / "costs.json").string(); }
 
-CostModel::CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history)
-    : profiles_(std::move(profiles)), precision_(std::move(precision)), history_(history), scale_(profiles_.size(), 1.0) {
+std::string cost_precision(int device, const std::string& precision, const std::map<std::string, std::string>& device_options) {
+  if (device == 0) return "fp32";
+  std::string out = precision;
+  for (const auto& [name, value] : device_options) out += fmt::format(" {}={}", name, value);
+  return out;
+}
+
+CostModel::CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history,
+                     std::map<std::string, std::string> device_options)
+    : profiles_(std::move(profiles)),
+      precision_(std::move(precision)),
+      device_options_(std::move(device_options)),
+      history_(history),
+      scale_(profiles_.size(), 1.0) {
   RW_EXPECTS(!profiles_.empty(), InvalidArgument, "CostModel: no device");
 }
 
@@ -252,7 +264,8 @@ CostEstimate CostModel::node_ms(int device, const Node& node, const std::vector<
                                 const std::vector<TensorDesc>& outputs) const {
   if (history_ != nullptr) {
     const DeviceProfile& p = profiles_[static_cast<std::size_t>(device)];
-    if (auto ms = history_->find(CostHistory::key(p, device_precision(device), node, inputs, outputs))) {
+    if (auto ms = history_->find(CostHistory::key(p, cost_precision(device, precision_, device_options_), node, inputs,
+                                                  outputs))) {
       return {*ms, true};
     }
   }

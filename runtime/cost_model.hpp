@@ -3,7 +3,7 @@
 // partitioner (runtime/partition.hpp). Two sources, the better first:
 //
 //   measured   a history of node times keyed by device, op, input and output shapes and dtypes,
-//              and precision (CostHistory; filled by `redwood plan --profile`, kept on disk; it
+//              and precision with the device's own switches (cost_precision; CostHistory; filled by `redwood plan --profile`, kept on disk; it
 //              also keeps whole models' batch times that pipeline runs measured, for the
 //              pipeline placement: pipelines/pipeline_planner.hpp)
 //   estimated  a roofline from the device's profile (runtime/device_profile.hpp):
@@ -35,6 +35,13 @@ struct NodeWork {
   double bytes = 0;
 };
 NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs);
+
+/// What a device's measured times are kept under in CostHistory's keys beside its profile: the
+/// precision it computes in, "fp32" on the host (device 0, whatever the model's precision), and
+/// on an accelerator its runner's own switches after it (RunnerConfig::device_options, e.g.
+/// "fp16 wgmma=off"), since a time measured with a switch set predicts only runs with it set.
+std::string cost_precision(int device, const std::string& precision,
+                           const std::map<std::string, std::string>& device_options = {});
 
 /// Measured times, by key: a node's (CostHistory::key), a segment's overhead (segment_key), a
 /// batch's hand-over per segment (handover_key), a segment's whole time (cut_key), a whole model's
@@ -108,8 +115,10 @@ struct CostEstimate {
 class CostModel {
  public:
   /// `profiles[i]` describes device i of the placement (profiles[0] the host CPU); `precision` is
-  /// what the accelerators compute in ("fp32", "tf32", "fp16", "bf16"; the CPU computes fp32).
-  CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history = nullptr);
+  /// what the accelerators compute in ("fp32", "tf32", "fp16", "bf16"; the CPU computes fp32), and
+  /// `device_options` their runners' switches (what the history's keys name: cost_precision).
+  CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history = nullptr,
+            std::map<std::string, std::string> device_options = {});
 
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
   const std::string& precision() const { return precision_; }
@@ -131,6 +140,7 @@ class CostModel {
  private:
   std::vector<DeviceProfile> profiles_;
   std::string precision_;
+  std::map<std::string, std::string> device_options_;
   const CostHistory* history_;
   std::vector<double> scale_;
 };

@@ -597,7 +597,7 @@ std::vector<Segment> Partition::cut(const std::vector<int>& device) const {
 std::string Partition::cut_key(const Segment& s) const {
   const Graph& g = *analysis.graph;
   const DeviceProfile& profile = profiles.at(static_cast<std::size_t>(s.device));
-  const std::string device_precision = s.device == 0 ? "fp32" : precision;
+  const std::string device_precision = cost_precision(s.device, precision, device_options);
   std::vector<std::string> keys;
   for (std::size_t n : s.nodes) {
     if (analysis.host_node[n]) continue;
@@ -748,10 +748,12 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
 
   std::vector<DeviceProfile> profiles = options.profiles;
   if (profiles.empty()) {
-    for (const auto& d : options.devices) profiles.push_back(device_profile(d == "cuda" ? "cuda:0" : d));
+    for (const auto& d : options.devices) {
+      profiles.push_back(device_profile(d == "cuda" ? fmt::format("cuda:{}", options.device_index) : d));
+    }
   }
   RW_EXPECTS(profiles.size() == devices, InvalidArgument, "partition: {} profiles for {} devices", profiles.size(), devices);
-  CostModel costs(profiles, options.precision, options.history);
+  CostModel costs(profiles, options.precision, options.history, options.device_options);
   part.profiles = profiles;
   part.host_layout_gbps = profiles[0].memory_gbps;
   part.precision = options.precision;

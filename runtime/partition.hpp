@@ -94,7 +94,7 @@ struct PartitionOptions {
   /// A device name, or empty: every node this device can run goes there whatever the costs say
   /// (`device: cuda` in a pipeline: the GPU runs what it can, the host the rest).
   std::string prefer;
-  /// Per device; empty: runtime::device_profile() of each ("cuda" is "cuda:0").
+  /// Per device; empty: runtime::device_profile() of each ("cuda" is "cuda:<device_index>").
   std::vector<DeviceProfile> profiles;
   /// Measured node times (may be null): used before the roofline, and to calibrate it.
   const CostHistory* history = nullptr;

@@ -17,21 +17,21 @@
 namespace redwood::runtime {
 namespace {
 
-// The profile the partition was placed with (its cost model's keys), unless another GPU is timed.
-DeviceProfile profile_of(const Partition& p, int device, int device_index) {
-  if (device_index == 0 && static_cast<std::size_t>(device) < p.profiles.size()) return p.profiles[static_cast<std::size_t>(device)];
+// The profile the partition was placed with (its cost model's keys); one cut without placing has
+// none: then its devices' own (an accelerator's on the partition's GPU).
+DeviceProfile profile_of(const Partition& p, int device) {
+  if (static_cast<std::size_t>(device) < p.profiles.size()) return p.profiles[static_cast<std::size_t>(device)];
   const std::string& name = p.devices[static_cast<std::size_t>(device)];
-  return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, device_index));
+  return device_profile(name == "cpu" ? name : fmt::format("{}:{}", name, p.device_index));
 }
 
 }  // namespace
 
-std::size_t record_node_times(const Partition& p, CostHistory& history, const std::string& precision, int device_index,
-                              int runs) {
+std::size_t record_node_times(const Partition& p, CostHistory& history, int runs) {
   const ModelAnalysis& a = p.analysis;
   const Graph& g = *a.graph;
   std::size_t recorded = 0;
-  const DeviceProfile cpu = profile_of(p, 0, device_index);
+  const DeviceProfile cpu = profile_of(p, 0);
   for (std::size_t i = 0; i < a.placeable.size(); ++i) {
     const std::size_t n = a.placeable[i];
     if (a.cpu_ms[i] <= 0) continue;
@@ -50,9 +50,11 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, const st
     std::vector<Shape> shapes;
     for (const auto& in : s.inputs) shapes.push_back(boxed_shape(a.values.at(in).shape));
     RunnerConfig config;
-    config.device = device_index;
-    config.precision = precision;
-    const DeviceProfile profile = profile_of(p, s.device, device_index);
+    config.device = p.device_index;
+    config.precision = p.precision;
+    config.device_options = p.device_options;
+    const DeviceProfile profile = profile_of(p, s.device);
+    const std::string precision = cost_precision(s.device, p.precision, p.device_options);
     // Steps the device's own passes added (layout conversions, the boxing) match no node of the
     // analysis: their time is shared among the matched nodes in proportion, so that a segment's
     // nodes still add up to what the device spends on it.

@@ -16,10 +16,10 @@ namespace redwood::runtime {
 /// name; the matched nodes' times are scaled to add up to the segment's whole run, which includes
 /// the steps the device's own passes added and not the gaps of launching nodes one by one; a node
 /// those passes renamed or merged into another is recorded at 0 there, its time being in the
-/// matched nodes'). Returns how many times were recorded. Throws what the devices throw (a
-/// missing GPU).
-std::size_t record_node_times(const Partition& partition, CostHistory& history, const std::string& precision,
-                              int device_index = 0, int runs = 10);
+/// matched nodes'). The accelerators time them at the partition's precision, with its device
+/// options, on its GPU (Partition::device_index), and the keys name them. Returns how many times
+/// were recorded. Throws what the devices throw (a missing GPU).
+std::size_t record_node_times(const Partition& partition, CostHistory& history, int runs = 10);
 
 struct SegmentTimes {
   double predicted_ms = 0;  // its time as measured before (Partition::cut_times), else as timed alone

@@ -231,7 +231,7 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
   runtime::Partition p = place(analysis, nullptr);
   if (args.profile) {
     // Measure every node where the current placement runs it, then place again on the measurements.
-    const std::size_t n = runtime::record_node_times(p, history, args.precision);
+    const std::size_t n = runtime::record_node_times(p, history);
     history.save(history_path);
     fmt::print("profile: {} node times measured, kept in {} ({} entries)\n", n, history_path, history.size());
     p = place(std::move(analysis), &p);
@@ -289,7 +289,7 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
       for (const auto& [d, ms] : whole) {
         const std::string device = history_device(options, d);
         if (device.empty()) continue;
-        history.record(runtime::CostHistory::model_key(hash, device, d == 0 ? "fp32" : args.precision, inputs), ms);
+        history.record(runtime::CostHistory::model_key(hash, device, runtime::cost_precision(static_cast<int>(d), args.precision), inputs), ms);
       }
       history.save(history_path);
       fmt::print("profile: the whole model's batch time on {} device(s) kept in {}\n", whole.size(), history_path);

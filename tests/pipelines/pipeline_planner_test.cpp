@@ -306,7 +306,7 @@ TEST(PipelinePlanner, MeasuredTimesInterpolateInRows) {
   const runtime::Partition p = runtime::partition_model(graph, {{2, 16, 32, 32}}, base_options());
   MeasuredCurves measured;
   for (const auto& [rows, ms] : points) measured["cpu"].add(static_cast<double>(rows), ms);
-  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, "fp32", nullptr, measured);
+  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, nullptr, measured);
   ASSERT_EQ(options[1].placement, "cpu");
   EXPECT_DOUBLE_EQ(options[0].batch_ms, 10.0);
   EXPECT_DOUBLE_EQ(options[1].batch_ms, 13.5);
@@ -597,7 +597,7 @@ TEST(PipelinePlanner, OcrModelsPlacedThenReadFromTheCache) {
 
 TEST(PipelinePlanner, OptionsScaleFromTheAnalysedBatch) {
   const runtime::Partition p = runtime::partition_model(conv_model(), {{4, 16, 32, 32}}, base_options());
-  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, "fp32", nullptr);
+  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, nullptr);
   ASSERT_EQ(options.size(), 6u);  // cpu and the accelerator, at 1, 2 and 4 rows
   // On one device a batch's time is its busy time there plus the copies; per row it falls as the
   // launch is shared.

@@ -334,7 +334,7 @@ TEST(PartitionProfile, RecordsTheAcceleratorsOwnNodeTimesAndTheAnalysissCpuTimes
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
   ASSERT_FALSE(p.single_device());
   CostHistory history;
-  const std::size_t recorded = record_node_times(p, history, "fp32", 0, 3);
+  const std::size_t recorded = record_node_times(p, history, 3);
   const Graph& g = *p.analysis.graph;
   auto key = [&](int device, const std::string& name) {
     for (std::size_t n = 0; n < g.nodes.size(); ++n) {
@@ -358,6 +358,35 @@ TEST(PartitionProfile, RecordsTheAcceleratorsOwnNodeTimesAndTheAnalysissCpuTimes
   EXPECT_GT(*accel, 0.0);
   EXPECT_FALSE(history.find(key(1, "softmax")).has_value());  // the accelerator cannot run it
   EXPECT_GT(recorded, p.analysis.placeable.size());
+}
+
+// A time measured with an accelerator's switch set (CUDA's `wgmma: off`) predicts only runs with
+// it set: the history's node and cut keys name the switches beside the precision.
+TEST(PartitionProfile, NodeTimesMeasuredWithDeviceOptionsPredictOnlyRunsWithThem) {
+  EXPECT_EQ(cost_precision(0, "fp16", {{"wgmma", "off"}}), "fp32");  // the host computes fp32
+  EXPECT_EQ(cost_precision(1, "fp16"), "fp16");
+  EXPECT_EQ(cost_precision(1, "fp16", {{"wgmma", "off"}, {"tma", "on"}}), "fp16 tma=on wgmma=off");
+  PartitionOptions o = options();
+  o.device_options = {{"wgmma", "off"}};
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_FALSE(p.single_device());
+  CostHistory history;
+  record_node_times(p, history, 1);
+  const Graph& g = *p.analysis.graph;
+  std::size_t conv1 = 0;
+  while (conv1 < g.nodes.size() && g.nodes[conv1].name != "conv1") ++conv1;
+  ASSERT_LT(conv1, g.nodes.size());
+  const auto ins = p.analysis.input_descs(conv1);
+  const auto outs = p.analysis.output_descs(conv1);
+  EXPECT_TRUE(history.find(CostHistory::key(p.profiles[1], "fp32 wgmma=off", g.nodes[conv1], ins, outs)).has_value());
+  EXPECT_FALSE(history.find(CostHistory::key(p.profiles[1], "fp32", g.nodes[conv1], ins, outs)).has_value());
+  EXPECT_TRUE(CostModel(p.profiles, "fp32", &history, o.device_options).node_ms(1, g.nodes[conv1], ins, outs).measured);
+  EXPECT_FALSE(CostModel(p.profiles, "fp32", &history).node_ms(1, g.nodes[conv1], ins, outs).measured);
+  EXPECT_TRUE(CostModel(p.profiles, "fp32", &history).node_ms(0, g.nodes[conv1], ins, outs).measured);  // the host's
+  for (const Segment& s : p.segments) {
+    const bool named = p.cut_key(s).find("|fp32 wgmma=off|") != std::string::npos;
+    EXPECT_EQ(named, s.device == 1) << p.cut_key(s);
+  }
 }
 
 // A device whose passes merge conv2 into a neighbour: its timing names every other node of the
@@ -388,7 +417,7 @@ TEST(PartitionProfile, ANodeTheDevicesPassesMergedCostsNothingThereAndTheSegment
   };
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   CostHistory history;
-  record_node_times(p, history, "fp32", 0, 1);
+  record_node_times(p, history, 1);
   const Graph& g = *p.analysis.graph;
   bool conv2_on_device = false;
   for (const Segment& s : p.segments) {
