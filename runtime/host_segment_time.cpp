@@ -57,26 +57,16 @@ Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int run
   return spread(std::move(ms));
 }
 
-// The segment timed at each of `counts` (`runs` runs each), and the fewest threads whose 90th
-// percentile is within 5 % of the lowest: a run as slow as the best count's slow runs, which
-// leaves the other cores to the rest of the pipeline and wakes fewer threads. std::nullopt
-// (logged) when the segment fails to run, which its runner will then report.
+// The segment timed (`runs` runs a count) at the counts choose_threads asks for, and its choice:
+// a run as slow as the best count's slow runs, which leaves the other cores to the rest of the
+// pipeline and wakes fewer threads. std::nullopt (logged) when the segment fails to run, which
+// its runner will then report.
 std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, const Segment& segment, int runs,
                                                 const std::vector<int>& counts) {
   RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
   try {
     CacheEvictor cache;
-    std::vector<HostThreadsChoice> tried;
-    for (int threads : counts) {
-      const Spread ms = timed_runs(analysis, segment, runs, threads, cache);
-      tried.push_back({threads, ms.median, ms.p90});
-    }
-    double best = tried.front().p90_ms;
-    for (const auto& t : tried) best = std::min(best, t.p90_ms);
-    for (const auto& t : tried) {
-      if (t.p90_ms <= best * 1.05) return t;
-    }
-    return tried.back();
+    return choose_threads(counts, [&](int threads) { return timed_runs(analysis, segment, runs, threads, cache); });
   } catch (const std::exception& e) {  // an Error, or memory for the inputs or the eviction buffer
     log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
     return std::nullopt;
@@ -84,6 +74,24 @@ std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, c
 }
 
 }  // namespace
+
+HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::function<Spread(int threads)>& time_at) {
+  RW_EXPECTS(!counts.empty(), InvalidArgument, "choosing host threads among no thread count");
+  constexpr double kWithin = 1.05;
+  std::vector<HostThreadsChoice> tried;  // the most threads first
+  double best = 0;
+  int beyond = 0;  // counts in a row, the last tried, beyond kWithin of the best
+  for (auto it = counts.rbegin(); it != counts.rend() && beyond < 2; ++it) {
+    const Spread ms = time_at(*it);
+    tried.push_back({*it, ms.median, ms.p90});
+    best = tried.size() == 1 ? ms.p90 : std::min(best, ms.p90);
+    beyond = ms.p90 > best * kWithin ? beyond + 1 : 0;
+  }
+  for (auto it = tried.rbegin(); it != tried.rend(); ++it) {
+    if (it->p90_ms <= best * kWithin) return *it;
+  }
+  return tried.front();
+}
 
 std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads) {
   const auto timed = time_at_counts(analysis, segment, runs, {threads});

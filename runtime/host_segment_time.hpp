@@ -6,8 +6,10 @@
 // most of that. The host is at hand while planning, so each host segment of a cut the planner
 // compares is run as the split runner will run it, and timed.
 
+#include "runtime/median_time.hpp"
 #include "runtime/partition.hpp"
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -31,11 +33,17 @@ struct HostThreadsChoice {
   double p90_ms = 0;  // the 90th percentile
 };
 
-/// Times host segment `segment` as time_host_segment does (`runs` runs) at each of
-/// host_thread_counts(process_host_threads()), and chooses the fewest threads whose 90th
-/// percentile is within 5 % of the lowest: a short segment's batches on every core wait for a
-/// team of every core to wake, and range 2-4x from run to run and process to process; on a few
-/// threads they run as fast and steadier. std::nullopt (logged) when the segment fails to run.
+/// The fewest of `counts` (ascending) whose 90th percentile is within 5 % of the lowest, each
+/// count's runs given by `time_at`: a short segment's batches on every core wait for a team of
+/// every core to wake, and range 2-4x from run to run and process to process; on a few threads
+/// they run as fast and steadier. The counts are timed from the most down, and once two in a row
+/// are beyond that 5 % the fewer are not timed: a segment whose work spreads over the threads only
+/// gets slower with fewer, and those runs (a long segment on one thread) are most of its timing.
+HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::function<Spread(int threads)>& time_at);
+
+/// Times host segment `segment` as time_host_segment does (`runs` runs) at the thread counts of
+/// host_thread_counts(process_host_threads()) that choose_threads asks for, and returns its
+/// choice. std::nullopt (logged) when the segment fails to run.
 std::optional<HostThreadsChoice> choose_host_threads(const ModelAnalysis& analysis, const Segment& segment, int runs = 9);
 
 }  // namespace redwood::runtime

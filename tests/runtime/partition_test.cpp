@@ -678,6 +678,38 @@ TEST(PartitionProfile, TheThreadCountsAHostSegmentIsTimedAt) {
   EXPECT_EQ(host_thread_counts(16), (std::vector<int>{1, 2, 4, 8, 16}));
 }
 
+// Which counts are timed, and the choice: the fewest threads within 5 % of the best 90th
+// percentile, from the most threads down until two counts in a row are beyond it.
+TEST(PartitionProfile, HostThreadsAreTimedFromTheMostDownAndTheFewestWithinFivePercentChosen) {
+  const std::vector<int> counts = host_thread_counts(16);
+  const auto choose = [&](std::map<int, double> p90, std::vector<int>* timed) {
+    return choose_threads(counts, [&, timed](int threads) {
+      timed->push_back(threads);
+      return Spread{p90.at(threads) / 2, p90.at(threads) / 2, p90.at(threads)};
+    });
+  };
+  // Work that spreads over the threads: 8 and 4 slower than 16, so 2 and 1 are not timed.
+  std::vector<int> timed;
+  HostThreadsChoice c = choose({{16, 5.0}, {8, 9.0}, {4, 17.0}, {2, 33.0}, {1, 65.0}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4}));
+  EXPECT_EQ(c.threads, 16);
+  EXPECT_DOUBLE_EQ(c.p90_ms, 5.0);
+  EXPECT_DOUBLE_EQ(c.ms, 2.5);
+  // A short segment, fastest on few threads: every count timed, the fewest within 5 % chosen.
+  timed.clear();
+  c = choose({{16, 0.4}, {8, 0.3}, {4, 0.2}, {2, 0.204}, {1, 0.26}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4, 2, 1}));
+  EXPECT_EQ(c.threads, 2);
+  // One count beyond the best is not enough to stop: 4 is slow, 2 the best.
+  timed.clear();
+  c = choose({{16, 1.0}, {8, 1.0}, {4, 1.2}, {2, 0.9}, {1, 2.0}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4, 2, 1}));
+  EXPECT_EQ(c.threads, 2);
+  timed.clear();
+  EXPECT_EQ(choose({{16, 1.0}, {8, 1.0}, {4, 1.0}, {2, 1.0}, {1, 1.0}}, &timed).threads, 1);
+  EXPECT_THROW(choose_threads({}, [](int) { return Spread{}; }), InvalidArgument);
+}
+
 TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanKeepsThem) {
   PartitionOptions o = timed_split_options();
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
