@@ -52,9 +52,8 @@ runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t f
       if (look_up) {
         const auto ins = at_batch(part.analysis.input_descs(node), from, whole);
         const auto outs = at_batch(part.analysis.output_descs(node), from, whole);
-        const auto key = runtime::CostHistory::key(
-            part.profiles[d], runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options), g.nodes[node],
-            ins, outs);
+        const std::string precision = runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options);
+        const auto key = runtime::CostHistory::key(part.profiles[d], precision, g.nodes[node], ins, outs);
         if (const auto ms = history->find(key)) {
           c = *ms;
           continue;

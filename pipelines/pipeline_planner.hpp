@@ -59,9 +59,10 @@ using MeasuredCurves = std::map<std::string, runtime::RowsCurve>;
 /// A model's options, derived from its partition at the batch it was analysed at (see the header's
 /// comment). `frames` are the batch sizes in frames, `rows_per_frame` the rows each adds;
 /// `fixed_one`: the model runs one row at a time. The history's keys are at the partition's
-/// precision and device options (runtime::cost_precision); `history` may be null. A whole placement with `measured` batch times takes its batch
-/// time from them (interpolated in rows, or the node costs scaled to a single one) and scales its
-/// busy times by the same ratio; the option says it is `measured`.
+/// precision and device options (runtime::cost_precision); `history` may be null. A whole
+/// placement with `measured` batch times takes its batch time from them (interpolated in rows, or
+/// the node costs scaled to a single one) and scales its busy times by the same ratio; the option
+/// says it is `measured`.
 std::vector<runtime::PipelineOption> pipeline_options(const runtime::Partition& partition, const std::vector<int>& frames,
                                                       double rows_per_frame, bool fixed_one,
                                                       const runtime::CostHistory* history, const MeasuredCurves& measured = {});

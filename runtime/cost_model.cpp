@@ -231,7 +231,8 @@ void CostHistory::save(const std::string& path) const {
 
 std::string CostHistory::default_path() { return (cache_dir() / "history" / "costs.json").string(); }
 
-std::string cost_precision(int device, const std::string& precision, const std::map<std::string, std::string>& device_options) {
+std::string cost_precision(int device, const std::string& precision,
+                           const std::map<std::string, std::string>& device_options) {
   if (device == 0) return "fp32";
   std::string out = precision;
   for (const auto& [name, value] : device_options) out += fmt::format(" {}={}", name, value);

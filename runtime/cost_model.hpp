@@ -3,9 +3,9 @@
 // partitioner (runtime/partition.hpp). Two sources, the better first:
 //
 //   measured   a history of node times keyed by device, op, input and output shapes and dtypes,
-//              and precision with the device's own switches (cost_precision; CostHistory; filled by `redwood plan --profile`, kept on disk; it
-//              also keeps whole models' batch times that pipeline runs measured, for the
-//              pipeline placement: pipelines/pipeline_planner.hpp)
+//              and precision with the device's own switches (CostHistory, cost_precision; filled
+//              by `redwood plan --profile`, kept on disk; it also keeps whole models' batch times
+//              that pipeline runs measured, for the pipeline placement: pipelines/pipeline_planner.hpp)
 //   estimated  a roofline from the device's profile (runtime/device_profile.hpp):
 //              launch + max(flops / peak rate, bytes / memory bandwidth), scaled by the device's
 //              calibration: the median ratio of measured to roofline time over the nodes the

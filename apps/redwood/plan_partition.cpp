@@ -289,7 +289,8 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
       for (const auto& [d, ms] : whole) {
         const std::string device = history_device(options, d);
         if (device.empty()) continue;
-        history.record(runtime::CostHistory::model_key(hash, device, runtime::cost_precision(static_cast<int>(d), args.precision), inputs), ms);
+        const std::string precision = runtime::cost_precision(static_cast<int>(d), args.precision);
+        history.record(runtime::CostHistory::model_key(hash, device, precision, inputs), ms);
       }
       history.save(history_path);
       fmt::print("profile: the whole model's batch time on {} device(s) kept in {}\n", whole.size(), history_path);
