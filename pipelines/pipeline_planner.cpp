@@ -43,17 +43,20 @@ runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t f
   const Graph& g = *part.analysis.graph;
   const auto whole = static_cast<std::int64_t>(std::llround(rows));
   const bool look_up = history != nullptr && whole != from && static_cast<double>(whole) == rows;
+  std::vector<std::string> precision;  // each device's in the history's keys
+  for (std::size_t d = 0; look_up && d < part.profiles.size(); ++d) {
+    precision.push_back(runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options));
+  }
   for (std::size_t i = 0; i < p.nodes.size(); ++i) {
     runtime::PlacementProblem::Node& n = p.nodes[i];
     const std::size_t node = part.analysis.placeable[i];
+    const auto ins = look_up ? at_batch(part.analysis.input_descs(node), from, whole) : std::vector<TensorDesc>{};
+    const auto outs = look_up ? at_batch(part.analysis.output_descs(node), from, whole) : std::vector<TensorDesc>{};
     for (std::size_t d = 0; d < n.cost_ms.size(); ++d) {
       double& c = n.cost_ms[d];
       if (!std::isfinite(c)) continue;
       if (look_up) {
-        const auto ins = at_batch(part.analysis.input_descs(node), from, whole);
-        const auto outs = at_batch(part.analysis.output_descs(node), from, whole);
-        const std::string precision = runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options);
-        const auto key = runtime::CostHistory::key(part.profiles[d], precision, g.nodes[node], ins, outs);
+        const auto key = runtime::CostHistory::key(part.profiles[d], precision[d], g.nodes[node], ins, outs);
         if (const auto ms = history->find(key)) {
           c = *ms;
           continue;

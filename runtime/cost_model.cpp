@@ -240,16 +240,18 @@ std::string cost_precision(int device, const std::string& precision,
 }
 
 CostModel::CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history,
-                     std::map<std::string, std::string> device_options)
+                     const std::map<std::string, std::string>& device_options)
     : profiles_(std::move(profiles)),
       precision_(std::move(precision)),
-      device_options_(std::move(device_options)),
       history_(history),
       scale_(profiles_.size(), 1.0) {
   RW_EXPECTS(!profiles_.empty(), InvalidArgument, "CostModel: no device");
+  for (std::size_t d = 0; d < profiles_.size(); ++d) {
+    key_precision_.push_back(cost_precision(static_cast<int>(d), precision_, device_options));
+  }
 }
 
-std::string CostModel::device_precision(int device) const { return device == 0 ? "fp32" : precision_; }
+std::string CostModel::device_precision(int device) const { return cost_precision(device, precision_); }
 
 double CostModel::roofline_ms(int device, const NodeWork& work) const {
   const DeviceProfile& p = profiles_[static_cast<std::size_t>(device)];
@@ -265,8 +267,8 @@ CostEstimate CostModel::node_ms(int device, const Node& node, const std::vector<
                                 const std::vector<TensorDesc>& outputs) const {
   if (history_ != nullptr) {
     const DeviceProfile& p = profiles_[static_cast<std::size_t>(device)];
-    if (auto ms = history_->find(CostHistory::key(p, cost_precision(device, precision_, device_options_), node, inputs,
-                                                  outputs))) {
+    const std::string& precision = key_precision_[static_cast<std::size_t>(device)];
+    if (auto ms = history_->find(CostHistory::key(p, precision, node, inputs, outputs))) {
       return {*ms, true};
     }
   }

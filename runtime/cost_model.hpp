@@ -118,7 +118,7 @@ class CostModel {
   /// what the accelerators compute in ("fp32", "tf32", "fp16", "bf16"; the CPU computes fp32), and
   /// `device_options` their runners' switches (what the history's keys name: cost_precision).
   CostModel(std::vector<DeviceProfile> profiles, std::string precision, const CostHistory* history = nullptr,
-            std::map<std::string, std::string> device_options = {});
+            const std::map<std::string, std::string>& device_options = {});
 
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
   const std::string& precision() const { return precision_; }
@@ -140,7 +140,7 @@ class CostModel {
  private:
   std::vector<DeviceProfile> profiles_;
   std::string precision_;
-  std::map<std::string, std::string> device_options_;
+  std::vector<std::string> key_precision_;  // per device: cost_precision, what the history's keys name
   const CostHistory* history_;
   std::vector<double> scale_;
 };

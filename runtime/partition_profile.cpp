@@ -32,10 +32,11 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, int runs
   const Graph& g = *a.graph;
   std::size_t recorded = 0;
   const DeviceProfile cpu = profile_of(p, 0);
+  const std::string cpu_precision = cost_precision(0, p.precision);
   for (std::size_t i = 0; i < a.placeable.size(); ++i) {
     const std::size_t n = a.placeable[i];
     if (a.cpu_ms[i] <= 0) continue;
-    history.record(CostHistory::key(cpu, "fp32", g.nodes[n], a.input_descs(n), a.output_descs(n)), a.cpu_ms[i]);
+    history.record(CostHistory::key(cpu, cpu_precision, g.nodes[n], a.input_descs(n), a.output_descs(n)), a.cpu_ms[i]);
     ++recorded;
   }
   std::map<std::string, std::size_t> by_name;
