@@ -5,6 +5,7 @@
 #include "core/cache_dir.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "runtime/partition_profile.hpp"
+#include "runtime/partition_rows.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
 
@@ -23,54 +24,6 @@ namespace {
 using runtime::JointPlacement;
 using runtime::PipelineOption;
 using runtime::device_cache_key;
-
-// Descriptions with dim 0 changed from `from` rows (the analysis's batch) to `to` where it was that.
-std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t from, std::int64_t to) {
-  for (TensorDesc& d : descs) {
-    if (!d.shape.empty() && d.shape[0] == from) {
-      d.shape[0] = to;
-      d.host = nullptr;
-    }
-  }
-  return descs;
-}
-
-// The partition's problem at `rows` rows (it was analysed at `from`); see the header.
-runtime::PlacementProblem at_rows(const runtime::Partition& part, std::int64_t from, double rows,
-                                  const runtime::CostHistory* history) {
-  runtime::PlacementProblem p = part.problem;
-  const double s = rows / static_cast<double>(from);
-  const Graph& g = *part.analysis.graph;
-  const auto whole = static_cast<std::int64_t>(std::llround(rows));
-  const bool look_up = history != nullptr && whole != from && static_cast<double>(whole) == rows;
-  std::vector<std::string> precision;  // each device's in the history's keys
-  for (std::size_t d = 0; look_up && d < part.profiles.size(); ++d) {
-    precision.push_back(runtime::cost_precision(static_cast<int>(d), part.precision, part.device_options));
-  }
-  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
-    runtime::PlacementProblem::Node& n = p.nodes[i];
-    const std::size_t node = part.analysis.placeable[i];
-    const auto ins = look_up ? at_batch(part.analysis.input_descs(node), from, whole) : std::vector<TensorDesc>{};
-    const auto outs = look_up ? at_batch(part.analysis.output_descs(node), from, whole) : std::vector<TensorDesc>{};
-    for (std::size_t d = 0; d < n.cost_ms.size(); ++d) {
-      double& c = n.cost_ms[d];
-      if (!std::isfinite(c)) continue;
-      if (look_up) {
-        const auto key = runtime::CostHistory::key(part.profiles[d], precision[d], g.nodes[node], ins, outs);
-        if (const auto ms = history->find(key)) {
-          c = *ms;
-          continue;
-        }
-      }
-      const double fixed = std::min(c, std::max(0.0, part.profiles[d].launch_ms));
-      c = fixed + (c - fixed) * s;
-    }
-    n.input_bytes *= s;
-    n.output_bytes *= s;
-  }
-  for (auto& e : p.edges) e.bytes *= s;
-  return p;
-}
 
 // Maps the partitioner's devices ({host, accelerator}) and links onto the pipeline's resources.
 runtime::ResourceTimes to_resources(const std::vector<double>& loads, std::size_t devices) {
@@ -133,7 +86,7 @@ std::function<std::string(std::int64_t)> history_key(const Candidate& c, const r
   if (history_devices[d].empty()) return {};
   return [hash = c.hash, where = history_devices[d], precision = device_precision(c, d), inputs = c.inputs,
           from = c.batch_rows](std::int64_t rows) {
-    return runtime::CostHistory::model_key(hash, where, precision, at_batch(inputs, from, rows));
+    return runtime::CostHistory::model_key(hash, where, precision, runtime::at_batch(inputs, from, rows));
   };
 }
 
@@ -286,10 +239,7 @@ std::vector<int> batch_candidates(int max_batch) {
 std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, const std::vector<int>& frames,
                                              double rows_per_frame, bool fixed_one,
                                              const runtime::CostHistory* history, const MeasuredCurves& measured) {
-  const std::vector<Shape>& shapes = part.analysis.input_shapes;
-  RW_EXPECTS(!shapes.empty() && !shapes[0].empty() && shapes[0][0] > 0, InvalidArgument,
-             "pipeline placement: the model was analysed without a batch dimension");
-  const std::int64_t from = shapes[0][0];
+  RW_EXPECTS(runtime::analysed_rows(part) > 0, InvalidArgument, "pipeline placement: the model was analysed without a batch dimension");
   const std::size_t devices = part.devices.size();
   // The placements: each device alone where it runs every node, and the partitioner's split.
   std::vector<std::pair<std::string, std::vector<int>>> placements;
@@ -304,7 +254,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
     const std::vector<int> count = segments_per_device(device, devices);
     // A batch of `rows` from the node costs: its time alone and its busy time on each resource.
     const auto from_nodes = [&](double rows) {
-      const runtime::PlacementProblem p = at_rows(part, from, rows, history);
+      const runtime::PlacementProblem p = runtime::problem_at_rows(part, rows, history);
       std::vector<double> loads = runtime::resource_loads(p, device);
       double batch_ms = runtime::makespan(p, device);
       for (std::size_t d = 0; d < devices && d < part.segment_ms.size(); ++d) {
@@ -433,7 +383,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
           try {
             d.partition = std::make_shared<const runtime::Partition>(runtime::partition_as_placed(
                 candidates[m].entry->graph, candidates[m].shapes, model_options(*candidates[m].entry, base), k.nodes, k.threads));
-            runtime::check_kept_predictions(*d.partition, d.segment_ms);
+            runtime::check_kept_predictions(*d.partition, d.segment_ms, d.segment_at);
           } catch (const Error& e) {
             stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
             break;
@@ -520,6 +470,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     }
     if (d.device.empty()) {
       d.segment_ms = runtime::predicted_segment_ms(*partitions[m]);
+      d.segment_at = runtime::segment_curves(*partitions[m], base.history);
     } else {
       d.history_key = history_key(c, base, history_devices, d.device);
     }

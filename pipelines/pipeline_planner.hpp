@@ -10,12 +10,10 @@
 //                 input tensor's shape at load); a model whose stage does not, or that two stages
 //                 feed, is placed alone (each runner for its own batch), and the log says why
 //   costs         runtime::partition_model once a model, at that largest batch R: per node, its
-//                 cost on the CPU and on the GPU, the bytes it moves, and the split. At another
-//                 batch of r rows a node costs
-//                     c(r) = f + (c(R) - f) * r / R,   f = min(c(R), the device's launch cost),
-//                 (a fixed launch and a part proportional to the rows), and moves r / R of the
-//                 bytes; a time the cost history holds for the node at r rows (dim 0 of its values
-//                 that were R is r) comes first. An option's busy time on a device is its nodes'
+//                 cost on the CPU and on the GPU, the bytes it moves, and the split; at another
+//                 batch of r rows, as runtime/partition_rows.hpp scales them (a fixed launch and a
+//                 part proportional to the rows; the cost history's time for the node at r rows
+//                 first). An option's busy time on a device is its nodes'
 //                 costs plus its device's segment cost for each segment there; on each copy
 //                 direction, its transfers (runtime::resource_loads); its batch time is the list
 //                 schedule's (runtime::makespan) plus its segments' costs. Where earlier runs

@@ -6,6 +6,7 @@
 #include "core/passes/pass_manager.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/partition_profile.hpp"
+#include "runtime/partition_rows.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/split_runner.hpp"
 
@@ -88,12 +89,18 @@ class PlacedRunner final : public ModelRunner {
     const ModelRunner* r = chosen();
     std::vector<RunnerStats> out = r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
     if (!out.empty() && decision_) out[0].description += fmt::format(" ({}{})", decision_->note, measured(r->stats()));
-    // Each segment's compute a batch beside the time predicted for it where it was placed.
+    // Each segment's compute a batch beside the time predicted for it where it was placed, and at
+    // the rows the split's batches had (a segment's own stats count its boxed batch as one row).
     const std::optional<SegmentPredictions> predicted = segment_predictions();
+    const double rows = r != nullptr ? mean_rows(r->stats()) : 0.0;
     for (std::size_t k = 0; predicted && k < out.size() && k < predicted->ms.size(); ++k) {
       if (out[k].batches == 0) continue;
-      out[k].description += fmt::format("; {:.3f} ms a batch, predicted {:.3f} at {}",
-                                        out[k].compute_ms / static_cast<double>(out[k].batches), predicted->ms[k], predicted->at);
+      const std::string at_rows = rows > 0 && k < predicted->at_rows.size()
+                                      ? fmt::format(" and {:.3f} at the batches' {:.1f} rows", predicted->at_rows[k].at(rows), rows)
+                                      : std::string();
+      out[k].description += fmt::format("; {:.3f} ms a batch, predicted {:.3f} at {}{}",
+                                        out[k].compute_ms / static_cast<double>(out[k].batches), predicted->ms[k], predicted->at,
+                                        at_rows);
     }
     return out;
   }
@@ -114,6 +121,11 @@ class PlacedRunner final : public ModelRunner {
     return inner_.get();
   }
 
+  // The rows a batch had on average (padding included), 0 before any batch.
+  static double mean_rows(const RunnerStats& st) {
+    return st.batches == 0 ? 0.0 : static_cast<double>(st.run_rows > 0 ? st.run_rows : st.rows) / static_cast<double>(st.batches);
+  }
+
   // ", measured 3.412 ms a batch of 27.1 rows on average, predicted 3.050 at those rows": what a
   // batch took, copies and compute, against the prediction at the rows the batches had (they
   // form by timing, mostly below the decided size; padding included on a GPU), and whether that
@@ -121,7 +133,7 @@ class PlacedRunner final : public ModelRunner {
   std::string measured(const RunnerStats& st) const {
     if (st.batches == 0) return "";
     const double batches = static_cast<double>(st.batches);
-    const double rows = static_cast<double>(st.run_rows > 0 ? st.run_rows : st.rows) / batches;
+    const double rows = mean_rows(st);
     std::string predicted;
     if (!decision_->predicted_at.empty()) {
       predicted = fmt::format(", predicted {:.3f} at those rows{}", decision_->predicted_at.at(rows),
@@ -165,7 +177,7 @@ class PlacedRunner final : public ModelRunner {
       // The summary predicts a split's segments from a placed partition's costs, or from what a
       // kept placement kept of them (a split cut again where it was placed has no costs).
       if (d->partition && d->partition->has_costs()) partition_ = *d->partition;
-      if (d->device.empty()) keep_predictions(*d->partition, d->segment_ms);
+      if (d->device.empty()) keep_predictions(*d->partition, d->segment_ms, d->segment_at);
       decision_ = std::move(d);
       pending.swap(pending_);
     }
@@ -193,9 +205,9 @@ class PlacedRunner final : public ModelRunner {
       // A split: cut where it was placed, from one run for the values' shapes (no timing, no placer).
       try {
         const Partition p = partition_as_placed(graph_, shapes, options_, kept->nodes, kept->threads);
-        check_kept_predictions(p, kept->segment_ms);
+        check_kept_predictions(p, kept->segment_ms, kept->segment_at);
         inner_ = make_split_runner(p, config_);
-        keep_predictions(p, kept->segment_ms);
+        keep_predictions(p, kept->segment_ms, kept->segment_at);
         log().info("model '{}': placed at {} as kept in the placement cache ({} segment(s); predicted {:.3f} ms a "
                    "batch); runs on {}",
                    name_, at, p.segments.size(), kept->predicted_ms, inner_->description());
@@ -212,13 +224,15 @@ class PlacedRunner final : public ModelRunner {
     for (const auto& [device, n] : count) where += fmt::format("{}{} nodes on {}", where.empty() ? "" : ", ", n, device);
     if (p.single_device()) {
       inner_ = make_runner(p.whole_device(), graph_, config_);
-      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}, {}, {}});
+      write_placement(placement_cache_dir(), key, {p.whole_device(), p.run_latency_ms(p.placement.device), {}, {}, {}, {}});
     } else {
       inner_ = make_split_runner(p, config_);
       std::vector<double> segment_ms = predicted_segment_ms(p);
+      std::vector<RowsCurve> segment_at = segment_curves(p, options_.history);
       write_placement(placement_cache_dir(), key,
-                      {"", p.run_latency_ms(p.placement.device), p.node_devices(), p.host_segment_threads(), segment_ms});
-      keep_predictions(p, std::move(segment_ms));
+                      {"", p.run_latency_ms(p.placement.device), p.node_devices(), p.host_segment_threads(), segment_ms,
+                       segment_at});
+      keep_predictions(p, std::move(segment_ms), std::move(segment_at));
     }
     log().info("model '{}': placed at {}: {}; {} segment(s); predicted {:.3f} ms a batch (HEFT's placement {:.3f}{}); "
                "runs on {}",
@@ -231,8 +245,9 @@ class PlacedRunner final : public ModelRunner {
   }
 
   // Under mutex_.
-  void keep_predictions(const Partition& p, std::vector<double> ms) {
-    if (ms.size() == p.segments.size()) segments_ = SegmentPredictions{std::move(ms), shape_str(p.analysis.input_shapes.at(0))};
+  void keep_predictions(const Partition& p, std::vector<double> ms, std::vector<RowsCurve> at_rows) {
+    if (ms.size() != p.segments.size()) return;
+    segments_ = SegmentPredictions{std::move(ms), shape_str(p.analysis.input_shapes.at(0)), std::move(at_rows)};
   }
 
   std::shared_ptr<const Graph> graph_;

@@ -36,9 +36,11 @@ struct PlacementDecision {
   /// summary sets it beside the batches measured, at their mean rows.
   RowsCurve predicted_at;
   bool measured = false;    // the prediction came from batch times runs measured (the cost history)
-  /// A split: each segment's predicted time alone at the partition's shapes, for the run's
-  /// summary (from the partition's costs, or kept with the placement: a split read back has none).
+  /// A split: each segment's predicted time alone at the partition's shapes, and against a
+  /// batch's rows (segment_curves), for the run's summary (from the partition's costs, or kept
+  /// with the placement: a split read back has none).
   std::vector<double> segment_ms;
+  std::vector<RowsCurve> segment_at;
   /// The cost history's key of a whole-model batch of this many rows on the decided device
   /// (CostHistory::model_key); empty for a split. The run's batch times go there when it ends.
   std::function<std::string(std::int64_t rows)> history_key;
@@ -104,10 +106,12 @@ std::unique_ptr<ModelRunner> make_placed_runner(std::shared_ptr<const Graph> gra
 const Partition* placed_partition(const ModelRunner& runner);
 
 /// What the run's summary sets beside a split's measured segments: each segment's predicted time
-/// alone (ms) at `at`, the input shape it was placed at.
+/// alone (ms) at `at`, the input shape it was placed at, and against a batch's rows (`at_rows`,
+/// segment_curves), which it reads at the rows the split's batches had.
 struct SegmentPredictions {
   std::vector<double> ms;
   std::string at;
+  std::vector<RowsCurve> at_rows;
 };
 
 /// A split PlacedRunner's segment predictions, placed now or kept with its placement (nullopt for

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -79,6 +80,42 @@ auto read_entry(const std::filesystem::path& file, const std::string& key, std::
   }
 }
 
+// A curve as [[rows, ms], ...], and back (points in any order; one at the same rows replaces).
+nlohmann::json curve_json(const RowsCurve& curve) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [rows, ms] : curve.points) points.push_back({rows, ms});
+  return points;
+}
+RowsCurve curve_from(const nlohmann::json& points) {
+  RowsCurve curve;
+  for (const auto& point : points) curve.add(point.at(0).get<double>(), point.at(1).get<double>());
+  return curve;
+}
+
+// A split's segment predictions against rows (`segment_at`), where the entry has them.
+std::vector<RowsCurve> segment_curves_from(const nlohmann::json& j) {
+  std::vector<RowsCurve> out;
+  if (j.contains("segment_at")) {
+    for (const auto& c : j.at("segment_at")) out.push_back(curve_from(c));
+  }
+  return out;
+}
+nlohmann::json segment_curves_json(const std::vector<RowsCurve>& curves) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const RowsCurve& c : curves) out.push_back(curve_json(c));
+  return out;
+}
+
+// A split keeps a prediction, and a curve of them, for each segment; `whose` starts the message.
+void check_split_predictions(const std::string& whose, const std::vector<double>& segment_ms,
+                             const std::vector<RowsCurve>& segment_at) {
+  RW_EXPECTS(!segment_ms.empty(), InvalidArgument, "{}a split without its segments' predictions", whose);
+  RW_EXPECTS(segment_at.size() == segment_ms.size() &&
+                 std::none_of(segment_at.begin(), segment_at.end(), [](const RowsCurve& c) { return c.empty(); }),
+             InvalidArgument, "{}a split of {} segment prediction(s) without a curve against rows for each", whose,
+             segment_ms.size());
+}
+
 void check_key(const nlohmann::json& j, const std::string& key) {
   RW_EXPECTS(j.at("key").get<std::string>() == key, InvalidArgument, "it is for another key");
 }
@@ -98,20 +135,23 @@ std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, co
   if (key.empty()) return std::nullopt;
   return read_entry(entry_file(dir, key), key, "placing again", [&](const nlohmann::json& j) {
     check_key(j, key);
-    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}, {}, {}};
+    KeptPlacement kept{j.at("device").get<std::string>(), j.at("predicted_ms").get<double>(), {}, {}, {}, {}};
     if (j.contains("nodes")) kept.nodes = j.at("nodes").get<std::vector<std::string>>();
     if (j.contains("threads")) kept.threads = j.at("threads").get<std::vector<int>>();
     if (j.contains("segment_ms")) kept.segment_ms = j.at("segment_ms").get<std::vector<double>>();
+    kept.segment_at = segment_curves_from(j);
     RW_EXPECTS(kept.device.empty() != kept.nodes.empty(), InvalidArgument,
                "neither a device nor a device per node, or both");
-    RW_EXPECTS(kept.nodes.empty() || !kept.segment_ms.empty(), InvalidArgument, "a split without its segments' predictions");
+    if (!kept.nodes.empty()) check_split_predictions("", kept.segment_ms, kept.segment_at);
     return kept;
   });
 }
 
-void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms) {
-  RW_EXPECTS(segment_ms.size() == cut.segments.size(), InvalidArgument, "{} segment prediction(s) kept for {} segment(s)",
-             segment_ms.size(), cut.segments.size());
+void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms,
+                            const std::vector<RowsCurve>& segment_at) {
+  RW_EXPECTS(segment_ms.size() == cut.segments.size() && segment_at.size() == cut.segments.size(), InvalidArgument,
+             "{} segment prediction(s) and {} curve(s) kept for {} segment(s)", segment_ms.size(), segment_at.size(),
+             cut.segments.size());
 }
 
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement) {
@@ -121,13 +161,14 @@ void write_placement(const std::filesystem::path& dir, const std::string& key, c
   if (!placement.nodes.empty()) j["nodes"] = placement.nodes;
   if (!placement.threads.empty()) j["threads"] = placement.threads;
   if (!placement.segment_ms.empty()) j["segment_ms"] = placement.segment_ms;
+  if (!placement.segment_at.empty()) j["segment_at"] = segment_curves_json(placement.segment_at);
   write_entry(entry_file(dir, key), j);
 }
 
 namespace {
 
 constexpr const char* kPipelineFormat = "redwood pipeline placement";
-constexpr int kPipelineFormatVersion = 2;  // 2: a split's segment_ms
+constexpr int kPipelineFormatVersion = 3;  // 2: a split's segment_ms; 3: and segment_at
 
 }  // namespace
 
@@ -150,18 +191,18 @@ std::optional<KeptPipelinePlacement> read_pipeline_placement(const std::filesyst
       d.batch_frames = m.at("batch_frames").get<int>();
       d.batch_rows = m.at("batch_rows").get<double>();
       d.predicted_batch_ms = m.at("predicted_batch_ms").get<double>();
-      for (const auto& point : m.at("predicted_at")) d.predicted_at.add(point.at(0).get<double>(), point.at(1).get<double>());
+      d.predicted_at = curve_from(m.at("predicted_at"));
       d.measured = m.at("measured").get<bool>();
       d.note = m.at("note").get<std::string>();
       k.measured_ms = m.at("measured_ms").get<std::map<std::string, std::vector<std::pair<double, double>>>>();
       if (m.contains("nodes")) k.nodes = m.at("nodes").get<std::vector<std::string>>();
       if (m.contains("threads")) k.threads = m.at("threads").get<std::vector<int>>();
       if (m.contains("segment_ms")) d.segment_ms = m.at("segment_ms").get<std::vector<double>>();
+      d.segment_at = segment_curves_from(m);
       RW_EXPECTS(!k.name.empty(), InvalidArgument, "a model without a name");
       RW_EXPECTS(d.device.empty() != k.nodes.empty(), InvalidArgument,
                  "model '{}': neither a device nor a device per node, or both", k.name);
-      RW_EXPECTS(k.nodes.empty() || !d.segment_ms.empty(), InvalidArgument, "model '{}': a split without its segments' predictions",
-                 k.name);
+      if (!k.nodes.empty()) check_split_predictions(fmt::format("model '{}': ", k.name), d.segment_ms, d.segment_at);
       RW_EXPECTS(d.batch_frames >= 1 && d.batch_rows >= 1 && d.predicted_batch_ms >= 0 && !d.predicted_at.empty(),
                  InvalidArgument, "model '{}': batch of {} frames, {} rows, {} ms, {} points", k.name, d.batch_frames,
                  d.batch_rows, d.predicted_batch_ms, d.predicted_at.points.size());
@@ -177,14 +218,13 @@ void write_pipeline_placement(const std::filesystem::path& dir, const std::strin
   nlohmann::json models = nlohmann::json::array();
   for (const KeptPipelineModel& m : placement.models) {
     const PlacementDecision& d = m.decision;
-    nlohmann::json points = nlohmann::json::array();
-    for (const auto& [rows, ms] : d.predicted_at.points) points.push_back({rows, ms});
     models.push_back({{"name", m.name}, {"device", d.device}, {"batch_frames", d.batch_frames}, {"batch_rows", d.batch_rows},
-                      {"predicted_batch_ms", d.predicted_batch_ms}, {"predicted_at", points}, {"measured", d.measured},
+                      {"predicted_batch_ms", d.predicted_batch_ms}, {"predicted_at", curve_json(d.predicted_at)}, {"measured", d.measured},
                       {"note", d.note}, {"measured_ms", m.measured_ms}});
     if (!m.nodes.empty()) models.back()["nodes"] = m.nodes;
     if (!m.threads.empty()) models.back()["threads"] = m.threads;
     if (!d.segment_ms.empty()) models.back()["segment_ms"] = d.segment_ms;
+    if (!d.segment_at.empty()) models.back()["segment_at"] = segment_curves_json(d.segment_at);
   }
   const nlohmann::json j = {{"format", kPipelineFormat}, {"format_version", kPipelineFormatVersion}, {"key", key},
                             {"models", models}, {"lines", placement.lines}, {"written", utc_now()}};

@@ -13,7 +13,8 @@
 //   file: <cache>/placements/<XXH64 of the key>.json
 //         {"key": ..., "device": ..., "predicted_ms": ..., "nodes": [a split: each node's device],
 //          "threads": [a split: each host segment's threads],
-//          "segment_ms": [a split: each segment's predicted time alone, for the run's summary]}
+//          "segment_ms": [a split: each segment's predicted time alone, for the run's summary],
+//          "segment_at": [a split: each segment's predicted time against rows, [[rows, ms], ...]]}
 //
 // A pipeline's placement of its `device: auto` models (pipelines/pipeline_planner.hpp) is kept in
 // the same folder, as pipeline-<XXH64 of its key>.json: each model's device, or for a split, each
@@ -56,17 +57,20 @@ struct KeptPlacement {
   std::vector<std::string> nodes;
   /// A split: each host segment's threads (Partition::host_segment_threads); may be empty.
   std::vector<int> threads;
-  /// A split: each segment's predicted time alone at the key's shapes (predict_segments), which
-  /// the run's summary sets beside the measured ones.
+  /// A split: each segment's predicted time alone at the key's shapes (predict_segments), and
+  /// against a batch's rows (segment_curves), which the run's summary sets beside the measured ones.
   std::vector<double> segment_ms;
+  std::vector<RowsCurve> segment_at;
 };
 
 /// The placement kept under `key` in `dir`, if any.
 std::optional<KeptPlacement> read_placement(const std::filesystem::path& dir, const std::string& key);
 
-/// Throws InvalidArgument unless `segment_ms`, kept with a split, has a prediction for each segment
-/// of `cut` (the split cut again where it was placed): an entry that does not is placed again.
-void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms);
+/// Throws InvalidArgument unless `segment_ms` and `segment_at`, kept with a split, have a
+/// prediction for each segment of `cut` (the split cut again where it was placed): an entry that
+/// does not is placed again.
+void check_kept_predictions(const Partition& cut, const std::vector<double>& segment_ms,
+                            const std::vector<RowsCurve>& segment_at);
 
 /// Keeps `placement` under `key` in `dir` (a temporary file renamed over the entry).
 void write_placement(const std::filesystem::path& dir, const std::string& key, const KeptPlacement& placement);

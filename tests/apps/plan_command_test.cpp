@@ -95,7 +95,10 @@ TEST_F(PlanCommand, CacheInfoListsThePlanCacheWithoutAModel) {
 // A kept split lists its nodes by device and its host segments' threads ("all": the process's).
 TEST_F(PlanCommand, CacheInfoListsAKeptSplitWithItsHostSegmentsThreads) {
   const std::string cache = (dir_ / "cache").string();
-  runtime::write_placement(dir_ / "cache" / "placements", "a split's key", {"", 4.2, {"cuda", "cpu", "cuda", "cpu"}, {4, 0}, {1.1, 0.9, 1.3, 0.9}});
+  std::vector<runtime::RowsCurve> curves(4);
+  for (std::size_t k = 0; k < curves.size(); ++k) curves[k].add(1, 1.0);
+  runtime::write_placement(dir_ / "cache" / "placements", "a split's key",
+                           {"", 4.2, {"cuda", "cpu", "cuda", "cpu"}, {4, 0}, {1.1, 0.9, 1.3, 0.9}, curves});
   const auto r = testing::run_command(fmt::format("REDWOOD_CACHE_DIR='{}' '{}' plan --cache-info", cache, REDWOOD_BINARY));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("split: 2 node(s) on cpu, 2 node(s) on cuda; host segments on 4, all thread(s), predicted 4.200 ms"),

@@ -11,6 +11,7 @@
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/partition_profile.hpp"
+#include "runtime/partition_rows.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/stand_in_accelerator.hpp"
@@ -67,24 +68,7 @@ std::shared_ptr<const Graph> memory_bound_model() {
   return load_onnx(dir / "b.onnx");
 }
 
-// x [N,16,32,32] -> conv -> Softmax over channels -> conv -> y: the stand-in accelerator refuses
-// the Softmax, so the model runs whole on the CPU or split around it.
-std::shared_ptr<const Graph> softmax_between_convs_model() {
-  const auto dir = testing::temp_dir("pipeline_planner");
-  testing::OnnxBuilder b(13);
-  b.input("x", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
-  b.initializer("w1", testing::random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 2));
-  b.initializer("w2", testing::random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 3));
-  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
-  testing::OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  auto& sm = b.node("Softmax", {"c1"}, {"p"}, "softmax");
-  testing::OnnxBuilder::set_attr(sm, "axis", std::int64_t{1});
-  auto& c2 = b.node("Conv", {"p", "w2"}, {"y"}, "conv2");
-  testing::OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
-  b.output("y", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
-  b.save(dir / "s.onnx");
-  return load_onnx(dir / "s.onnx");
-}
+using testing::softmax_between_convs_model;
 
 struct Auto {
   ModelEntry entry;
@@ -487,14 +471,24 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   EXPECT_NE(runtime::placed_partition(*first.runner), nullptr);
   EXPECT_EQ(runtime::placed_partition(*second.runner), nullptr);  // cut again: no costs
   EXPECT_EQ(second.runner->segment_stats().size(), now->partition->segments.size());  // runs split
-  // The summary's segment predictions: made from the first's costs, kept, read back.
+  // The summary's segment predictions, at the analysed shape and against rows: made from the
+  // first's costs, kept, read back.
   ASSERT_EQ(then->segment_ms.size(), then->partition->segments.size());
   EXPECT_EQ(then->segment_ms, runtime::predicted_segment_ms(*then->partition));
   EXPECT_EQ(now->segment_ms, then->segment_ms);
+  const std::vector<runtime::RowsCurve> curves = runtime::segment_curves(*then->partition, nullptr);
+  ASSERT_EQ(then->segment_at.size(), curves.size());
+  ASSERT_EQ(now->segment_at.size(), curves.size());
   const auto predicted = runtime::placed_segment_predictions(*second.runner);
   ASSERT_TRUE(predicted.has_value());
   EXPECT_EQ(predicted->ms, then->segment_ms);
   EXPECT_EQ(predicted->at, shape_str(then->partition->analysis.input_shapes.at(0)));
+  ASSERT_EQ(predicted->at_rows.size(), curves.size());
+  for (std::size_t k = 0; k < curves.size(); ++k) {
+    EXPECT_EQ(then->segment_at[k].points, curves[k].points) << "segment " << k;
+    EXPECT_EQ(now->segment_at[k].points, curves[k].points) << "segment " << k;
+    EXPECT_EQ(predicted->at_rows[k].points, curves[k].points) << "segment " << k;
+  }
   const Tensor x = testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 11);
   auto cpu = make_cpu_runner(graph);
   const Tensor got = testing::run_one(*second.runner, x);
@@ -505,6 +499,19 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   // the one batch run (what the summary and the cost history read).
   EXPECT_EQ(second.runner->stats().batches, 1);
   for (const auto& s : second.runner->segment_stats()) EXPECT_EQ(s.batches, 1) << s.description;
+  // With a batch of 1 row more, each segment's line sets its prediction at the batches' 1.5 rows
+  // on average (the curve between 1 and 2 rows, below the prediction at the analysed 2) beside
+  // the one at the analysed rows.
+  ASSERT_EQ(runtime::analysed_rows(*then->partition), 2);
+  testing::run_one(*second.runner, testing::random_tensor(DType::kF32, {1, 16, 32, 32}, -1, 1, 12));
+  const std::vector<RunnerStats> segments = second.runner->segment_stats();
+  ASSERT_EQ(segments.size(), curves.size());
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    EXPECT_LT(curves[k].at(1.5), then->segment_ms[k]) << "segment " << k;
+    const std::string line = fmt::format("predicted {:.3f} at {} and {:.3f} at the batches' 1.5 rows", then->segment_ms[k],
+                                         predicted->at, curves[k].at(1.5));
+    EXPECT_NE(segments[k].description.find(line), std::string::npos) << segments[k].description;
+  }
 
   // A kept split that does not fit the model (here the Softmax put on the accelerator, which
   // cannot run it) is not used: the pipeline is placed again, and the entry replaced.
@@ -523,14 +530,26 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   auto [last, last_plan] = place();
   EXPECT_TRUE(last_plan->from_cache);
 
-  // A kept split with a prediction too few for its segments does not stand either.
+  // A kept split with a prediction too few for its segments does not stand either,
   j = nlohmann::json::parse(std::ifstream(file));
   j["models"][0]["segment_ms"].erase(0);
+  j["models"][0]["segment_at"].erase(0);
+  std::ofstream(file) << j.dump();
+  {
+    const testing::LogCapture log;
+    auto [fewer, fewer_plan] = place();
+    EXPECT_FALSE(fewer_plan->from_cache);
+    EXPECT_NE(log.text().find("curve(s) kept for"), std::string::npos) << log.text();
+  }
+  // nor one without its predictions against rows.
+  j = nlohmann::json::parse(std::ifstream(file));
+  ASSERT_TRUE(j["models"][0].contains("segment_at"));
+  j["models"][0].erase("segment_at");
   std::ofstream(file) << j.dump();
   const testing::LogCapture log;
-  auto [fewer, fewer_plan] = place();
-  EXPECT_FALSE(fewer_plan->from_cache);
-  EXPECT_NE(log.text().find("segment prediction(s) kept for"), std::string::npos) << log.text();
+  auto [no_curves, no_curves_plan] = place();
+  EXPECT_FALSE(no_curves_plan->from_cache);
+  EXPECT_NE(log.text().find("without a curve against rows for each"), std::string::npos) << log.text();
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {

@@ -10,6 +10,7 @@
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "runtime/partition_profile.hpp"
+#include "runtime/partition_rows.hpp"
 #include "runtime/placed_runner.hpp"
 #include "runtime/placement_cache.hpp"
 #include "runtime/stand_in_accelerator.hpp"
@@ -67,6 +68,13 @@ std::shared_ptr<const Graph> model(bool softmax) {
 }
 
 Tensor run(ModelRunner& runner, const Tensor& x) { return redwood::testing::run_one(runner, x); }
+
+// A segment's prediction against rows that is `ms` at any rows.
+RowsCurve flat(double ms) {
+  RowsCurve c;
+  c.add(1, ms);
+  return c;
+}
 
 std::size_t entries(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -153,29 +161,37 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
     EXPECT_EQ(kept->nodes[i], p->devices[static_cast<std::size_t>(p->placement.device[i])]) << "node " << i;
   }
 
-  // Each segment's prediction is kept for the run's summary.
+  // Each segment's prediction, and its curve against rows, is kept for the run's summary.
   ASSERT_EQ(kept->segment_ms, predicted_segment_ms(*p));
+  ASSERT_EQ(kept->segment_at.size(), p->segments.size());
+  const std::vector<RowsCurve> curves = segment_curves(*p, nullptr);
+  for (std::size_t k = 0; k < curves.size(); ++k) EXPECT_EQ(kept->segment_at[k].points, curves[k].points) << "segment " << k;
   const auto placed_now = placed_segment_predictions(*first);
   ASSERT_TRUE(placed_now.has_value());
   EXPECT_EQ(placed_now->ms, kept->segment_ms);
   EXPECT_EQ(placed_now->at, "[2, 4, 8, 8]");
+  ASSERT_EQ(placed_now->at_rows.size(), curves.size());
+  for (std::size_t k = 0; k < curves.size(); ++k) EXPECT_EQ(placed_now->at_rows[k].points, curves[k].points);
 
   auto second = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
   const Tensor y2 = run(*second, x);
   EXPECT_EQ(placed_partition(*second), nullptr) << "placed from the cache: no costs, no placer";
   EXPECT_EQ(y1.to_float_vector(), y2.to_float_vector());
   // The summary's segment lines predict from what was kept: each segment's measured compute a
-  // batch beside its prediction at the shapes it was placed at.
+  // batch beside its prediction at the shapes it was placed at and at the rows its batches had.
   const auto read_back = placed_segment_predictions(*second);
   ASSERT_TRUE(read_back.has_value());
   EXPECT_EQ(read_back->ms, kept->segment_ms);
   EXPECT_EQ(read_back->at, "[2, 4, 8, 8]");
+  ASSERT_EQ(read_back->at_rows.size(), curves.size());
   const std::vector<RunnerStats> segments = second->segment_stats();
   ASSERT_EQ(segments.size(), p->segments.size()) << second->description();
   for (std::size_t k = 0; k < segments.size(); ++k) {
     ASSERT_EQ(segments[k].batches, 1) << "segment " << k;
-    const std::string line = fmt::format("; {:.3f} ms a batch, predicted {:.3f} at [2, 4, 8, 8]", segments[k].compute_ms,
-                                         kept->segment_ms[k]);
+    EXPECT_EQ(read_back->at_rows[k].points, curves[k].points) << "segment " << k;
+    const std::string line =
+        fmt::format("; {:.3f} ms a batch, predicted {:.3f} at [2, 4, 8, 8] and {:.3f} at the batches' 2.0 rows",
+                    segments[k].compute_ms, kept->segment_ms[k], curves[k].at(2));
     EXPECT_NE(segments[k].description.find(line), std::string::npos) << segments[k].description;
   }
 
@@ -202,7 +218,8 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
 
   // One thread per host segment, as a plan that timed them would keep: the next runner's host
   // segments run on one thread.
-  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), std::vector<int>(host, 1), predicted_segment_ms(*p)});
+  write_placement(placement_cache_dir(), key,
+                  {"", 1.0, p->node_devices(), std::vector<int>(host, 1), predicted_segment_ms(*p), segment_curves(*p, nullptr)});
   const auto kept = read_placement(placement_cache_dir(), key);
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(kept->threads, std::vector<int>(host, 1));
@@ -214,7 +231,7 @@ TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
 
   // A thread count per host segment that does not match the cut: placed again.
   write_placement(placement_cache_dir(), key,
-                  {"", 1.0, p->node_devices(), std::vector<int>(host + 1, 1), predicted_segment_ms(*p)});
+                  {"", 1.0, p->node_devices(), std::vector<int>(host + 1, 1), predicted_segment_ms(*p), segment_curves(*p, nullptr)});
   auto third = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
   run(*third, x);
   EXPECT_NE(placed_partition(*third), nullptr) << "placed again";
@@ -233,7 +250,7 @@ TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
       std::vector<std::string>(nodes, kAccel)};
   for (const auto& bad : wrong) {
     EXPECT_THROW(partition_as_placed(a, o, bad), InvalidArgument);
-    write_placement(placement_cache_dir(), key, {"", 1.0, bad, {}, {0.5}});
+    write_placement(placement_cache_dir(), key, {"", 1.0, bad, {}, {0.5}, {flat(0.5)}});
     auto placed = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
     const Tensor y = run(*placed, x);
     EXPECT_NE(placed_partition(*placed), nullptr) << "placed again";
@@ -245,8 +262,9 @@ TEST_F(PlacementCache, AKeptSplitThatDoesNotFitTheModelIsPlacedAgain) {
   }
 }
 
-// A kept split must carry a prediction for each of its segments: one written without them is not
-// read; one with a count that does not match the cut is placed again (and replaced).
+// A kept split must carry a prediction, and a curve of them against rows, for each of its segments:
+// one written without them is not read; one with a count that does not match the cut is placed
+// again (and replaced).
 TEST_F(PlacementCache, AKeptSplitWithoutAPredictionForEachSegmentIsPlacedAgain) {
   const auto graph = model(true);
   const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 10);
@@ -257,24 +275,36 @@ TEST_F(PlacementCache, AKeptSplitWithoutAPredictionForEachSegmentIsPlacedAgain) 
   ASSERT_FALSE(p->single_device());
   const std::string key = placement_key(*graph, {x.shape()}, runner_options());
 
-  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), {}});
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), {}, {}});
   {
     const testing::LogCapture log;
     EXPECT_FALSE(read_placement(placement_cache_dir(), key).has_value());
     EXPECT_NE(log.text().find("a split without its segments' predictions"), std::string::npos) << log.text();
   }
+  const std::vector<double> each(p->segments.size(), 0.5);
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), each, {}});
+  {
+    const testing::LogCapture log;
+    EXPECT_FALSE(read_placement(placement_cache_dir(), key).has_value());
+    EXPECT_NE(log.text().find(fmt::format("a split of {} segment prediction(s) without a curve against rows for each", each.size())),
+              std::string::npos)
+        << log.text();
+  }
   const std::vector<double> one_more(p->segments.size() + 1, 0.5);
-  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), one_more});
+  write_placement(placement_cache_dir(), key, {"", 1.0, p->node_devices(), p->host_segment_threads(), one_more,
+                                               std::vector<RowsCurve>(one_more.size(), flat(0.5))});
   const testing::LogCapture log;
   auto again = make_placed_runner(graph, accelerator_options(), RunnerConfig{}, "split");
   run(*again, x);
   EXPECT_NE(placed_partition(*again), nullptr) << "placed again";
-  EXPECT_NE(log.text().find(fmt::format("{} segment prediction(s) kept for {} segment(s)", one_more.size(), p->segments.size())),
+  EXPECT_NE(log.text().find(fmt::format("{} segment prediction(s) and {} curve(s) kept for {} segment(s)", one_more.size(),
+                                        one_more.size(), p->segments.size())),
             std::string::npos)
       << log.text();
   const auto kept = read_placement(placement_cache_dir(), key);
   ASSERT_TRUE(kept.has_value());
   EXPECT_EQ(kept->segment_ms.size(), p->segments.size()) << "replaced by the placement made";
+  EXPECT_EQ(kept->segment_at.size(), p->segments.size());
 }
 
 // PP-OCRv4 rec, whose Softmax the stand-in accelerator lacks, placed as a pipeline's `device: auto`

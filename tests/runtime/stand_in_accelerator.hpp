@@ -5,9 +5,12 @@
 // that placements do not depend on the machine.
 
 #include "core/model_runner.hpp"
+#include "core/onnx/onnx_import.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/device_profile.hpp"
 #include "runtime/executor.hpp"
+#include "support/onnx_builder.hpp"
+#include "support/test_support.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -74,6 +77,25 @@ inline runtime::DeviceProfile stand_in_profile(const std::string& device, double
   p.h2d_pageable_gbps = p.d2h_pageable_gbps = 20;
   p.copy_latency_ms = 0.001;
   return p;
+}
+
+/// x [N,16,32,32] -> conv -> Softmax over channels -> conv -> y: the stand-in accelerators refuse
+/// the Softmax, so the model runs whole on the CPU or split around it.
+inline std::shared_ptr<const Graph> softmax_between_convs_model() {
+  const auto dir = temp_dir("softmax-between-convs");
+  OnnxBuilder b(13);
+  b.input("x", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
+  b.initializer("w1", random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 2));
+  b.initializer("w2", random_tensor(DType::kF32, {16, 16, 3, 3}, -0.2, 0.2, 3));
+  auto& c1 = b.node("Conv", {"x", "w1"}, {"c1"}, "conv1");
+  OnnxBuilder::set_attr(c1, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  auto& sm = b.node("Softmax", {"c1"}, {"p"}, "softmax");
+  OnnxBuilder::set_attr(sm, "axis", std::int64_t{1});
+  auto& c2 = b.node("Conv", {"p", "w2"}, {"y"}, "conv2");
+  OnnxBuilder::set_attr(c2, "pads", std::vector<std::int64_t>{1, 1, 1, 1});
+  b.output("y", onnx::TensorProto::FLOAT, {-1, 16, 32, 32}, {"N"});
+  b.save(dir / "s.onnx");
+  return load_onnx(dir / "s.onnx");
 }
 
 }  // namespace redwood::testing

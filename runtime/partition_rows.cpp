@@ -1,0 +1,97 @@
+#include "runtime/partition_rows.hpp"
+
+#include "runtime/partition_profile.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace redwood::runtime {
+
+std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t from, std::int64_t to) {
+  for (TensorDesc& d : descs) {
+    if (!d.shape.empty() && d.shape[0] == from) {
+      d.shape[0] = to;
+      d.host = nullptr;
+    }
+  }
+  return descs;
+}
+
+std::int64_t analysed_rows(const Partition& partition) {
+  const std::vector<Shape>& shapes = partition.analysis.input_shapes;
+  return shapes.empty() || shapes[0].empty() ? 0 : std::max<std::int64_t>(0, shapes[0][0]);
+}
+
+PlacementProblem problem_at_rows(const Partition& part, double rows, const CostHistory* history) {
+  PlacementProblem p = part.problem;
+  const std::int64_t from = analysed_rows(part);
+  if (from == 0) return p;
+  const double s = rows / static_cast<double>(from);
+  const Graph& g = *part.analysis.graph;
+  const auto whole = static_cast<std::int64_t>(std::llround(rows));
+  const bool look_up = history != nullptr && whole != from && static_cast<double>(whole) == rows;
+  std::vector<std::string> precision;  // each device's in the history's keys
+  for (std::size_t d = 0; look_up && d < part.profiles.size(); ++d) {
+    precision.push_back(cost_precision(static_cast<int>(d), part.precision, part.device_options));
+  }
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    PlacementProblem::Node& n = p.nodes[i];
+    const std::size_t node = part.analysis.placeable[i];
+    const auto ins = look_up ? at_batch(part.analysis.input_descs(node), from, whole) : std::vector<TensorDesc>{};
+    const auto outs = look_up ? at_batch(part.analysis.output_descs(node), from, whole) : std::vector<TensorDesc>{};
+    for (std::size_t d = 0; d < n.cost_ms.size(); ++d) {
+      double& c = n.cost_ms[d];
+      if (!std::isfinite(c)) continue;
+      if (look_up) {
+        const auto key = CostHistory::key(part.profiles[d], precision[d], g.nodes[node], ins, outs);
+        if (const auto ms = history->find(key)) {
+          c = *ms;
+          continue;
+        }
+      }
+      const double fixed = std::min(c, std::max(0.0, part.profiles[d].launch_ms));
+      c = fixed + (c - fixed) * s;
+    }
+    n.input_bytes *= s;
+    n.output_bytes *= s;
+  }
+  for (auto& e : p.edges) e.bytes *= s;
+  return p;
+}
+
+std::vector<RowsCurve> segment_curves(const Partition& part, const CostHistory* history) {
+  const std::vector<double> at_analysed = predicted_segment_ms(part);
+  const std::int64_t from = analysed_rows(part);
+  std::vector<RowsCurve> out(part.segments.size());
+  if (from == 0) {
+    for (std::size_t k = 0; k < out.size(); ++k) out[k].add(1, at_analysed[k]);
+    return out;
+  }
+  // Each analysis node's index among the placed ones (the problem's), or -1: shape arithmetic.
+  std::vector<long> placed(part.analysis.graph->nodes.size(), -1);
+  for (std::size_t i = 0; i < part.analysis.placeable.size(); ++i) placed[part.analysis.placeable[i]] = static_cast<long>(i);
+  // A segment's nodes and its device's segment cost in `p`.
+  const auto from_nodes = [&](const PlacementProblem& p, const Segment& s) {
+    const auto d = static_cast<std::size_t>(s.device);
+    double ms = d < part.segment_ms.size() ? part.segment_ms[d] : 0.0;
+    for (std::size_t n : s.nodes) {
+      if (placed[n] >= 0) ms += p.nodes[static_cast<std::size_t>(placed[n])].cost_ms[d];
+    }
+    return ms;
+  };
+  std::vector<double> base;
+  for (const Segment& s : part.segments) base.push_back(from_nodes(part.problem, s));
+  std::vector<std::int64_t> rows;
+  for (std::int64_t r = 1; r < from; r *= 2) rows.push_back(r);
+  for (std::int64_t r : rows) {
+    const PlacementProblem p = problem_at_rows(part, static_cast<double>(r), history);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      const double scale = base[k] > 0 ? from_nodes(p, part.segments[k]) / base[k] : 1.0;
+      out[k].add(static_cast<double>(r), at_analysed[k] * scale);
+    }
+  }
+  for (std::size_t k = 0; k < out.size(); ++k) out[k].add(static_cast<double>(from), at_analysed[k]);
+  return out;
+}
+
+}  // namespace redwood::runtime

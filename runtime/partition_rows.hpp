@@ -1,0 +1,36 @@
+#pragma once
+// A partition at another batch size. The partitioner costs a model at one input shape, its
+// largest batch; a pipeline tries every batch size its stage may send (pipelines/pipeline_planner.hpp),
+// and a split's batches form by timing, mostly below that size, so the run's summary sets each
+// segment's measured time beside its prediction at the rows its batches had.
+//
+// At r rows, for a partition analysed at R (dim 0 of its first input), a node costs
+//     c(r) = f + (c(R) - f) * r / R,   f = min(c(R), the device's launch cost),
+// a fixed launch and a part proportional to the rows, and moves r / R of the bytes; a time the
+// cost history holds for the node at r rows (dim 0 of its values that were R is r) comes first.
+
+#include "runtime/cost_model.hpp"
+#include "runtime/partition.hpp"
+#include "runtime/pipeline_placement.hpp"
+
+#include <vector>
+
+namespace redwood::runtime {
+
+/// `descs` with dim 0 changed from `from` rows to `to` where it was `from` (their host values dropped).
+std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t from, std::int64_t to);
+
+/// The rows `partition` was analysed at: dim 0 of its first input, 0 when it has none.
+std::int64_t analysed_rows(const Partition& partition);
+
+/// `partition`'s problem at `rows` rows (see above); `history` may be null. Its nodes' times are
+/// looked up in the history only at whole rows other than the analysed ones.
+PlacementProblem problem_at_rows(const Partition& partition, double rows, const CostHistory* history);
+
+/// Each segment's predicted time alone (predicted_segment_ms, at the analysed rows R) against a
+/// batch's rows, at 1, 2, 4, ... rows below R and at R: the prediction at R scaled as the
+/// segment's placed nodes and its device's segment cost change from R to those rows
+/// (problem_at_rows). One point, flat, for a model without a batch dimension.
+std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHistory* history);
+
+}  // namespace redwood::runtime
