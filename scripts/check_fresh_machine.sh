@@ -10,8 +10,8 @@
 #   sudo bash scripts/check_fresh_machine.sh --worktree   # the working tree as it is (uncommitted too)
 #   sudo bash scripts/check_fresh_machine.sh -- bash scripts/test.sh   # another command
 #
-# On 2 cores: making the root takes under a minute, the first command then about 10 minutes
-# (packages, assets, the launcher's build), scripts/test.sh about 19 (every test built and run).
+# On 2 cores: making the root takes under a minute, the first command then about 16 minutes
+# (packages, assets, the launcher's build), scripts/test.sh about 35 (every test built and run).
 # Needs root (mmdebstrap, chroot, mounts), network access to Debian's and npm's registries, and
 # about 6 GiB in $TMPDIR (default /tmp). KEEP=1 keeps the root afterwards (its path is printed).
 # Where this machine reaches the registries through its own CA certificates or npm
