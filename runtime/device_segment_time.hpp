@@ -7,7 +7,7 @@
 // cut the planner compares is run by the runner the split will give it, and timed.
 
 #include "core/model_runner.hpp"
-#include "runtime/partition.hpp"
+#include "runtime/cut_model.hpp"
 
 #include <optional>
 #include <string>

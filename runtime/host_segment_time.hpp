@@ -7,7 +7,7 @@
 // compares is run as the split runner will run it, and timed.
 
 #include "runtime/median_time.hpp"
-#include "runtime/partition.hpp"
+#include "runtime/cut_model.hpp"
 
 #include <functional>
 #include <optional>

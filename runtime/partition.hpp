@@ -8,21 +8,15 @@
 //                                  the shape arithmetic found                                    ▼
 //                                                                         segments: subgraphs, each on one device
 //
-// Shape arithmetic (Shape, and what is computed from shapes and constants alone) is not placed:
-// every device evaluates it on the host when it plans (the CUDA schedule, the CPU executor's
-// per-shape folding), so each segment gets its own copy of the chains it reads.
-//
-// Segments form a chain: the nodes in a topological order that stays on one device as long as it
-// can, cut where the device changes. A segment's inputs are graph inputs or values of earlier
-// segments; its outputs are what later segments read and the model's outputs. Its graph (for a
-// ModelRunner) takes and returns every value with one extra leading dimension of 1 ("boxed"):
-// a runner splits a batch by rows on dim 0, and an intermediate value's dim 0 need not be the
-// batch (runtime/split_runner.hpp).
+// The analysis (runtime/model_analysis.hpp) leaves shape arithmetic out of the placement; the
+// cut (runtime/cut_model.hpp) makes the segments a split runner runs.
 
 #include "core/graph/graph.hpp"
 #include "core/kernel_info.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "runtime/cost_model.hpp"
+#include "runtime/cut_model.hpp"
+#include "runtime/model_analysis.hpp"
 #include "runtime/placement.hpp"
 
 #include <functional>
@@ -35,42 +29,6 @@
 namespace redwood::runtime {
 
 struct Partition;
-
-/// The model at one set of input shapes.
-struct ModelAnalysis {
-  std::shared_ptr<const Graph> graph;        // after the device-neutral passes
-  std::vector<PassRecord> passes;            // what they did (fusions: fuse_epilogue's lines)
-  std::vector<Shape> input_shapes;           // graph input order
-  std::map<std::string, Tensor> host_values; // initializers and the shape arithmetic's results
-  std::map<std::string, TensorDesc> values;  // every value: dtype, shape, and host value where known
-  std::vector<bool> host_node;               // per node: shape arithmetic, not placed
-  std::vector<std::size_t> placeable;        // the other nodes, in graph order
-  std::vector<double> cpu_ms;                // per placeable node: its time in the analysis run (CPU)
-
-  /// Node n's inputs and outputs as the analysis saw them.
-  std::vector<TensorDesc> input_descs(std::size_t n) const;
-  std::vector<TensorDesc> output_descs(std::size_t n) const;
-};
-
-/// Per node of `graph`: whether it is shape arithmetic, which every device evaluates on the host
-/// when it plans (Shape of anything, and nodes fed only by initializers and such nodes).
-std::vector<bool> shape_arithmetic(const Graph& graph);
-
-/// What analyze_model does after the run that gives every value's shape.
-enum class AnalysisDepth {
-  kTimed,      // then runs the model as the CPU runner would, timing each node (cpu_node_times)
-  kShapesOnly  // no more: cpu_ms is all 0 (enough to cut the model, not to place it)
-};
-
-/// Runs the device-neutral passes on a copy of `graph` (unless `optimize` is off) and the result
-/// on zeros of `input_shapes` with the CPU executor: once node by node for every value's shape,
-/// then (kTimed) as the CPU runner would, timing each node.
-ModelAnalysis analyze_model(std::shared_ptr<const Graph> graph, const std::vector<Shape>& input_shapes,
-                            bool optimize = true, AnalysisDepth depth = AnalysisDepth::kTimed);
-
-/// Each placed node's time on the CPU (milliseconds, in analysis.placeable's order), timed as the
-/// CPU runner runs the model on `feeds`.
-std::vector<double> cpu_node_times(const ModelAnalysis& analysis, const std::map<std::string, Tensor>& feeds);
 
 /// "" when `device` runs the node at these inputs, else why not.
 using SupportFn = std::function<std::string(const Graph& graph, const Node& node, const std::vector<TensorDesc>& inputs)>;
@@ -116,24 +74,6 @@ struct PartitionOptions {
   /// costs, and its cut key names its nodes, shapes, edges, device and precision.
   const Partition* timed_before = nullptr;
 };
-
-struct Segment {
-  int device = 0;                       // index into the partition's devices
-  std::vector<std::size_t> nodes;       // the analysis graph's nodes it runs (shape arithmetic included)
-  std::vector<std::string> inputs;      // value names: graph inputs and earlier segments' outputs
-  std::vector<std::string> outputs;     // what later segments read and the model's outputs it makes
-  std::shared_ptr<const Graph> graph;   // the boxed subgraph a runner runs
-  int threads = 0;                      // a host segment's threads (HostThreads), chosen while
-                                        // planning; 0: the process's count
-};
-
-/// The box's names: segment graphs take `x` as boxed_name(x), of boxed_shape(x's shape).
-std::string boxed_name(const std::string& value);
-/// [1, ...shape]: a value's shape in its box.
-Shape boxed_shape(const Shape& shape);
-
-/// Cuts the analysis graph by `device` (per placeable node, in analysis.placeable's order).
-std::vector<Segment> cut_model(const ModelAnalysis& analysis, const std::vector<int>& device);
 
 /// A segment's time as measured before, if it was.
 using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;

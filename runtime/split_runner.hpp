@@ -1,5 +1,5 @@
 #pragma once
-// SplitRunner: a model cut into single-device segments (runtime/partition.hpp), each run by a
+// SplitRunner: a model cut into single-device segments (runtime/cut_model.hpp), each run by a
 // runner of its own device, a batch flowing through them as their inputs become ready:
 //
 //   submit ─stage inputs─► segment 1 (cuda) ─done─► segment 2 (cpu) ─done─► segment 3 (cuda) ─done─► split rows ─► done
