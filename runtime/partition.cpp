@@ -385,32 +385,30 @@ Partition partition_as_placed(std::shared_ptr<const Graph> graph, const std::vec
                              threads);
 }
 
-Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options) {
-  RW_EXPECTS(!options.devices.empty() && options.devices[0] == "cpu", InvalidArgument,
-             "partition: the first device must be the host, 'cpu' (given: {})", fmt::join(options.devices, ", "));
-  Partition part;
-  part.analysis = std::move(analysis);
-  part.devices = options.devices;
-  part.objective = options.objective;
-  const ModelAnalysis& a = part.analysis;
-  const Graph& g = *a.graph;
-  const std::size_t devices = options.devices.size();
+namespace {
 
+// The devices' profiles: the options', else each device's own.
+std::vector<DeviceProfile> device_profiles(const PartitionOptions& options) {
   std::vector<DeviceProfile> profiles = options.profiles;
   if (profiles.empty()) {
     for (const auto& d : options.devices) {
       profiles.push_back(device_profile(d == "cuda" ? fmt::format("cuda:{}", options.device_index) : d));
     }
   }
-  RW_EXPECTS(profiles.size() == devices, InvalidArgument, "partition: {} profiles for {} devices", profiles.size(), devices);
-  CostModel costs(profiles, options.precision, options.history, options.device_options);
-  part.profiles = profiles;
-  part.host_layout_gbps = profiles[0].memory_gbps;
+  RW_EXPECTS(profiles.size() == options.devices.size(), InvalidArgument, "partition: {} profiles for {} devices",
+             profiles.size(), options.devices.size());
+  return profiles;
+}
+
+// What the partition keeps of the options, and what it learned before: segments measured and
+// timed, each device's segment cost, the hand-over, the host-timing scale, host threads chosen.
+void keep_what_is_known(Partition& part, const PartitionOptions& options) {
+  part.host_layout_gbps = part.profiles[0].memory_gbps;
   part.precision = options.precision;
   part.device_options = options.device_options;
   part.device_index = options.device_index;
   if (options.history) part.cut_times = options.history->entries("cut ");
-  for (const DeviceProfile& prof : profiles) {
+  for (const DeviceProfile& prof : part.profiles) {
     const auto learned = options.history ? options.history->find(CostHistory::segment_key(prof)) : std::nullopt;
     part.segment_ms.push_back(learned.value_or(0.0));
   }
@@ -420,14 +418,19 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     part.host_threads = options.timed_before->host_threads;
   }
   if (options.history) {
-    part.handover_ms = options.history->find(CostHistory::handover_key(profiles[0])).value_or(0.0);
-    part.host_timing_scale = options.history->find(CostHistory::host_timing_key(profiles[0])).value_or(1.0);
+    part.handover_ms = options.history->find(CostHistory::handover_key(part.profiles[0])).value_or(0.0);
+    part.host_timing_scale = options.history->find(CostHistory::host_timing_key(part.profiles[0])).value_or(1.0);
     for (const auto& [key, threads] : options.history->entries(CostHistory::host_threads_prefix)) {
       part.host_threads[key.substr(std::strlen(CostHistory::host_threads_prefix))] = static_cast<int>(std::lround(threads));
     }
   }
+}
 
-  // What each device can run, and the measurements that calibrate each roofline.
+// What each device can run (part.why_not), and the measurements that calibrate each roofline.
+void ask_devices(Partition& part, CostModel& costs, const PartitionOptions& options) {
+  const ModelAnalysis& a = part.analysis;
+  const Graph& g = *a.graph;
+  const std::size_t devices = part.devices.size();
   const std::vector<SupportFn> supports = support_functions(options);
   part.why_not.assign(a.placeable.size(), std::vector<std::string>(devices));
   std::vector<std::tuple<int, double, double>> samples;
@@ -445,7 +448,23 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
     }
   }
   costs.calibrate(samples);
+}
 
+// `name`'s index among the options' devices; `what` names it in the error when it is not one.
+std::size_t device_named(const PartitionOptions& options, const std::string& name, const std::string& what) {
+  const auto it = std::find(options.devices.begin(), options.devices.end(), name);
+  RW_EXPECTS(it != options.devices.end(), InvalidArgument, "{} '{}', which is not one of the devices ({})", what, name,
+             fmt::join(options.devices, ", "));
+  return static_cast<std::size_t>(it - options.devices.begin());
+}
+
+// The placement problem (part.problem, part.open) and each node's cost on each device
+// (part.costs): unsupported where the device cannot run the node, or where a pin or the
+// preferred device sends it elsewhere (`open` keeps the preference out: the baselines' problem).
+void state_problem(Partition& part, const CostModel& costs, const PartitionOptions& options) {
+  const ModelAnalysis& a = part.analysis;
+  const Graph& g = *a.graph;
+  const std::size_t devices = part.devices.size();
   PlacementProblem& p = part.problem;
   p.devices = options.devices;
   p.links.assign(devices, std::vector<PlacementProblem::Link>(devices));
@@ -479,10 +498,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
       pn.cost_ms.push_back(e.ms);
     }
     if (!options.prefer.empty()) {
-      const auto it = std::find(options.devices.begin(), options.devices.end(), options.prefer);
-      RW_EXPECTS(it != options.devices.end(), InvalidArgument, "partition: preferred device '{}' is not one of {}",
-                 options.prefer, fmt::join(options.devices, ", "));
-      const auto d = static_cast<std::size_t>(it - options.devices.begin());
+      const std::size_t d = device_named(options, options.prefer, "partition: preferred device");
       if (part.why_not[i][d].empty()) {
         for (std::size_t o = 0; o < devices; ++o) {
           if (o != d) pn.cost_ms[o] = kUnsupported;
@@ -490,10 +506,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
       }
     }
     if (auto pin = options.pinned.find(node.name); pin != options.pinned.end()) {
-      const auto it = std::find(options.devices.begin(), options.devices.end(), pin->second);
-      RW_EXPECTS(it != options.devices.end(), InvalidArgument, "{}: pinned to '{}', which is not one of the devices ({})",
-                 node.where(), pin->second, fmt::join(options.devices, ", "));
-      const auto d = static_cast<std::size_t>(it - options.devices.begin());
+      const std::size_t d = device_named(options, pin->second, fmt::format("{}: pinned to", node.where()));
       pinned_to[i] = static_cast<int>(d);
       RW_EXPECTS(part.why_not[i][d].empty(), Unsupported, "{}: pinned to '{}', which cannot run it: {}", node.where(),
                  pin->second, part.why_not[i][d]);
@@ -527,8 +540,11 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
                g.name, pin.first);
   }
   p.validate();
+}
 
-  // Place: the objective's placer, HEFT as the baseline, the exact reference when small enough.
+// Place: the objective's placer, HEFT as the baseline, the exact reference when small enough.
+void place(Partition& part, const PartitionOptions& options) {
+  const PlacementProblem& p = part.problem;
   part.heft = place_heft(p);
   const bool small = placements_to_try(p) <= options.exhaustive_limit;
   if (options.objective == PartitionOptions::Objective::kLatency) {
@@ -539,7 +555,7 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
       part.placement = place_throughput_ilp(p, options.ilp_time_limit_s);
       if (part.placement.proven_optimal) part.optimum = part.placement;
     } catch (const Error& e) {
-      log().warn("{}: the throughput ILP found no placement ({}); using HEFT's", g.name, e.what());
+      log().warn("{}: the throughput ILP found no placement ({}); using HEFT's", part.analysis.graph->name, e.what());
       part.placement = part.heft;
     }
     if (small && !part.optimum) part.optimum = place_throughput_exhaustive(p, options.exhaustive_limit);
@@ -548,41 +564,63 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
   if (part.optimum && part.objective_ms(*part.optimum) < part.objective_ms(part.placement)) part.placement = *part.optimum;
   part.naive = place_naive(part.open);
   part.placer = part.placement;
-  std::set<std::string> tried;  // the segments timed while planning (time_segments)
-  if (options.objective == PartitionOptions::Objective::kLatency) {
-    // The list schedule keeps a value on its device between two nodes there; a cut sends every
-    // value between segments through the host. Among the candidates, keep the one whose cut runs
-    // fastest (ties: the earlier), so a split must pay for its crossings.
-    std::vector<std::vector<int>> candidates{part.placement.device, part.heft.device};
-    if (part.naive) candidates.push_back(part.naive->device);
-    for (std::size_t d = 0; d < devices; ++d) {
-      if (std::all_of(p.nodes.begin(), p.nodes.end(), [&](const auto& n) { return n.cost_ms[d] != kUnsupported; })) {
-        candidates.emplace_back(p.nodes.size(), static_cast<int>(d));
-      }
+}
+
+// The list schedule keeps a value on its device between two nodes there; a cut sends every value
+// between segments through the host. Among the candidates (the placer's, HEFT's, the naive split,
+// each device alone), keep the one whose cut runs fastest (ties: the earlier), so a split must pay
+// for its crossings. `tried`: the segments timed while planning (time_segments).
+void choose_cut_as_run(Partition& part, const PartitionOptions& options, std::set<std::string>& tried) {
+  const PlacementProblem& p = part.problem;
+  std::vector<std::vector<int>> candidates{part.placement.device, part.heft.device};
+  if (part.naive) candidates.push_back(part.naive->device);
+  for (std::size_t d = 0; d < part.devices.size(); ++d) {
+    if (std::all_of(p.nodes.begin(), p.nodes.end(), [&](const auto& n) { return n.cost_ms[d] != kUnsupported; })) {
+      candidates.emplace_back(p.nodes.size(), static_cast<int>(d));
     }
-    double best = kUnsupported;
-    for (const auto& device : candidates) {
-      bool allowed = true;  // within the pins and the preference
-      for (std::size_t i = 0; i < device.size(); ++i) allowed = allowed && p.nodes[i].cost_ms[static_cast<std::size_t>(device[i])] != kUnsupported;
-      double ms = kUnsupported;
-      if (allowed) {
-        const std::vector<Segment> cut = cut_model(a, device);
-        if (options.use_analysis_times) time_segments(part, cut, tried);
-        ms = cut_latency_ms(part, cut);
-      }
-      if (ms < best - 1e-12) {
-        best = ms;
-        if (device != part.placement.device) {
-          part.placement = Placement{device, 0, 0, false};
-        }
+  }
+  double best = kUnsupported;
+  for (const auto& device : candidates) {
+    bool allowed = true;  // within the pins and the preference
+    for (std::size_t i = 0; i < device.size(); ++i) allowed = allowed && p.nodes[i].cost_ms[static_cast<std::size_t>(device[i])] != kUnsupported;
+    double ms = kUnsupported;
+    if (allowed) {
+      const std::vector<Segment> cut = cut_model(part.analysis, device);
+      if (options.use_analysis_times) time_segments(part, cut, tried);
+      ms = cut_latency_ms(part, cut);
+    }
+    if (ms < best - 1e-12) {
+      best = ms;
+      if (device != part.placement.device) {
+        part.placement = Placement{device, 0, 0, false};
       }
     }
   }
+}
+
+}  // namespace
+
+Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& options) {
+  RW_EXPECTS(!options.devices.empty() && options.devices[0] == "cpu", InvalidArgument,
+             "partition: the first device must be the host, 'cpu' (given: {})", fmt::join(options.devices, ", "));
+  Partition part;
+  part.analysis = std::move(analysis);
+  part.devices = options.devices;
+  part.objective = options.objective;
+  part.profiles = device_profiles(options);
+  keep_what_is_known(part, options);
+  CostModel costs(part.profiles, options.precision, options.history, options.device_options);
+  ask_devices(part, costs, options);
+  state_problem(part, costs, options);
+  place(part, options);
+  std::set<std::string> tried;  // the segments timed while planning (time_segments)
+  if (options.objective == PartitionOptions::Objective::kLatency) choose_cut_as_run(part, options, tried);
+  const PlacementProblem& p = part.problem;
   fill_objectives(p, part.heft);
   fill_objectives(p, part.placement);
   fill_objectives(p, part.placer);
   if (part.optimum) fill_objectives(p, *part.optimum);
-  part.segments = cut_model(a, part.placement.device);
+  part.segments = cut_model(part.analysis, part.placement.device);
   if (options.use_analysis_times) time_segments(part, part.segments, tried);
   set_host_threads(part, part.segments);
   return part;
