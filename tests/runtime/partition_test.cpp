@@ -135,6 +135,29 @@ TEST(Partition, ASlowAcceleratorGetsNothing) {
   for (int d : p.placement.device) EXPECT_EQ(d, 0);
 }
 
+// `prefer` (a pipeline's `device: cuda` for a model with ops the GPU lacks): every node the
+// preferred device runs goes there whatever it costs; a device not given is refused by name.
+TEST(Partition, APreferredDeviceGetsEveryNodeItRunsEvenWhenSlow) {
+  PartitionOptions o = options(0.001);
+  o.prefer = kAccel;
+  const Partition p = partition_model(model(), {{1, 4, 8, 8}}, o);
+  ASSERT_EQ(p.placement.device.size(), p.analysis.placeable.size());
+  for (std::size_t i = 0; i < p.placement.device.size(); ++i) {
+    const std::string& op = p.analysis.graph->nodes[p.analysis.placeable[i]].op_type;
+    EXPECT_EQ(p.devices[static_cast<std::size_t>(p.placement.device[i])], op == "Softmax" ? "cpu" : kAccel) << op;
+  }
+  o.prefer = "tpu";
+  try {
+    partition_model(model(), {{1, 4, 8, 8}}, o);
+    ADD_FAILURE() << "a preferred device not given was taken";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("partition: preferred device 'tpu', which is not one of the devices (cpu, {})",
+                                                     kAccel)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Partition, NoNaiveSplitWhenANodeAfterTheCutIsPinnedToTheAccelerator) {
   PartitionOptions o = options();
   o.pinned = {{"conv2", kAccel}};  // after the softmax, which only the host runs
