@@ -32,13 +32,11 @@
 #include <thread>
 
 #include <sys/resource.h>
+
 namespace redwood::runtime {
 namespace {
 
 using namespace split_fixture;
-using redwood::testing::run_batch;
-using testing::stand_in_profile;
-const char* const kAccel = testing::stand_in_accelerator();
 
 TEST(CostModel, CountsAConvolutionsMultiplyAdds) {
   Node conv;

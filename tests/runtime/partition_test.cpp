@@ -33,13 +33,11 @@
 #include <thread>
 
 #include <sys/resource.h>
+
 namespace redwood::runtime {
 namespace {
 
 using namespace split_fixture;
-using redwood::testing::run_batch;
-using testing::stand_in_profile;
-const char* const kAccel = testing::stand_in_accelerator();
 
 TEST(Partition, PutsWhatTheAcceleratorLacksOnTheHostAndCutsAroundIt) {
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());

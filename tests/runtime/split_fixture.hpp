@@ -16,13 +16,18 @@
 
 namespace redwood::runtime::split_fixture {
 
+using redwood::testing::run_batch;
+using redwood::testing::stand_in_profile;
+
+/// The stand-in accelerator's device name (registered on first use).
+inline const char* const kAccel = testing::stand_in_accelerator();
+
 /// The CPU and the stand-in accelerator at `accel_gflops`, costed by the roofline alone:
 /// placements that do not depend on this machine.
 inline PartitionOptions options(double accel_gflops = 10000) {
   PartitionOptions o;
-  const char* const accel = testing::stand_in_accelerator();
-  o.devices = {"cpu", accel};
-  o.profiles = {testing::stand_in_profile("cpu", 10, 10), testing::stand_in_profile(accel, accel_gflops, 1000)};
+  o.devices = {"cpu", kAccel};
+  o.profiles = {stand_in_profile("cpu", 10, 10), stand_in_profile(kAccel, accel_gflops, 1000)};
   o.use_analysis_times = false;
   return o;
 }
