@@ -203,6 +203,60 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
   for (std::size_t k = 0; k < again.segments.size(); ++k) EXPECT_EQ(again.segments[k].nodes, p->segments[k].nodes);
 }
 
+// The stand-in accelerator's runner on a GPU that another model shares: its stats say that while
+// it computed, every batch there ran beside one other (the GPU's summed compute twice its busy time).
+class SharedGpuRunner final : public ModelRunner {
+ public:
+  SharedGpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
+      : ModelRunner(*graph), inner_(make_cpu_runner(std::move(graph), config)) {}
+  void submit(InferBatch batch, InferDone done) override { inner_->submit(std::move(batch), std::move(done)); }
+  void prepare(const std::vector<Shape>& shapes) override { inner_->prepare(shapes); }
+  void drain() override { inner_->drain(); }
+  int in_flight() const override { return inner_->in_flight(); }
+  std::string description() const override { return "test-shared-gpu"; }
+  RunnerStats stats() const override {
+    RunnerStats s = inner_->stats();
+    s.device = 0;
+    s.device_compute_busy_ms = s.compute_ms;
+    s.device_compute_sum_ms = 2 * s.compute_ms;
+    return s;
+  }
+
+ private:
+  std::unique_ptr<ModelRunner> inner_;
+};
+
+TEST_F(PlacementCache, ASplitsSegmentOnASharedGpuSaysWhatABatchCostOfTheGpusTime) {
+  static const char* const shared = testing::register_test_accelerator(
+      "test-shared-gpu", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+        return std::make_unique<SharedGpuRunner>(std::move(graph), config);
+      });
+  PartitionOptions o = accelerator_options();
+  o.devices[1] = shared;
+  o.profiles[1].device = o.profiles[1].name = shared;
+  auto placed = make_placed_runner(model(true), o, RunnerConfig{}, "split");
+  run(*placed, testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 12));
+  const Partition* p = placed_partition(*placed);
+  ASSERT_NE(p, nullptr);
+  ASSERT_FALSE(p->single_device());
+  const std::vector<RunnerStats> segments = placed->segment_stats();
+  ASSERT_EQ(segments.size(), p->segments.size());
+  bool on_gpu = false;
+  for (std::size_t k = 0; k < segments.size(); ++k) {
+    ASSERT_EQ(segments[k].batches, 1) << "segment " << k;
+    const double ms = segments[k].compute_ms;
+    // On the shared GPU: half its time was the GPU's; on the host: its time alone, nothing added.
+    const std::string line = p->segments[k].device == 1
+                                 ? fmt::format("; {:.3f} ms a batch ({:.3f} of the GPU's time: batches ran 2.00 at once there), "
+                                               "predicted ",
+                                               ms, ms / 2)
+                                 : fmt::format("; {:.3f} ms a batch, predicted ", ms);
+    EXPECT_NE(segments[k].description.find(line), std::string::npos) << "segment " << k << ": " << segments[k].description;
+    on_gpu = on_gpu || p->segments[k].device == 1;
+  }
+  EXPECT_TRUE(on_gpu) << "no segment on the shared GPU";
+}
+
 TEST_F(PlacementCache, AKeptSplitsHostSegmentsRunOnTheirKeptThreads) {
   const auto graph = model(true);
   const Tensor x = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 7);
