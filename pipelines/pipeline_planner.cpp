@@ -249,10 +249,15 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
     if (runs_all) placements.emplace_back(part.devices[d], std::vector<int>(part.problem.nodes.size(), static_cast<int>(d)));
   }
   if (!part.single_device()) placements.emplace_back("split", part.placement.device);
+  // The split's segments against rows: its batch time is theirs as the split runner runs them.
+  const std::vector<runtime::RowsCurve> curves =
+      part.single_device() ? std::vector<runtime::RowsCurve>{} : runtime::segment_curves(part, history);
   std::vector<PipelineOption> out;
   for (const auto& [name, device] : placements) {
     const std::vector<int> count = segments_per_device(device, devices);
     // A batch of `rows` from the node costs: its time alone and its busy time on each resource.
+    // Whole on a device, the batch runs node by node there (the list schedule); split, segment by
+    // segment, each value crossing through the host, each segment handed over (split_latency_ms).
     const auto from_nodes = [&](double rows) {
       const runtime::PlacementProblem p = runtime::problem_at_rows(part, rows, history);
       std::vector<double> loads = runtime::resource_loads(p, device);
@@ -261,6 +266,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
         loads[d] += count[d] * part.segment_ms[d];
         batch_ms += count[d] * part.segment_ms[d];
       }
+      if (name == "split") batch_ms = runtime::split_latency_at_rows(part, curves, rows);
       return std::pair{batch_ms, to_resources(loads, devices)};
     };
     const auto m = measured.find(name);

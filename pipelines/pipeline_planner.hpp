@@ -15,8 +15,10 @@
 //                 part proportional to the rows; the cost history's time for the node at r rows
 //                 first). An option's busy time on a device is its nodes'
 //                 costs plus its device's segment cost for each segment there; on each copy
-//                 direction, its transfers (runtime::resource_loads); its batch time is the list
-//                 schedule's (runtime::makespan) plus its segments' costs. Where earlier runs
+//                 direction, its transfers (runtime::resource_loads); its batch time whole on a
+//                 device is the list schedule's (runtime::makespan) plus its segments' costs,
+//                 split, its segments' as the split runner runs them, values crossing through
+//                 the host (runtime::split_latency_at_rows). Where earlier runs
 //                 measured the model whole on a device (record_batch_times), those batch times
 //                 come first for that option (MeasuredCurves).
 //   batch sizes   frames a batch: the powers of two below the stage's max_batch, and max_batch

@@ -91,7 +91,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
   for (const auto& vi : a.graph->inputs) inputs.insert(vi.name);
   auto bytes = [&](const std::string& v) {
     const TensorDesc& d = a.values.at(v);
-    return static_cast<double>(shape_numel(d.shape)) * static_cast<double>(dtype_size(d.dtype));
+    return static_cast<double>(shape_numel(d.shape)) * static_cast<double>(dtype_size(d.dtype)) * costs.bytes_scale;
   };
   // Through the host: down from the producer's device, up to the consumer's.
   auto cross = [&](int from, int to, double b) {

@@ -95,6 +95,9 @@ struct SplitCosts {
   /// May be empty: a segment's compute as measured before, which then stands for its nodes, its
   /// segment cost and its edges' layouts.
   MeasuredSegmentFn measured;
+  /// The crossing values' bytes over the analysis's: r / R for a batch of r rows of a model
+  /// analysed at R (partition_rows.hpp).
+  double bytes_scale = 1;
 };
 
 struct Partition {

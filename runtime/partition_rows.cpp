@@ -1,5 +1,6 @@
 #include "runtime/partition_rows.hpp"
 
+#include "core/error.hpp"
 #include "runtime/partition_profile.hpp"
 
 #include <algorithm>
@@ -92,6 +93,22 @@ std::vector<RowsCurve> segment_curves(const Partition& part, const CostHistory* 
   }
   for (std::size_t k = 0; k < out.size(); ++k) out[k].add(static_cast<double>(from), at_analysed[k]);
   return out;
+}
+
+double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>& curves, double rows) {
+  RW_EXPECTS(curves.size() == part.segments.size(), InvalidArgument, "a split of {} segment(s) with {} curve(s) against rows",
+             part.segments.size(), curves.size());
+  const std::int64_t from = analysed_rows(part);
+  SplitCosts costs = part.split_costs();
+  costs.bytes_scale = from > 0 ? rows / static_cast<double>(from) : 1.0;
+  // Each segment asked for is one of part.segments (their nodes are disjoint).
+  costs.measured = [&](const Segment& s) -> std::optional<double> {
+    for (std::size_t k = 0; k < part.segments.size(); ++k) {
+      if (part.segments[k].nodes == s.nodes) return curves[k].at(rows);
+    }
+    return std::nullopt;
+  };
+  return split_latency_ms(part.analysis, part.problem, part.segments, costs);
 }
 
 }  // namespace redwood::runtime

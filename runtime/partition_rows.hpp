@@ -33,4 +33,11 @@ PlacementProblem problem_at_rows(const Partition& partition, double rows, const 
 /// (problem_at_rows). One point, flat, for a model without a batch dimension.
 std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHistory* history);
 
+/// One batch of `rows` rows through the split `partition` as the split runner runs it
+/// (split_latency_ms of its segments): each segment's compute its curve's time at those rows
+/// (`curves`, segment_curves of it), each crossing rows / R of its bytes, and the learned
+/// hand-over a segment. At the analysed rows, the batch time the partitioner predicted for its
+/// placement.
+double split_latency_at_rows(const Partition& partition, const std::vector<RowsCurve>& curves, double rows);
+
 }  // namespace redwood::runtime

@@ -634,6 +634,29 @@ TEST(PipelinePlanner, OptionsScaleFromTheAnalysedBatch) {
   EXPECT_EQ(batch_candidates(1), (std::vector<int>{1}));
 }
 
+// A split's batch runs segment by segment, each value crossing through the host, each segment
+// handed over: its option's time at each row count is that (split_latency_at_rows), above its
+// list schedule, which keeps values on the device between nodes.
+TEST(PipelinePlanner, ASplitsOptionsRunItsSegmentsAsTheSplitRunnerDoes) {
+  runtime::Partition p = runtime::partition_model(softmax_between_convs_model(), {{4, 16, 32, 32}}, base_options());
+  ASSERT_FALSE(p.single_device());
+  p.handover_ms = 0.05;
+  const std::vector<runtime::RowsCurve> curves = runtime::segment_curves(p, nullptr);
+  const auto options = pipeline_options(p, {1, 2, 4}, 1, false, nullptr);
+  int splits = 0;
+  for (const auto& o : options) {
+    if (o.placement != "split") continue;
+    ++splits;
+    EXPECT_NEAR(o.batch_ms, runtime::split_latency_at_rows(p, curves, o.rows), 1e-12) << o.rows << " rows";
+    const runtime::PlacementProblem at = runtime::problem_at_rows(p, o.rows, nullptr);
+    EXPECT_GT(o.batch_ms, runtime::makespan(at, p.placement.device) + 3 * p.handover_ms - 1e-9) << o.rows << " rows";
+    double segments = 0;
+    for (const auto& c : curves) segments += c.at(o.rows);
+    EXPECT_GT(o.batch_ms, segments + 3 * p.handover_ms) << o.rows << " rows: and the crossings";
+  }
+  EXPECT_EQ(splits, 3);
+}
+
 // A pipeline of one model; `service` and `model_key` are lines of those sections.
 std::string one_model(const std::string& service, const std::string& model_key) {
   return "version: 1\nservice:\n  " + service + R"(

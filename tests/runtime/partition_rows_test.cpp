@@ -4,6 +4,7 @@
 // the rows a split's batches had. On a stand-in accelerator that lacks Softmax (the split: conv on
 // the accelerator, Softmax on the host, conv on the accelerator).
 
+#include "core/error.hpp"
 #include "runtime/partition.hpp"
 #include "runtime/partition_profile.hpp"
 #include "runtime/partition_rows.hpp"
@@ -100,6 +101,37 @@ TEST(PartitionRows, ALaunchStaysWholeAndATimeMeasuredAtThoseRowsComesFirst) {
   ASSERT_EQ(p.segment_ms.empty() ? 0.0 : p.segment_ms[0], 0.0) << "no segment cost learned";
   EXPECT_NEAR(curves[host].at(4), 3 * predicted[host], 1e-12 * predicted[host]);
   EXPECT_EQ(curves[host].at(8), predicted[host]);
+}
+
+// A split's batch at other rows is its segments as the split runner runs them: each segment's
+// curve at those rows, each value through the host at those rows' bytes, and the hand-over a
+// segment; at the analysed rows, the time predicted for its placement.
+TEST(PartitionRows, ASplitsBatchAtOtherRowsIsItsSegmentsAtThoseRowsWithTheirCrossingsAndHandOvers) {
+  Partition p = split_at_8(0.01);
+  ASSERT_EQ(p.segments.size(), 3u);
+  const std::vector<RowsCurve> curves = segment_curves(p, nullptr);
+  EXPECT_NEAR(split_latency_at_rows(p, curves, 8), p.run_latency_ms(p.placement.device), 1e-9);
+  // The chain accelerator -> host -> accelerator: at 4 rows, the segments' curves there and
+  // every crossing (the input up, each edge down or up, the output down) at half its bytes.
+  std::vector<double> compute, crossing;
+  SplitCosts costs = p.split_costs();
+  const double at_8 = split_latency_ms(p.analysis, p.problem, p.segments, costs, &compute, &crossing);
+  const double out_bytes = static_cast<double>(shape_numel(p.analysis.values.at(p.analysis.graph->outputs[0].name).shape)) * 4;
+  const double out_down = p.problem.transfer_ms(1, 0, out_bytes);
+  double crossings_at_8 = out_down;
+  for (double c : crossing) crossings_at_8 += c;
+  EXPECT_NEAR(at_8, compute[0] + compute[1] + compute[2] + crossings_at_8, 1e-9);
+  costs.bytes_scale = 0.5;
+  double crossings_at_4 = p.problem.transfer_ms(1, 0, out_bytes / 2);
+  split_latency_ms(p.analysis, p.problem, p.segments, costs, &compute, &crossing);
+  for (double c : crossing) crossings_at_4 += c;
+  EXPECT_LT(crossings_at_4, crossings_at_8);
+  const double at_4 = curves[0].at(4) + curves[1].at(4) + curves[2].at(4) + crossings_at_4;
+  EXPECT_NEAR(split_latency_at_rows(p, curves, 4), at_4, 1e-9);
+  // A hand-over learned: once a segment.
+  p.handover_ms = 0.25;
+  EXPECT_NEAR(split_latency_at_rows(p, curves, 4), at_4 + 3 * 0.25, 1e-9);
+  EXPECT_THROW(split_latency_at_rows(p, {curves[0]}, 4), InvalidArgument);
 }
 
 }  // namespace
