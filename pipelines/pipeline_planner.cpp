@@ -261,12 +261,13 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
     const auto from_nodes = [&](double rows) {
       const runtime::PlacementProblem p = runtime::problem_at_rows(part, rows, history);
       std::vector<double> loads = runtime::resource_loads(p, device);
-      double batch_ms = runtime::makespan(p, device);
+      double segments_ms = 0;
       for (std::size_t d = 0; d < devices && d < part.segment_ms.size(); ++d) {
         loads[d] += count[d] * part.segment_ms[d];
-        batch_ms += count[d] * part.segment_ms[d];
+        segments_ms += count[d] * part.segment_ms[d];
       }
-      if (name == "split") batch_ms = runtime::split_latency_at_rows(part, curves, rows);
+      const double batch_ms = name == "split" ? runtime::split_latency_at_rows(part, curves, rows)
+                                              : runtime::makespan(p, device) + segments_ms;
       return std::pair{batch_ms, to_resources(loads, devices)};
     };
     const auto m = measured.find(name);

@@ -101,10 +101,10 @@ double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>
   const std::int64_t from = analysed_rows(part);
   SplitCosts costs = part.split_costs();
   costs.bytes_scale = from > 0 ? rows / static_cast<double>(from) : 1.0;
-  // Each segment asked for is one of part.segments (their nodes are disjoint).
+  // split_latency_ms asks for each of part.segments itself, in turn.
   costs.measured = [&](const Segment& s) -> std::optional<double> {
     for (std::size_t k = 0; k < part.segments.size(); ++k) {
-      if (part.segments[k].nodes == s.nodes) return curves[k].at(rows);
+      if (&part.segments[k] == &s) return curves[k].at(rows);
     }
     return std::nullopt;
   };

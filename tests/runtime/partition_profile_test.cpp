@@ -645,10 +645,9 @@ TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
 // host is.
 constexpr double kHiccupMs = 200;
 
-class HiccupRunner final : public ModelRunner {
+class HiccupRunner final : public testing::WrappedCpuRunner {
  public:
-  HiccupRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
-      : ModelRunner(*graph), inner_(make_cpu_runner(std::move(graph), config)) {}
+  using WrappedCpuRunner::WrappedCpuRunner;
   void submit(InferBatch batch, InferDone done) override {
     const int n = ++submitted_;
     inner_->submit(std::move(batch), [this, n, done = std::move(done)](InferResult& r) {
@@ -659,9 +658,6 @@ class HiccupRunner final : public ModelRunner {
       done(r);
     });
   }
-  void prepare(const std::vector<Shape>& shapes) override { inner_->prepare(shapes); }
-  void drain() override { inner_->drain(); }
-  int in_flight() const override { return inner_->in_flight(); }
   std::string description() const override { return "test-hiccup"; }
   RunnerStats stats() const override {
     RunnerStats s = inner_->stats();
@@ -670,7 +666,6 @@ class HiccupRunner final : public ModelRunner {
   }
 
  private:
-  std::unique_ptr<ModelRunner> inner_;
   std::atomic<int> submitted_{0};
   std::atomic<double> held_ms_{0};
 };

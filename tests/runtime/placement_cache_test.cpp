@@ -205,14 +205,9 @@ TEST_F(PlacementCache, ASplitPlacementIsKeptAndTheNextRunnerCutsItAgainWithoutPl
 
 // The stand-in accelerator's runner on a GPU that another model shares: its stats say that while
 // it computed, every batch there ran beside one other (the GPU's summed compute twice its busy time).
-class SharedGpuRunner final : public ModelRunner {
+class SharedGpuRunner final : public testing::WrappedCpuRunner {
  public:
-  SharedGpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
-      : ModelRunner(*graph), inner_(make_cpu_runner(std::move(graph), config)) {}
-  void submit(InferBatch batch, InferDone done) override { inner_->submit(std::move(batch), std::move(done)); }
-  void prepare(const std::vector<Shape>& shapes) override { inner_->prepare(shapes); }
-  void drain() override { inner_->drain(); }
-  int in_flight() const override { return inner_->in_flight(); }
+  using WrappedCpuRunner::WrappedCpuRunner;
   std::string description() const override { return "test-shared-gpu"; }
   RunnerStats stats() const override {
     RunnerStats s = inner_->stats();
@@ -221,9 +216,6 @@ class SharedGpuRunner final : public ModelRunner {
     s.device_compute_sum_ms = 2 * s.compute_ms;
     return s;
   }
-
- private:
-  std::unique_ptr<ModelRunner> inner_;
 };
 
 TEST_F(PlacementCache, ASplitsSegmentOnASharedGpuSaysWhatABatchCostOfTheGpusTime) {

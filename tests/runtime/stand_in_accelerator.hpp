@@ -38,6 +38,22 @@ inline const char* register_test_accelerator(const char* name, decltype(DeviceRu
   return name;
 }
 
+/// A CPU runner passed through, for a test device whose runner changes what it does or reports:
+/// a subclass overrides submit() or stats() and names itself (description()).
+class WrappedCpuRunner : public ModelRunner {
+ public:
+  WrappedCpuRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
+      : ModelRunner(*graph), inner_(make_cpu_runner(std::move(graph), config)) {}
+  void submit(InferBatch batch, InferDone done) override { inner_->submit(std::move(batch), std::move(done)); }
+  void prepare(const std::vector<Shape>& shapes) override { inner_->prepare(shapes); }
+  void drain() override { inner_->drain(); }
+  int in_flight() const override { return inner_->in_flight(); }
+  RunnerStats stats() const override { return inner_->stats(); }
+
+ protected:
+  std::unique_ptr<ModelRunner> inner_;
+};
+
 /// The device's name; registered on the first call.
 inline const char* stand_in_accelerator() {
   static const char* const name = register_test_accelerator(
