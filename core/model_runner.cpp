@@ -89,9 +89,10 @@ void RunnerStatsRecorder::record(const BatchTiming& t, bool failed) {
   s.rows += t.rows;
   s.run_rows += t.run_rows;
   ++s.batch_rows[t.rows];
-  auto& [ran, ran_ms] = s.run_rows_ms[t.run_rows > 0 ? t.run_rows : t.rows];
-  ++ran;
-  ran_ms += t.copy_out_end - t.copy_in_start;
+  RunnerStats::RowsTimes& ran = s.run_rows_ms[t.run_rows > 0 ? t.run_rows : t.rows];
+  ++ran.batches;
+  ran.ms += t.copy_out_end - t.copy_in_start;
+  ran.compute_ms += t.compute_end - t.compute_start;
   s.copy_in_ms += t.compute_start - t.copy_in_start;
   s.compute_ms += t.compute_end - t.compute_start;
   s.copy_out_ms += t.copy_out_end - t.compute_end;

@@ -68,6 +68,10 @@ struct InferBatch {
   /// Off: a batch run to ready the runner (a split's prepare, which must run to learn its
   /// segments' shapes), left out of the runner's stats, as a run's batches are what they report.
   bool counted = true;
+  /// The rows (and rows run) the batch counts as in the runner's stats, where not its own: a
+  /// split's segment runs its batch as one boxed row and counts the split batch's rows
+  /// (runtime/split_runner.cpp), so that its times by rows are the model's. 0: its own.
+  std::int64_t counted_rows = 0, counted_run_rows = 0;
 };
 
 struct InferResult {
@@ -103,9 +107,15 @@ struct RunnerStats {
   bool copies_overlap = false;
   std::int64_t batches = 0, rows = 0, run_rows = 0, failed = 0;
   std::map<std::int64_t, std::int64_t> batch_rows;  // rows in a batch -> batches
-  /// Rows a batch ran (padding included) -> (batches, their copy-in + compute + copy-out ms summed):
-  /// what the cost history keeps of a run (pipelines/pipeline_planner.hpp).
-  std::map<std::int64_t, std::pair<std::int64_t, double>> run_rows_ms;
+  /// Batches at one row count, and their times summed.
+  struct RowsTimes {
+    std::int64_t batches = 0;
+    double ms = 0;          // copy in + compute + copy out
+    double compute_ms = 0;  // compute alone
+  };
+  /// Rows a batch ran (padding included) -> its batches' times: what the cost history keeps of a
+  /// run (pipelines/pipeline_planner.hpp).
+  std::map<std::int64_t, RowsTimes> run_rows_ms;
   double wait_ms = 0;                        // summed over submits
   double copy_in_ms = 0, compute_ms = 0, copy_out_ms = 0;  // summed over batches
   double compute_busy_ms = 0;                // union of compute intervals

@@ -77,6 +77,15 @@ std::string device_precision(const Candidate& c, std::size_t device) {
   return runtime::cost_precision(static_cast<int>(device), c.entry->precision, c.entry->cuda_options);
 }
 
+// The cost history's key of a batch of the model on `where` (a device's history name, or a
+// split's) in `precision`, at any rows.
+std::function<std::string(std::int64_t)> batch_key(const Candidate& c, std::string where, std::string precision) {
+  return [hash = c.hash, where = std::move(where), precision = std::move(precision), inputs = c.inputs,
+          from = c.batch_rows](std::int64_t rows) {
+    return runtime::CostHistory::model_key(hash, where, precision, runtime::at_batch(inputs, from, rows));
+  };
+}
+
 // The cost history's key of a batch of the model whole on `device`, at any rows.
 std::function<std::string(std::int64_t)> history_key(const Candidate& c, const runtime::PartitionOptions& base,
                                                      const std::vector<std::string>& history_devices, const std::string& device) {
@@ -84,10 +93,33 @@ std::function<std::string(std::int64_t)> history_key(const Candidate& c, const r
   if (it == base.devices.end()) return {};
   const auto d = static_cast<std::size_t>(it - base.devices.begin());
   if (history_devices[d].empty()) return {};
-  return [hash = c.hash, where = history_devices[d], precision = device_precision(c, d), inputs = c.inputs,
-          from = c.batch_rows](std::int64_t rows) {
-    return runtime::CostHistory::model_key(hash, where, precision, runtime::at_batch(inputs, from, rows));
-  };
+  return batch_key(c, history_devices[d], device_precision(c, d));
+}
+
+// A split's name in the history's whole-model keys: "split <XXH64 of the devices' history names
+// and each placed node's device>", so that only the same cut on the same machines shares its
+// batch times; "" when a device has no history name. Its host segments' threads are not in it:
+// each placement times them anew (as the segments' own keys leave them out).
+std::string split_history_device(const std::vector<std::string>& history_devices, const std::vector<std::string>& nodes) {
+  if (nodes.empty() || std::any_of(history_devices.begin(), history_devices.end(), [](const std::string& d) { return d.empty(); })) {
+    return "";
+  }
+  const std::string text = fmt::format("{}\n{}", fmt::join(history_devices, ","), fmt::join(nodes, ","));
+  return fmt::format("split {}", hash_hex(xxh64(text.data(), text.size())));
+}
+
+// A split's precision in those keys: its accelerator's (its host segments compute fp32).
+std::string split_precision(const Candidate& c, std::size_t devices) { return device_precision(c, devices > 1 ? 1 : 0); }
+
+// The batch times runs measured of the model on `where` in `precision`, against rows.
+runtime::RowsCurve measured_curve(const Candidate& c, const runtime::CostHistory* history, const std::string& where,
+                                  const std::string& precision) {
+  runtime::RowsCurve curve;
+  if (history == nullptr || where.empty()) return curve;
+  for (const auto& [rows, ms] : history->model_times(c.hash, where, precision, c.inputs, c.batch_rows)) {
+    curve.add(static_cast<double>(rows), ms);
+  }
+  return curve;
 }
 
 // The rows of the batch sizes tried (pipeline_options).
@@ -279,14 +311,16 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
       o.rows = fixed_one ? 1.0 : std::max(1.0, std::ceil(f * rows_per_frame));
       std::tie(o.batch_ms, o.busy_ms) = from_nodes(o.rows);
       if (curve != nullptr) {
-        // Measured whole-model batches come first. One point scales the node costs' form to it;
-        // the busy times scale with the batch (copies and compute split as the nodes predict).
+        // Measured batches come first. One point scales the node costs' form to it. Whole on a
+        // device, the busy times scale with the batch (copies and compute split as the nodes
+        // predict); a split's batch also waits between its segments, which keeps no device
+        // busy, so its busy times stay its segments'.
         const auto& [r1, t1] = curve->points.front();
         const double nodes_at_r1 = curve->points.size() == 1 ? from_nodes(r1).first : 0.0;
         const double t = curve->points.size() > 1 ? curve->at(o.rows) : nodes_at_r1 > 0 ? t1 * o.batch_ms / nodes_at_r1 : t1;
-        if (o.batch_ms > 0) {
+        if (name != "split" && o.batch_ms > 0) {
           for (double& busy : o.busy_ms) busy *= t / o.batch_ms;
-        } else {
+        } else if (name != "split") {
           o.busy_ms[name == part.devices[0] ? runtime::kCpuCores : runtime::kGpu] = t;
         }
         o.batch_ms = t;
@@ -365,20 +399,30 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
   }
   for (Candidate& c : candidates) {
     for (std::size_t d = 0; d < base.devices.size(); ++d) {
-      if (base.history == nullptr || history_devices[d].empty()) continue;
-      runtime::RowsCurve curve;
-      for (const auto& [rows, ms] : base.history->model_times(c.hash, history_devices[d], device_precision(c, d),
-                                                              c.inputs, c.batch_rows)) {
-        curve.add(static_cast<double>(rows), ms);
-      }
+      runtime::RowsCurve curve = measured_curve(c, base.history, history_devices[d], device_precision(c, d));
       if (!curve.empty()) c.measured[base.devices[d]] = std::move(curve);
     }
   }
+  // A split's batch times, where runs measured that split (this cut), and none of another's.
+  const auto measure_split = [&](Candidate& c, const std::vector<std::string>& nodes) {
+    runtime::RowsCurve curve = measured_curve(c, base.history, split_history_device(history_devices, nodes),
+                                              split_precision(c, base.devices.size()));
+    c.measured.erase("split");
+    if (!curve.empty()) c.measured["split"] = std::move(curve);
+  };
+  // The history key of a split's batches (empty where a device has no history name).
+  const auto split_history_key = [&](const Candidate& c, const std::vector<std::string>& nodes) {
+    const std::string where = split_history_device(history_devices, nodes);
+    return where.empty() ? std::function<std::string(std::int64_t)>{} : batch_key(c, where, split_precision(c, base.devices.size()));
+  };
 
   const std::string key = pipeline_key(candidates, frames_per_s, settings, base);
   const std::filesystem::path dir = runtime::placement_cache_dir();
   if (!key.empty()) {
     if (const auto kept = runtime::read_pipeline_placement(dir, key)) {
+      for (std::size_t m = 0; m < candidates.size() && m < kept->models.size(); ++m) {
+        if (!kept->models[m].nodes.empty()) measure_split(candidates[m], kept->models[m].nodes);
+      }
       std::string stale = kept_is_stale(*kept, candidates, base.devices);
       std::vector<runtime::PlacementDecision> decisions;
       for (std::size_t m = 0; m < candidates.size() && stale.empty(); ++m) {
@@ -395,6 +439,8 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
             stale = fmt::format("model '{}': its split does not fit the model: {}", k.name, e.what());
             break;
           }
+          d.segment_at = runtime::with_measured_rows(*d.partition, std::move(d.segment_at), base.history);
+          d.history_key = split_history_key(candidates[m], k.nodes);
         } else {
           d.history_key = history_key(candidates[m], base, history_devices, d.device);
         }
@@ -422,7 +468,7 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
   std::vector<std::shared_ptr<const runtime::Partition>> partitions;
   bool keep = !key.empty();
   int cores = 0;
-  for (const Candidate& c : candidates) {
+  for (Candidate& c : candidates) {
     const ModelEntry& entry = *c.entry;
     const auto skip = [&](const std::string& why) {
       plan.alone.push_back(fmt::format("model '{}': placed alone: {}", c.name, why));
@@ -435,6 +481,11 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     } catch (const Error& e) {
       skip(fmt::format("the partitioner failed: {}", e.what()));
       continue;
+    }
+    if (part->single_device()) {
+      c.measured.erase("split");  // a kept split's, which this placement does not offer
+    } else {
+      measure_split(c, part->node_devices());
     }
     runtime::PipelineModel model;
     model.name = c.name;
@@ -475,9 +526,11 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     if (const auto it = c.measured.find(o.placement); o.measured && it != c.measured.end()) {
       for (const auto& [rows, ms] : it->second.points) d.predicted_at.add(rows, ms);
     }
-    if (d.device.empty()) {
+    const bool split = d.device.empty();
+    if (split) {
       d.segment_ms = runtime::predicted_segment_ms(*partitions[m]);
       d.segment_at = runtime::segment_curves(*partitions[m], base.history);
+      d.history_key = split_history_key(c, partitions[m]->node_devices());
     } else {
       d.history_key = history_key(c, base, history_devices, d.device);
     }
@@ -486,9 +539,12 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
                          "predicted utilization: {}",
                          o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
                          o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
-    const bool split = d.device.empty();
+    // A split's measured batches are kept for the split chosen (the one a later start finds
+    // them for again), not for one the model's partition offered and the placement left.
+    auto measured = measured_at(c);
+    if (!split) measured.erase("split");
     kept.models.push_back({c.name, d, split ? partitions[m]->node_devices() : std::vector<std::string>{},
-                           split ? partitions[m]->host_segment_threads() : std::vector<int>{}, measured_at(c)});
+                           split ? partitions[m]->host_segment_threads() : std::vector<int>{}, std::move(measured)});
     c.entry->joint->decide(std::move(d));
   }
   if (keep) {
@@ -498,29 +554,67 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
   return plan;
 }
 
+namespace {
+
+// Batches by the rows they ran, and their times summed.
+using RanByRows = std::map<std::int64_t, std::pair<std::int64_t, double>>;
+
+// Each row count's mean into `history` under key(rows), where enough batches ran it.
+std::size_t record_means(const RanByRows& ran, const std::function<std::string(std::int64_t)>& key,
+                         runtime::CostHistory& history) {
+  std::size_t recorded = 0;
+  for (const auto& [rows, times] : ran) {
+    if (rows <= 0 || times.first < kMinBatchesRecorded) continue;
+    history.record(key(rows), times.second / static_cast<double>(times.first));
+    ++recorded;
+  }
+  return recorded;
+}
+
+}  // namespace
+
 std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history) {
   std::size_t recorded = 0;
   for (const auto& [name, entry] : models) {
     if (!entry.joint) continue;
     const auto d = entry.joint->decision();
-    if (!d || d->alone || !d->history_key) continue;
+    if (!d || d->alone) continue;
+    const std::vector<JointPlacement::Report> reports = entry.joint->runner_reports();
     // Every runner of the model: batches by the rows they ran, each batch's time as the GPU time
     // it cost. Where batches overlapped on a shared GPU (this model's slots, other models), each
     // took longer than alone by how far they overlapped; the history keeps a batch's cost alone,
     // as `redwood plan --profile` measures it, and the pipeline placement adds the sharing back
-    // through the devices' utilization.
-    std::map<std::int64_t, std::pair<std::int64_t, double>> ran;
-    for (const RunnerStats& st : entry.joint->runner_stats()) {
-      const double overlap = st.device_overlap();
-      for (const auto& [rows, times] : st.run_rows_ms) {
-        ran[rows].first += times.first;
-        ran[rows].second += times.second / overlap;
+    // through the devices' utilization. A split's batch, segment to segment across its devices,
+    // is kept as it ran.
+    if (d->history_key) {
+      RanByRows ran;
+      for (const JointPlacement::Report& r : reports) {
+        const double overlap = r.model.device_overlap();
+        for (const auto& [rows, times] : r.model.run_rows_ms) {
+          ran[rows].first += times.batches;
+          ran[rows].second += times.ms / overlap;
+        }
       }
+      recorded += record_means(ran, d->history_key, history);
     }
-    for (const auto& [rows, times] : ran) {
-      if (rows <= 0 || times.first < kMinBatchesRecorded) continue;
-      history.record(d->history_key(rows), times.second / static_cast<double>(times.first));
-      ++recorded;
+    // A split's segments: each one's compute by the rows of the batches it ran, the same way,
+    // under its cut key at those rows (runtime/partition_rows.hpp reads them back).
+    const runtime::Partition* part = d->device.empty() ? d->partition.get() : nullptr;
+    if (part == nullptr || part->profiles.empty() || part->segments.size() < 2) continue;
+    for (std::size_t k = 0; k < part->segments.size(); ++k) {
+      RanByRows ran;
+      for (const JointPlacement::Report& r : reports) {
+        if (r.segments.size() != part->segments.size()) continue;
+        const RunnerStats& st = r.segments[k];
+        const double overlap = st.device_overlap();
+        for (const auto& [rows, times] : st.run_rows_ms) {
+          ran[rows].first += times.batches;
+          ran[rows].second += times.compute_ms / overlap;
+        }
+      }
+      const std::string cut = part->cut_key(part->segments[k]);
+      recorded += record_means(ran, [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); },
+                               history);
     }
   }
   return recorded;

@@ -19,8 +19,9 @@
 //                 device is the list schedule's (runtime::makespan) plus its segments' costs,
 //                 split, its segments' as the split runner runs them, values crossing through
 //                 the host (runtime::split_latency_at_rows). Where earlier runs
-//                 measured the model whole on a device (record_batch_times), those batch times
-//                 come first for that option (MeasuredCurves).
+//                 measured the model whole on a device, or the same split (record_batch_times),
+//                 those batch times come first for that option (MeasuredCurves); a split's
+//                 segments measured at a row count come first for their time there.
 //   batch sizes   frames a batch: the powers of two below the stage's max_batch, and max_batch
 //                 (a model whose batch is fixed at 1 keeps one row a run)
 //   rows a frame  dim 0 of the stage's input tensor (1 for a picture); where it varies (crops)
@@ -52,17 +53,19 @@ struct PipelinePlacementSettings {
   double crop_rows_per_frame = 4;
 };
 
-/// Batch times runs measured of a model whole on a device, by placement ("cpu", the accelerator):
-/// the cost history's whole-model entries (runtime::CostHistory::model_times) against rows.
+/// Batch times runs measured of a model, by placement ("cpu", the accelerator, "split" for the
+/// partition's split): the cost history's whole-model entries (runtime::CostHistory::model_times)
+/// against rows.
 using MeasuredCurves = std::map<std::string, runtime::RowsCurve>;
 
 /// A model's options, derived from its partition at the batch it was analysed at (see the header's
 /// comment). `frames` are the batch sizes in frames, `rows_per_frame` the rows each adds;
 /// `fixed_one`: the model runs one row at a time. The history's keys are at the partition's
-/// precision and device options (runtime::cost_precision); `history` may be null. A whole
-/// placement with `measured` batch times takes its batch time from them (interpolated in rows, or
-/// the node costs scaled to a single one) and scales its busy times by the same ratio; the option
-/// says it is `measured`.
+/// precision and device options (runtime::cost_precision); `history` may be null. A placement
+/// with `measured` batch times takes its batch time from them (interpolated in rows, or the node
+/// costs scaled to a single one); whole on a device it scales its busy times by the same ratio
+/// (a split keeps its segments': its batch waits between them without keeping a device busy);
+/// the option says it is `measured`.
 std::vector<runtime::PipelineOption> pipeline_options(const runtime::Partition& partition, const std::vector<int>& frames,
                                                       double rows_per_frame, bool fixed_one,
                                                       const runtime::CostHistory* history, const MeasuredCurves& measured = {});
@@ -101,8 +104,9 @@ struct PipelinePlan {
 /// slots and instances; the demand; the settings; each device's profile key; the cost history's
 /// node and segment entries (a hash: a `redwood plan --profile` pass re-places); build_stamp().
 /// Batch times runs measured are not in the key (every run adds samples): the entry keeps, per
-/// model and device, the measured time at the decided rows it was made with, and is placed again
-/// when the history's differs by more than 10 % or a device gained or lost measurements.
+/// model and device (and for the split it chose), the measured time at the batch sizes tried it
+/// was made with, and is placed again when the history's differs by more than 10 % or a device
+/// gained or lost measurements.
 std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double frames_per_s,
                                               const PipelinePlacementSettings& settings,
                                               const runtime::PartitionOptions& base);
@@ -115,11 +119,12 @@ std::string history_device(const runtime::PartitionOptions& base, std::size_t d)
 /// Batches at one row count below this many are not recorded (too few to stand for the row count).
 inline constexpr std::int64_t kMinBatchesRecorded = 3;
 
-/// What the runners of `models`' pipeline-placed models (whole on one device) measured, into
-/// `history`: per row count a batch ran (dim 0, padding included), one sample, the mean of those
-/// batches' copy in + compute + copy out, under CostHistory::model_key (the model's graph_hash, the
-/// device and its profile's key, precision, the inputs at those rows). Row counts with fewer than
-/// kMinBatchesRecorded batches are left out. Returns the samples recorded.
+/// What the runners of `models`' pipeline-placed models measured, into `history`: per row count a
+/// batch ran (dim 0, padding included), one sample, the mean of those batches' copy in + compute +
+/// copy out, under CostHistory::model_key (the model's graph_hash, the device and its profile's
+/// key, or for a split its cut and devices, precision, the inputs at those rows); for a split,
+/// also each segment's compute at each row count, under CostHistory::segment_rows_key. Row counts
+/// with fewer than kMinBatchesRecorded batches are left out. Returns the samples recorded.
 std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history);
 
 }  // namespace redwood

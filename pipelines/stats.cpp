@@ -177,8 +177,13 @@ std::string summary_text(const PipelineStats& st) {
       out += fmt::format(", copies at {:.1f} GB/s", r.copy_gbps());
       if (r.pinned_h2d_gbps > 0) out += fmt::format(" (pinned peak {:.1f} in, {:.1f} out)", r.pinned_h2d_gbps, r.pinned_d2h_gbps);
     }
-    out += fmt::format("\n    batch sizes (rows x batches): {}{}\n", histogram_text(r.batch_rows),
-                       r.failed ? fmt::format(", {} failed", r.failed) : std::string());
+    // A split's later segments leave the model's batch sizes to its first.
+    const std::string failed = r.failed ? fmt::format("{} failed", r.failed) : std::string();
+    if (!r.batch_rows.empty()) {
+      out += fmt::format("\n    batch sizes (rows x batches): {}{}\n", histogram_text(r.batch_rows), failed.empty() ? "" : ", " + failed);
+    } else {
+      out += failed.empty() ? std::string("\n") : fmt::format("\n    {}\n", failed);
+    }
   }
   for (const SinkStats& s : st.sinks) {
     out += fmt::format("  sink {}: written {}, dropped {}{}\n", s.name, s.written, s.dropped,

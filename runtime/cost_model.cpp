@@ -114,6 +114,25 @@ std::string CostHistory::model_key(std::uint64_t graph_hash, const std::string& 
   return fmt::format("model {}|{}|{}|{}", hash_hex(graph_hash), device, precision, describe(inputs));
 }
 
+std::string CostHistory::segment_rows_key(const std::string& cut_key, std::int64_t rows) {
+  return fmt::format("ran {}|{} rows", cut_key, rows);
+}
+
+std::map<std::int64_t, double> CostHistory::segment_rows_times(const std::string& cut_key) const {
+  const std::string prefix = fmt::format("ran {}|", cut_key);
+  std::map<std::int64_t, double> out;
+  for (const auto& [key, ms] : entries(prefix)) {
+    std::int64_t rows = 0;
+    try {
+      rows = std::stoll(key.substr(prefix.size()));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (rows > 0 && key == segment_rows_key(cut_key, rows)) out[rows] = ms;
+  }
+  return out;
+}
+
 std::map<std::int64_t, double> CostHistory::model_times(std::uint64_t graph_hash, const std::string& device,
                                                         const std::string& precision, const std::vector<TensorDesc>& inputs,
                                                         std::int64_t batch_rows) const {
@@ -157,7 +176,7 @@ std::uint64_t CostHistory::node_entries_hash() const {
   std::lock_guard lock(mutex_);
   std::string text;
   for (const auto& [k, v] : samples_) {
-    if (k.rfind("model ", 0) == 0) continue;
+    if (k.rfind("model ", 0) == 0 || k.rfind("ran ", 0) == 0) continue;  // a run's: every run adds samples
     text += k;
     for (double x : v) text += fmt::format(" {}", x);
     text += '\n';

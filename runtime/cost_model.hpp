@@ -79,12 +79,21 @@ class CostHistory {
   /// device and its profile's key (pipelines/pipeline_planner.cpp); `inputs` are at the batch's rows.
   static std::string model_key(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
                                const std::vector<TensorDesc>& inputs);
+  /// The key of a split segment's compute a batch at one row count as a pipeline's run measured
+  /// it (its runner's batches that ran those rows, padding included): "ran <cut_key>|<rows> rows",
+  /// with the cut key of the segment at the rows its partition was analysed at. A run at small
+  /// batches costs other than the analysed rows scaled (a kernel's launch, the CPU's threads
+  /// waking), so a segment measured at those rows is predicted from its own time there.
+  static std::string segment_rows_key(const std::string& cut_key, std::int64_t rows);
+  /// The medians held under segment_rows_key(cut_key, rows), by rows.
+  std::map<std::int64_t, double> segment_rows_times(const std::string& cut_key) const;
   /// The medians of the whole-model batch times held for that model, device and precision at
   /// `inputs` with dim 0 at any rows (dim 0 of each input that is `batch_rows` in `inputs`), by rows.
   std::map<std::int64_t, double> model_times(std::uint64_t graph_hash, const std::string& device, const std::string& precision,
                                              const std::vector<TensorDesc>& inputs, std::int64_t batch_rows) const;
-  /// XXH64 over every entry that is not a whole-model time (node and segment times, which a
-  /// `redwood plan --profile` pass fills), their samples included; 0 for none.
+  /// XXH64 over every entry that is not a time a pipeline's run measured (whole-model batches,
+  /// segments at a row count): the node and segment times a `redwood plan --profile` pass fills,
+  /// their samples included; 0 for none.
   std::uint64_t node_entries_hash() const;
   std::optional<double> find(const std::string& key) const;
   void record(const std::string& key, double ms);

@@ -185,8 +185,8 @@ class CpuRunner final : public ModelRunner {
     timing.compute_start = ms_since(epoch_, t1);
     timing.compute_end = ms_since(epoch_, t2);
     timing.copy_out_end = ms_since(epoch_, t3);
-    timing.rows = total;
-    timing.run_rows = run_rows;
+    timing.rows = batch.counted_rows > 0 ? batch.counted_rows : total;
+    timing.run_rows = batch.counted_run_rows > 0 ? batch.counted_run_rows : run_rows;
   }
 
   // A batch beyond the prepared row counts: pieces of prepared counts, each a view of the staged

@@ -334,9 +334,14 @@ Partition partition_model(std::shared_ptr<const Graph> graph, const std::vector<
   return partition_analysis(analyze_model(std::move(graph), input_shapes), options);
 }
 
+namespace {
+std::vector<DeviceProfile> device_profiles(const PartitionOptions& options);
+}  // namespace
+
 Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
                               const std::vector<std::string>& device, const std::vector<int>& threads) {
   Partition part;
+  part.profiles = device_profiles(options);
   part.analysis = std::move(analysis);
   part.devices = options.devices;
   part.objective = options.objective;

@@ -174,7 +174,7 @@ struct Partition {
   /// placement cache keeps beside node_devices().
   std::vector<int> host_segment_threads() const;
   /// Whether it carries costs to predict from (partition_as_placed's cut carries none).
-  bool has_costs() const { return !profiles.empty(); }
+  bool has_costs() const { return !problem.nodes.empty(); }
   /// With single_device(): that device's name ("cpu" for a model with no node to place).
   const std::string& whole_device() const;
   /// The partition as Graphviz: nodes coloured by device, transfers as bold edges.
@@ -203,8 +203,8 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
 
 /// The partition of a placement made before (a split the placement cache kept): `device` names
 /// each placed node's device (analysis.placeable's order), and the model is cut there; nothing is
-/// costed or placed (the placement and segments are set; the costs, baselines and problem are
-/// not). Throws InvalidArgument naming what does not fit this analysis and these options: another
+/// costed or placed (the placement, segments and the devices' profiles, which its segments' keys
+/// in the cost history name, are set; the costs, baselines and problem are not). Throws InvalidArgument naming what does not fit this analysis and these options: another
 /// count of nodes, a device not among options.devices, a node its device cannot run, a pinned node
 /// elsewhere. `threads`, when given, are its host segments' threads in segment order
 /// (host_segment_threads()); a count that does not match is InvalidArgument too.

@@ -92,7 +92,17 @@ std::vector<RowsCurve> segment_curves(const Partition& part, const CostHistory* 
     }
   }
   for (std::size_t k = 0; k < out.size(); ++k) out[k].add(static_cast<double>(from), at_analysed[k]);
-  return out;
+  return with_measured_rows(part, std::move(out), history);
+}
+
+std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<RowsCurve> curves, const CostHistory* history) {
+  if (history == nullptr || part.profiles.empty() || part.segments.size() < 2) return curves;
+  for (std::size_t k = 0; k < curves.size() && k < part.segments.size(); ++k) {
+    for (const auto& [rows, ms] : history->segment_rows_times(part.cut_key(part.segments[k]))) {
+      curves[k].add(static_cast<double>(rows), ms);
+    }
+  }
+  return curves;
 }
 
 double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>& curves, double rows) {

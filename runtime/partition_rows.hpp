@@ -8,6 +8,8 @@
 //     c(r) = f + (c(R) - f) * r / R,   f = min(c(R), the device's launch cost),
 // a fixed launch and a part proportional to the rows, and moves r / R of the bytes; a time the
 // cost history holds for the node at r rows (dim 0 of its values that were R is r) comes first.
+// A split segment's time at r rows that a pipeline's runs measured (CostHistory::segment_rows_key)
+// comes before either.
 
 #include "runtime/cost_model.hpp"
 #include "runtime/partition.hpp"
@@ -30,8 +32,15 @@ PlacementProblem problem_at_rows(const Partition& partition, double rows, const 
 /// Each segment's predicted time alone (predicted_segment_ms, at the analysed rows R) against a
 /// batch's rows, at 1, 2, 4, ... rows below R and at R: the prediction at R scaled as the
 /// segment's placed nodes and its device's segment cost change from R to those rows
-/// (problem_at_rows). One point, flat, for a model without a batch dimension.
+/// (problem_at_rows); then with_measured_rows. One point, flat, for a model without a batch
+/// dimension.
 std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHistory* history);
+
+/// `curves` (one per segment of `partition`) with each segment's time at the row counts a
+/// pipeline's runs measured it (CostHistory::segment_rows_times of its cut key) in place of the
+/// prediction there. Unchanged without a history or for a partition without profiles.
+std::vector<RowsCurve> with_measured_rows(const Partition& partition, std::vector<RowsCurve> curves,
+                                          const CostHistory* history);
 
 /// One batch of `rows` rows through the split `partition` as the split runner runs it
 /// (split_latency_ms of its segments): each segment's compute its curve's time at those rows

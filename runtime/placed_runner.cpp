@@ -42,7 +42,11 @@ class PlacedRunner final : public ModelRunner {
         joint_(std::move(joint)) {
     if (joint_) {
       joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); },
-                                 [this] { return stats(); });
+                                 [this] {
+                                   const ModelRunner* r = chosen();
+                                   return r != nullptr ? JointPlacement::Report{r->stats(), r->segment_stats()}
+                                                       : JointPlacement::Report{};
+                                 });
     }
   }
   ~PlacedRunner() override {
@@ -101,7 +105,7 @@ class PlacedRunner final : public ModelRunner {
     if (!out.empty() && decision_) out[0].description += fmt::format(" ({}{})", decision_->note, measured(r->stats()));
     // Each segment's compute a batch (and its share of the GPU's time where batches overlapped
     // there) beside the time predicted for it where it was placed, and at the rows the split's
-    // batches had (a segment's own stats count its boxed batch as one row).
+    // batches had.
     const std::optional<SegmentPredictions> predicted = segment_predictions();
     const double rows = r != nullptr ? mean_rows(r->stats()) : 0.0;
     for (std::size_t k = 0; predicted && k < out.size() && k < predicted->ms.size(); ++k) {
@@ -299,13 +303,13 @@ int JointPlacement::attach(Apply apply, Stats stats) {
   return next_id_++;
 }
 
-std::vector<RunnerStats> JointPlacement::runner_stats() const {
+std::vector<JointPlacement::Report> JointPlacement::runner_reports() const {
   std::vector<Stats> runners;
   {
     std::lock_guard lock(mutex_);
     for (const auto& [id, runner] : runners_) runners.push_back(runner.second);
   }
-  std::vector<RunnerStats> out;  // outside the lock: each runner takes its own
+  std::vector<Report> out;  // outside the lock: each runner takes its own
   for (const Stats& stats : runners) out.push_back(stats());
   return out;
 }

@@ -75,12 +75,18 @@ class JointPlacement {
   /// Frames a batch for the stage: the decision's, else `max_batch`.
   int batch_frames(int max_batch) const;
 
-  /// The stats of every runner attached (each its own runner's: copies and compute a batch).
-  std::vector<RunnerStats> runner_stats() const;
+  /// What one attached runner measured: its own runner's stats (copies and compute a batch),
+  /// and for a split each segment's runner's (each counting the model's batches by their rows).
+  struct Report {
+    RunnerStats model;
+    std::vector<RunnerStats> segments;
+  };
+  /// Every attached runner's.
+  std::vector<Report> runner_reports() const;
 
   // For the placed runners (placed_runner.cpp).
   using Apply = std::function<void(std::shared_ptr<const PlacementDecision>)>;
-  using Stats = std::function<RunnerStats()>;
+  using Stats = std::function<Report()>;
   int attach(Apply apply, Stats stats);
   void detach(int id);
   void record(const std::vector<Shape>& shapes);

@@ -177,6 +177,8 @@ class SplitRunner final : public ModelRunner {
         }
         b.allocate = values_->allocator();
         b.counted = job->counted;
+        b.counted_rows = job->total;  // in the segment's stats, the split batch's rows
+        b.counted_run_rows = job->run_rows;
         runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
       } catch (...) {
         std::lock_guard lock(job->mutex);

@@ -478,8 +478,8 @@ class CudaModelRunner final : public ModelRunner {
       slot.timing.bytes_out += c.bytes;
     }
     slot.copy_out_end.record(stream);
-    slot.timing.rows = total;
-    slot.timing.run_rows = run_rows;
+    slot.timing.rows = batch.counted_rows > 0 ? batch.counted_rows : total;
+    slot.timing.run_rows = batch.counted_run_rows > 0 ? batch.counted_run_rows : run_rows;
   }
 
   // The pixels of `total` rows, in the slot's buffer, into the model's fp32 input.

@@ -354,6 +354,10 @@ TEST(RunnerStatsRecorder, BusyTimesAreUnionsAndOverlapIsTheHiddenCopyTime) {
   EXPECT_EQ(s.rows, 11);
   EXPECT_EQ(s.run_rows, 12);
   EXPECT_EQ(s.batch_rows.at(4), 2);
+  ASSERT_EQ(s.run_rows_ms.size(), 1u);  // every batch ran 4 rows
+  EXPECT_EQ(s.run_rows_ms.at(4).batches, 3);
+  EXPECT_DOUBLE_EQ(s.run_rows_ms.at(4).ms, 12 + 12 + 6);
+  EXPECT_DOUBLE_EQ(s.run_rows_ms.at(4).compute_ms, 8 + 8 + 4);
   EXPECT_DOUBLE_EQ(s.wait_ms, 3);
   EXPECT_DOUBLE_EQ(s.compute_ms, 8 + 8 + 4);
   EXPECT_DOUBLE_EQ(s.compute_busy_ms, 16 + 4);           // [2, 18] and [31, 35]

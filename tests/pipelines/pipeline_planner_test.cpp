@@ -219,8 +219,8 @@ TEST(PipelinePlanner, RunsRecordTheirBatchTimesAndTheNextPlacementTakesThem) {
   EXPECT_EQ(record_batch_times(first.models, history), 3u);
   // Each sample the mean of its batches (copies and compute), as the summary counts them.
   const auto mean = [](const ModelRunner& r, std::int64_t rows) {
-    const auto& [batches, ms] = r.stats().run_rows_ms.at(rows);
-    return ms / static_cast<double>(batches);
+    const RunnerStats::RowsTimes& t = r.stats().run_rows_ms.at(rows);
+    return t.ms / static_cast<double>(t.batches);
   };
   const std::string a_device = chosen(*first.plan, 0).placement;
   ASSERT_EQ(a_device, kAccel);
@@ -550,6 +550,117 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   auto [no_curves, no_curves_plan] = place();
   EXPECT_FALSE(no_curves_plan->from_cache);
   EXPECT_NE(log.text().find("without a curve against rows for each"), std::string::npos) << log.text();
+}
+
+// A split's runs record its batches, and each segment's compute, by the rows they ran. The next
+// start places again (measured times where there were none) and takes the split's batch time
+// and its segments' curves from them; the start after reads that placement back, with them.
+TEST(PipelinePlanner, ASplitsRunsRecordItsBatchesAndSegmentsByRowsAndTheNextStartPredictsFromThem) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-split-history").c_str());
+  const auto graph = softmax_between_convs_model();
+  runtime::CostHistory history;
+  runtime::PartitionOptions base = base_options();
+  // A CPU far slower than the one the tests run on: the split stays the choice once its
+  // batches are measured here.
+  base.profiles[0] = testing::stand_in_profile("cpu", 0.1, 0.1);
+  base.history = &history;
+  const auto place = [&] {
+    Auto s;
+    s.entry.graph = graph;
+    s.entry.device = "auto";
+    s.entry.joint = std::make_shared<runtime::JointPlacement>();
+    s.runner = runtime::make_placed_runner(graph, base, RunnerConfig{}, "s", s.entry.joint);
+    s.entry.joint->add_feed({"stage_s", 2, 5, 1});
+    for (std::int64_t rows : {1, 2}) s.runner->prepare({{rows, 16, 32, 32}});
+    auto plan = place_auto_models({{"s", s.entry}}, 0, {}, base);
+    return std::pair{std::move(s), std::move(plan)};
+  };
+  auto [first, first_plan] = place();
+  ASSERT_TRUE(first_plan.has_value());
+  ASSERT_FALSE(first_plan->from_cache);
+  ASSERT_EQ(chosen(*first_plan, 0).placement, "split");
+  const auto decided = first.entry.joint->decision();
+  ASSERT_TRUE(decided->history_key);
+  const runtime::Partition& part = *decided->partition;
+  const std::size_t segments = part.segments.size();
+  ASSERT_GE(segments, 3u);
+  for (int i = 0; i < 3; ++i) {
+    for (std::int64_t rows : {1, 2}) {
+      testing::run_one(*first.runner, testing::random_tensor(DType::kF32, {rows, 16, 32, 32}, -1, 1, 30 + i));
+    }
+  }
+  EXPECT_EQ(record_batch_times({{"s", first.entry}}, history), 2 * (segments + 1));
+  // The split's batch, copies and compute, as the summary counts it; each segment's compute. The
+  // two convolutions' segments do the same work (the same nodes, the same values crossing): one
+  // key, whose median is then the mean of their two samples.
+  std::map<std::int64_t, double> batch;
+  std::map<std::string, std::vector<double>> samples;
+  const RunnerStats whole = first.runner->stats();
+  const std::vector<RunnerStats> parts = first.runner->segment_stats();
+  ASSERT_EQ(parts.size(), segments);
+  const auto key = [&](std::size_t k, std::int64_t rows) {
+    return runtime::CostHistory::segment_rows_key(part.cut_key(part.segments[k]), rows);
+  };
+  for (std::int64_t rows : {1, 2}) {
+    const RunnerStats::RowsTimes& t = whole.run_rows_ms.at(rows);
+    batch[rows] = t.ms / static_cast<double>(t.batches);
+    EXPECT_DOUBLE_EQ(*history.find(decided->history_key(rows)), batch[rows]) << rows << " rows";
+    for (std::size_t k = 0; k < segments; ++k) {
+      const RunnerStats::RowsTimes& st = parts[k].run_rows_ms.at(rows);
+      EXPECT_EQ(st.batches, 3) << "segment " << k;
+      samples[key(k, rows)].push_back(st.compute_ms / static_cast<double>(st.batches));
+    }
+  }
+  std::vector<std::map<std::int64_t, double>> segment(segments);
+  for (std::int64_t rows : {1, 2}) {
+    for (std::size_t k = 0; k < segments; ++k) {
+      const std::vector<double>& v = samples.at(key(k, rows));
+      ASSERT_LE(v.size(), 2u);
+      segment[k][rows] = (v.front() + v.back()) / 2;
+      const auto got = history.find(key(k, rows));
+      ASSERT_TRUE(got.has_value()) << "segment " << k << " at " << rows << " rows";
+      EXPECT_NEAR(*got, segment[k][rows], 1e-12) << "segment " << k << " at " << rows << " rows";
+    }
+  }
+  // The next start: placed again, the split's option from its measured batches, its segments'
+  // curves through their measured times.
+  const auto check = [&](const runtime::PlacementDecision& d) {
+    ASSERT_TRUE(d.device.empty());
+    ASSERT_TRUE(d.history_key);
+    EXPECT_EQ(d.history_key(2), decided->history_key(2));
+    ASSERT_EQ(d.segment_at.size(), segments);
+    for (std::size_t k = 0; k < segments; ++k) {
+      for (std::int64_t rows : {1, 2}) EXPECT_NEAR(d.segment_at[k].at(static_cast<double>(rows)), segment[k][rows], 1e-12);
+    }
+  };
+  auto [second, second_plan] = place();
+  ASSERT_TRUE(second_plan.has_value());
+  EXPECT_FALSE(second_plan->from_cache);
+  int splits = 0;
+  for (const runtime::PipelineOption& o : second_plan->problem.models[0].options) {
+    if (o.placement != "split") {
+      EXPECT_FALSE(o.measured);
+      continue;
+    }
+    ++splits;
+    EXPECT_TRUE(o.measured);
+    EXPECT_DOUBLE_EQ(o.batch_ms, batch.at(static_cast<std::int64_t>(o.rows))) << o.rows << " rows";
+  }
+  EXPECT_EQ(splits, 2);
+  ASSERT_EQ(chosen(*second_plan, 0).placement, "split");
+  check(*second.entry.joint->decision());
+  // The start after: read back, the same; a batch's segments each say their time at its rows.
+  auto [third, third_plan] = place();
+  ASSERT_TRUE(third_plan.has_value());
+  EXPECT_TRUE(third_plan->from_cache);
+  check(*third.entry.joint->decision());
+  testing::run_one(*third.runner, testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 40));
+  const std::vector<RunnerStats> lines = third.runner->segment_stats();
+  ASSERT_EQ(lines.size(), segments);
+  for (std::size_t k = 0; k < segments; ++k) {
+    const std::string line = fmt::format("{:.3f} at the batches' 2.0 rows", segment[k][2]);
+    EXPECT_NE(lines[k].description.find(line), std::string::npos) << lines[k].description;
+  }
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {

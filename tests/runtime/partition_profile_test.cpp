@@ -767,5 +767,28 @@ TEST(CostModel, HistoryRoundTripsAndACorruptFileIsIgnored) {
   }
 }
 
+// What a pipeline's runs measure (whole-model batches, a split's segments at a row count) is read
+// back by rows, and stays out of the hash of the node entries a pipeline's placement is keyed by:
+// every run adds samples, and a kept placement is checked against them instead.
+TEST(CostModel, ASegmentsTimesAtRowCountsAreReadBackByRowsAndLeftOutOfTheNodeHash) {
+  CostHistory h;
+  h.record("cut cpu x|fp32|abc|3 nodes", 1.0);
+  const std::uint64_t nodes = h.node_entries_hash();
+  EXPECT_NE(nodes, 0u);
+  const std::string cut = "cut cpu x|fp32|abc|3 nodes";
+  EXPECT_EQ(CostHistory::segment_rows_key(cut, 8), "ran cut cpu x|fp32|abc|3 nodes|8 rows");
+  h.record(CostHistory::segment_rows_key(cut, 8), 0.4);
+  h.record(CostHistory::segment_rows_key(cut, 8), 0.6);
+  h.record(CostHistory::segment_rows_key(cut, 2), 0.2);
+  h.record(CostHistory::segment_rows_key("cut cpu x|fp32|abd|3 nodes", 4), 9.0);  // another segment
+  h.record("ran " + cut + "|many rows", 9.0);                                        // not a row count
+  EXPECT_EQ(h.segment_rows_times(cut), (std::map<std::int64_t, double>{{2, 0.2}, {8, 0.5}}));
+  EXPECT_TRUE(h.segment_rows_times("cut cpu y|fp32|abc|3 nodes").empty());
+  h.record(CostHistory::model_key(7, "cpu 1", "fp32", {TensorDesc{DType::kF32, {2, 3}}}), 1.0);
+  EXPECT_EQ(h.node_entries_hash(), nodes);
+  h.record("cut cpu x|fp32|abc|3 nodes", 2.0);
+  EXPECT_NE(h.node_entries_hash(), nodes);
+}
+
 }  // namespace
 }  // namespace redwood::runtime

@@ -134,5 +134,29 @@ TEST(PartitionRows, ASplitsBatchAtOtherRowsIsItsSegmentsAtThoseRowsWithTheirCros
   EXPECT_THROW(split_latency_at_rows(p, {curves[0]}, 4), InvalidArgument);
 }
 
+// A split segment's time at a row count that a pipeline's runs measured comes first there, in
+// the curve the run's summary and the pipeline's split option read; elsewhere the prediction.
+TEST(PartitionRows, ASegmentsTimeMeasuredAtARowCountComesFirstInItsCurve) {
+  const Partition p = split_at_8(0.01);
+  ASSERT_EQ(p.segments.size(), 3u);
+  const std::vector<RowsCurve> predicted = segment_curves(p, nullptr);
+  CostHistory history;
+  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 4), 7.5);
+  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 3), 6.0);  // between the curve's points
+  const std::vector<RowsCurve> curves = segment_curves(p, &history);
+  ASSERT_EQ(curves.size(), 3u);
+  EXPECT_EQ(curves[0].points, predicted[0].points);
+  EXPECT_EQ(curves[2].points, predicted[2].points);
+  EXPECT_DOUBLE_EQ(curves[1].at(4), 7.5);
+  EXPECT_DOUBLE_EQ(curves[1].at(3), 6.0);
+  EXPECT_DOUBLE_EQ(curves[1].at(8), predicted[1].at(8));
+  EXPECT_DOUBLE_EQ(curves[1].at(1), predicted[1].at(1));
+  EXPECT_EQ(curves[1].points.size(), predicted[1].points.size() + 1);
+  // The same onto curves kept from before (a placement read back), and nothing without a history.
+  const std::vector<RowsCurve> kept = with_measured_rows(p, predicted, &history);
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(kept[k].points, curves[k].points) << "segment " << k;
+  EXPECT_EQ(with_measured_rows(p, predicted, nullptr)[1].points, predicted[1].points);
+}
+
 }  // namespace
 }  // namespace redwood::runtime

@@ -185,8 +185,15 @@ TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   const auto segments = split->segment_stats();
   ASSERT_EQ(segments.size(), p.segments.size());
   for (const auto& s : segments) {
+    // Each segment runs the batch as one boxed row and counts the split batch's rows: 3 a
+    // batch, run as 4, its times kept by those 4 rows (as the cost history takes them).
     EXPECT_EQ(s.batches, 3) << s.description;
-    EXPECT_EQ(s.run_rows_ms.at(1).first, 3) << s.description;  // as the history keeps them; boxed: one row
+    EXPECT_EQ(s.rows, 9) << s.description;
+    EXPECT_EQ(s.run_rows, 12) << s.description;
+    EXPECT_EQ(s.batch_rows.at(3), 3) << s.description;
+    ASSERT_EQ(s.run_rows_ms.size(), 1u) << s.description;
+    EXPECT_EQ(s.run_rows_ms.at(4).batches, 3) << s.description;
+    EXPECT_NEAR(s.run_rows_ms.at(4).compute_ms, s.compute_ms, 1e-9) << s.description;
   }
 }
 
