@@ -11,16 +11,23 @@
 # on the first run's measured batch times, then read back from the placement cache, each run's
 # summary printing the split's segments, measured and predicted.
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
-# docs/results/ to keep it.
+# docs/results/ to keep it. With --pipeline-only, the pipeline's three starts alone
+# ($OUT/YYYY-MM-DD-<gpu>-planner-pipeline.md).
 #
-#   device run, carry [".device/pN"]:  bash scripts/planner_device_run.sh
+#   device run, carry [".device/pN"]:  bash scripts/planner_device_run.sh [--pipeline-only]
 set -uo pipefail
+pipeline_only=false
+case ${1:-} in
+  --pipeline-only) pipeline_only=true ;;
+  "") ;;
+  *) echo "usage: $0 [--pipeline-only]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 source scripts/device_env.sh
 export REDWOOD_CACHE_DIR=${REDWOOD_CACHE_DIR:-/tmp/rw-planner-cache}
 det=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_det_infer.onnx
 rec=$RW_BUNDLE_DATA/assets/models/ch_PP-OCRv4_rec_infer.onnx
-result="$OUT/$day-${tag:-gpu}-planner.md"
+result="$OUT/$day-${tag:-gpu}-planner$($pipeline_only && echo -pipeline).md"
 section() {
   local title=$1
   shift
@@ -40,31 +47,33 @@ section() {
   echo "# $day · ${gpu_name:-unknown GPU} · the planner"
   echo
   machine_rows
-  echo "| command | \`bash scripts/planner_device_run.sh\` |"
+  echo "| command | \`bash scripts/planner_device_run.sh $*\` |"
 } >"$result"
-section "Device profiles" probe
-section "det, batch 8, fp16: placement and the cost model's error" \
-  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --profile --runs 20
-section "det with Resize taken as CPU-only: the split against the naive split and the CPU alone" \
-  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-section "det with Resize taken as CPU-only, again: each segment measured before predicted from its own time" \
-  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-section "det with Resize taken as CPU-only, a third time: the cut settled, every segment measured before" \
-  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-for n in fourth fifth; do
-  section "det with Resize taken as CPU-only, a $n time" \
+if ! $pipeline_only; then
+  section "Device profiles" probe
+  section "det, batch 8, fp16: placement and the cost model's error" \
+    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --profile --runs 20
+  section "det with Resize taken as CPU-only: the split against the naive split and the CPU alone" \
     plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-done
-section "rec, batch 8, fp16" \
-  plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
-section "rec with Softmax taken as CPU-only (the attention blocks'): a second model's split, predicted from node times" \
-  plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
-for n in second third; do
-  section "rec with Softmax taken as CPU-only, a $n time" \
+  section "det with Resize taken as CPU-only, again: each segment measured before predicted from its own time" \
+    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+  section "det with Resize taken as CPU-only, a third time: the cut settled, every segment measured before" \
+    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+  for n in fourth fifth; do
+    section "det with Resize taken as CPU-only, a $n time" \
+      plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
+  done
+  section "rec, batch 8, fp16" \
+    plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --profile --runs 20
+  section "rec with Softmax taken as CPU-only (the attention blocks'): a second model's split, predicted from node times" \
     plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
-done
-section "det, batch 8, fp16, objective throughput (GLPK)" \
-  plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
+  for n in second third; do
+    section "rec with Softmax taken as CPU-only, a $n time" \
+      plan "$rec" --devices cpu,cuda --shape 8x3x48x320 --precision fp16 --cpu-only Softmax --profile --runs 20
+  done
+  section "det, batch 8, fp16, objective throughput (GLPK)" \
+    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --objective throughput
+fi
 # configs/ocr-streams.yaml with rec's three Softmax nodes pinned to the CPU: the pipeline splits
 # rec (its placement decides where the rest goes). The file sits beside the original, whose paths
 # are relative to it; it is removed afterwards.
@@ -74,8 +83,9 @@ awk '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
   print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu, p2o.Softmax.2: cpu}"}' configs/ocr-streams.yaml >"$split_config"
 export REDWOOD_CACHE_DIR=/tmp/rw-planner-pipeline-cache
 rm -rf "$REDWOOD_CACHE_DIR"
-# The second start places again (the first run measured det's and rec's batch times, which the
-# placement now predicts from); the third reads the second's placement back.
+# The second start places again (the first run measured det's batches, rec's split batches and
+# each of its segments' by rows, which the placement now predicts from); the third reads the
+# second's placement back.
 for start in "placed" "placed again on the batch times the first run measured" "read back from the placement cache"; do
   section "OCR pipeline, rec's Softmax nodes pinned to the CPU, 200 frames: $start" \
     run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
