@@ -33,5 +33,30 @@ TEST(RunSummary, ARunMeasuresItsCpuTime) {
   EXPECT_NE(summary_text(stats).find("core(s) busy in this process"), std::string::npos) << summary_text(stats);
 }
 
+// A split model's runners are its segments: the first carries the model's batch sizes, the
+// later ones count the same batches and leave the histogram to it (the stage's is counted once).
+TEST(RunSummary, ASplitsLaterSegmentsLeaveTheBatchSizesToTheFirst) {
+  PipelineStats st;
+  st.elapsed_s = 1;
+  RunnerStats first, later, failing;
+  first.description = "model 'rec' segment 1 of 2 on cuda:0";
+  first.batches = later.batches = 3;
+  first.rows = later.rows = 9;
+  first.batch_rows = {{3, 3}};
+  later.description = "model 'rec' segment 2 of 2 on cpu";
+  failing.description = "model 'det' on cpu";
+  failing.batches = 1;
+  failing.rows = 2;
+  failing.failed = 2;
+  st.runners = {first, later, failing};
+  const std::string text = summary_text(st);
+  EXPECT_NE(text.find("segment 1 of 2 on cuda:0: 3 batch(es), 9 row(s), 3.0 per batch, 9.0 rows/s\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("hidden under compute\n    batch sizes (rows x batches): 3x3\n  model 'rec' segment 2"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hidden under compute\n  model 'det' on cpu"), std::string::npos) << text;
+  EXPECT_NE(text.find("hidden under compute\n    2 failed\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("batch sizes (rows x batches): -"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace redwood
