@@ -204,8 +204,9 @@ Partition partition_analysis(ModelAnalysis analysis, const PartitionOptions& opt
 /// The partition of a placement made before (a split the placement cache kept): `device` names
 /// each placed node's device (analysis.placeable's order), and the model is cut there; nothing is
 /// costed or placed (the placement, segments and the devices' profiles, which its segments' keys
-/// in the cost history name, are set; the costs, baselines and problem are not). Throws InvalidArgument naming what does not fit this analysis and these options: another
-/// count of nodes, a device not among options.devices, a node its device cannot run, a pinned node
+/// in the cost history name, are set; the costs, baselines and problem are not). Throws
+/// InvalidArgument naming what does not fit this analysis and these options: another count of
+/// nodes, a device not among options.devices, a node its device cannot run, a pinned node
 /// elsewhere. `threads`, when given, are its host segments' threads in segment order
 /// (host_segment_threads()); a count that does not match is InvalidArgument too.
 Partition partition_as_placed(ModelAnalysis analysis, const PartitionOptions& options,
