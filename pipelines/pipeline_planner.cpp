@@ -589,7 +589,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     if (d->history_key) {
       RanByRows ran;
       for (const JointPlacement::Report& r : reports) {
-        const double overlap = r.model.device_overlap();
+        const double overlap = d->device.empty() ? 1.0 : r.model.device_overlap();
         for (const auto& [rows, times] : r.model.run_rows_ms) {
           ran[rows].first += times.batches;
           ran[rows].second += times.ms / overlap;
