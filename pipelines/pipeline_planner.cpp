@@ -559,6 +559,15 @@ namespace {
 // Batches by the rows they ran, and their times summed.
 using RanByRows = std::map<std::int64_t, std::pair<std::int64_t, double>>;
 
+// `st`'s batches into `ran`: each row count's batches, and their whole times (or compute alone)
+// over `overlap`.
+void add_ran(RanByRows& ran, const RunnerStats& st, bool compute_only, double overlap) {
+  for (const auto& [rows, times] : st.run_rows_ms) {
+    ran[rows].first += times.batches;
+    ran[rows].second += (compute_only ? times.compute_ms : times.ms) / overlap;
+  }
+}
+
 // Each row count's mean into `history` under key(rows), where enough batches ran it.
 std::size_t record_means(const RanByRows& ran, const std::function<std::string(std::int64_t)>& key,
                          runtime::CostHistory& history) {
@@ -588,13 +597,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     // is kept as it ran.
     if (d->history_key) {
       RanByRows ran;
-      for (const JointPlacement::Report& r : reports) {
-        const double overlap = d->device.empty() ? 1.0 : r.model.device_overlap();
-        for (const auto& [rows, times] : r.model.run_rows_ms) {
-          ran[rows].first += times.batches;
-          ran[rows].second += times.ms / overlap;
-        }
-      }
+      for (const JointPlacement::Report& r : reports) add_ran(ran, r.model, false, d->device.empty() ? 1.0 : r.model.device_overlap());
       recorded += record_means(ran, d->history_key, history);
     }
     // A split's segments: each one's compute by the rows of the batches it ran, the same way,
@@ -604,13 +607,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     for (std::size_t k = 0; k < part->segments.size(); ++k) {
       RanByRows ran;
       for (const JointPlacement::Report& r : reports) {
-        if (r.segments.size() != part->segments.size()) continue;
-        const RunnerStats& st = r.segments[k];
-        const double overlap = st.device_overlap();
-        for (const auto& [rows, times] : st.run_rows_ms) {
-          ran[rows].first += times.batches;
-          ran[rows].second += times.compute_ms / overlap;
-        }
+        if (r.segments.size() == part->segments.size()) add_ran(ran, r.segments[k], true, r.segments[k].device_overlap());
       }
       const std::string cut = part->cut_key(part->segments[k]);
       recorded += record_means(ran, [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); },

@@ -55,12 +55,9 @@ if ! $pipeline_only; then
     plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --profile --runs 20
   section "det with Resize taken as CPU-only: the split against the naive split and the CPU alone" \
     plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-  section "det with Resize taken as CPU-only, again: each segment measured before predicted from its own time" \
-    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-  section "det with Resize taken as CPU-only, a third time: the cut settled, every segment measured before" \
-    plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
-  for n in fourth fifth; do
-    section "det with Resize taken as CPU-only, a $n time" \
+  for again in "again: each segment measured before predicted from its own time" \
+    "a third time: the cut settled, every segment measured before" "a fourth time" "a fifth time"; do
+    section "det with Resize taken as CPU-only, $again" \
       plan "$det" --devices cpu,cuda --shape 8x3x320x416 --precision fp16 --cpu-only Resize --profile --runs 20
   done
   section "rec, batch 8, fp16" \
