@@ -314,7 +314,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
         // Measured batches come first. One point scales the node costs' form to it. Whole on a
         // device, the busy times scale with the batch (copies and compute split as the nodes
         // predict); a split's batch also waits between its segments, which keeps no device
-        // busy, so its busy times stay its segments'.
+        // busy, so its busy times stay what its segments' node costs give.
         const auto& [r1, t1] = curve->points.front();
         const double nodes_at_r1 = curve->points.size() == 1 ? from_nodes(r1).first : 0.0;
         const double t = curve->points.size() > 1 ? curve->at(o.rows) : nodes_at_r1 > 0 ? t1 * o.batch_ms / nodes_at_r1 : t1;
@@ -588,13 +588,15 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     if (!entry.joint) continue;
     const auto d = entry.joint->decision();
     if (!d || d->alone) continue;
-    const std::vector<JointPlacement::Report> reports = entry.joint->runner_reports();
-    // Every runner of the model: batches by the rows they ran, each batch's time as the GPU time
+    // Every runner of the model that runs as decided (one that placed alone before the decision
+    // ran another placement): batches by the rows they ran, each batch's time as the GPU time
     // it cost. Where batches overlapped on a shared GPU (this model's slots, other models), each
     // took longer than alone by how far they overlapped; the history keeps a batch's cost alone,
     // as `redwood plan --profile` measures it, and the pipeline placement adds the sharing back
     // through the devices' utilization. A split's batch, segment to segment across its devices,
     // is kept as it ran.
+    std::vector<JointPlacement::Report> reports = entry.joint->runner_reports();
+    std::erase_if(reports, [](const JointPlacement::Report& r) { return !r.follows_decision; });
     if (d->history_key) {
       RanByRows ran;
       for (const JointPlacement::Report& r : reports) add_ran(ran, r.model, false, d->device.empty() ? 1.0 : r.model.device_overlap());

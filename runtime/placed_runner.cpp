@@ -44,8 +44,8 @@ class PlacedRunner final : public ModelRunner {
       joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); },
                                  [this] {
                                    const ModelRunner* r = chosen();
-                                   return r != nullptr ? JointPlacement::Report{r->stats(), r->segment_stats()}
-                                                       : JointPlacement::Report{};
+                                   if (r == nullptr) return JointPlacement::Report{};
+                                   return JointPlacement::Report{r->stats(), r->segment_stats(), follows_decision()};
                                  });
     }
   }
@@ -134,6 +134,12 @@ class PlacedRunner final : public ModelRunner {
   ModelRunner* chosen() const {
     std::lock_guard lock(mutex_);
     return inner_.get();
+  }
+
+  // Whether the runner runs as the pipeline decided (one that placed alone first keeps its own).
+  bool follows_decision() const {
+    std::lock_guard lock(mutex_);
+    return decision_ != nullptr;
   }
 
   // The rows a batch had on average (padding included), 0 before any batch.

@@ -41,8 +41,9 @@ struct PlacementDecision {
   /// with the placement: a split read back has none).
   std::vector<double> segment_ms;
   std::vector<RowsCurve> segment_at;
-  /// The cost history's key of a whole-model batch of this many rows on the decided device
-  /// (CostHistory::model_key); empty for a split. The run's batch times go there when it ends.
+  /// The cost history's key of a batch of this many rows as decided: whole on a device
+  /// (CostHistory::model_key), or the split's, its device the cut (`split <hash>`,
+  /// pipelines/pipeline_planner.cpp). The run's batch times go there when it ends.
   std::function<std::string(std::int64_t rows)> history_key;
   std::string note;         // for the runner's description: "pipeline placement: ..."
   bool alone = false;       // not placed by the pipeline: each runner places alone, as without one
@@ -77,9 +78,12 @@ class JointPlacement {
 
   /// What one attached runner measured: its own runner's stats (copies and compute a batch),
   /// and for a split each segment's runner's (each counting the model's batches by their rows).
+  /// `follows_decision`: the runner runs as decided; one given a batch before the decision placed
+  /// alone and keeps that placement, and its batches are not the decision's.
   struct Report {
     RunnerStats model;
     std::vector<RunnerStats> segments;
+    bool follows_decision = false;
   };
   /// Every attached runner's.
   std::vector<Report> runner_reports() const;
