@@ -265,6 +265,31 @@ TEST(PipelinePlanner, RunsRecordTheirBatchTimesAndTheNextPlacementTakesThem) {
   }
 }
 
+// A runner given a batch before the pipeline decided placed alone and keeps that placement: its
+// batches are not the decision's, and only the runner that runs as decided is recorded.
+TEST(PipelinePlanner, ARunnerThatPlacedAloneBeforeTheDecisionIsNotRecordedForIt) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-early").c_str());
+  Auto a = auto_model(conv_model(), "a");
+  auto early = runtime::make_placed_runner(a.entry.graph, base_options(), RunnerConfig{}, "a", a.entry.joint);
+  const Tensor one = testing::random_tensor(DType::kF32, {1, 16, 32, 32}, -1, 1, 5);
+  testing::run_one(*early, one);  // no decision yet: places alone
+  const std::optional<PipelinePlan> plan = place_auto_models({{"a", a.entry}}, 0, {}, base_options());
+  ASSERT_TRUE(plan.has_value());
+  ASSERT_TRUE(a.entry.joint->decision()->history_key);
+  for (int i = 0; i < 3; ++i) {
+    testing::run_one(*a.runner, one);
+    testing::run_one(*early, one);
+    testing::run_one(*early, one);
+  }
+  EXPECT_EQ(early->stats().batches, 7);
+  runtime::CostHistory history;
+  EXPECT_EQ(record_batch_times({{"a", a.entry}}, history), 1u);
+  const RunnerStats::RowsTimes& t = a.runner->stats().run_rows_ms.at(1);
+  EXPECT_EQ(t.batches, 3);
+  const double overlap = a.runner->stats().device_overlap();
+  EXPECT_DOUBLE_EQ(*history.find(a.entry.joint->decision()->history_key(1)), t.ms / overlap / 3.0);
+}
+
 TEST(PipelinePlanner, MeasuredTimesInterpolateInRows) {
   runtime::RowsCurve c;
   c.add(2, 3.0);
@@ -649,18 +674,35 @@ TEST(PipelinePlanner, ASplitsRunsRecordItsBatchesAndSegmentsByRowsAndTheNextStar
   EXPECT_EQ(splits, 2);
   ASSERT_EQ(chosen(*second_plan, 0).placement, "split");
   check(*second.entry.joint->decision());
-  // The start after: read back, the same; a batch's segments each say their time at its rows.
+  // Runs since moved the segments' times (1.5x, three samples each: the median moves) and left
+  // the split's batches as they were, so the placement stands. The start after reads it back
+  // with its curves through the times the history holds now, and a batch's segments each say
+  // their time at its rows.
+  for (std::size_t k = 0; k < segments; ++k) {
+    for (std::int64_t rows : {1, 2}) {
+      const double moved = segment[k][rows] * 1.5;
+      for (int i = 0; i < 3; ++i) history.record(key(k, rows), moved);
+      segment[k][rows] = moved;
+    }
+  }
   auto [third, third_plan] = place();
   ASSERT_TRUE(third_plan.has_value());
   EXPECT_TRUE(third_plan->from_cache);
   check(*third.entry.joint->decision());
-  testing::run_one(*third.runner, testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 40));
+  for (int i = 0; i < 3; ++i) {
+    testing::run_one(*third.runner, testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 40 + i));
+  }
   const std::vector<RunnerStats> lines = third.runner->segment_stats();
   ASSERT_EQ(lines.size(), segments);
   for (std::size_t k = 0; k < segments; ++k) {
     const std::string line = fmt::format("{:.3f} at the batches' 2.0 rows", segment[k][2]);
     EXPECT_NE(lines[k].description.find(line), std::string::npos) << lines[k].description;
   }
+  // The kept split's runs are recorded again, under the keys the first start's were: the split's
+  // batch and each segment at 2 rows, and no key the history did not hold.
+  const std::size_t keys = history.size();
+  EXPECT_EQ(record_batch_times({{"s", third.entry}}, history), segments + 1);
+  EXPECT_EQ(history.size(), keys);
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {
