@@ -17,8 +17,9 @@
 namespace redwood::runtime {
 namespace {
 
-// The profile the partition was placed with (its cost model's keys); one cut without placing has
-// none: then its devices' own (an accelerator's on the partition's GPU).
+// The profile the partition was placed with, or cut again with (partition_as_placed): its cost
+// model's keys; a partition without them gets its devices' own (an accelerator's on the
+// partition's GPU).
 DeviceProfile profile_of(const Partition& p, int device) {
   if (static_cast<std::size_t>(device) < p.profiles.size()) return p.profiles[static_cast<std::size_t>(device)];
   const std::string& name = p.devices[static_cast<std::size_t>(device)];

@@ -277,10 +277,12 @@ class InferStage final : public Stage {
         out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
         continue;
       }
+      // Each segment counts the model's batches by their rows; the stage's batch sizes are the
+      // model's, counted once: the split runner's, which leaves out a batch a later segment
+      // failed (its first segment counted it).
+      segments[0].batch_rows = r->stats().batch_rows;
       for (std::size_t k = 0; k < segments.size(); ++k) {
         RunnerStats& st = segments[k];
-        // Each segment counts the model's batches by their rows; the stage's batch sizes are
-        // the model's, counted once (by its first segment).
         if (k > 0) st.batch_rows.clear();
         st.description = fmt::format("model '{}' segment {} of {} on {}", model_name_, k + 1, segments.size(), st.description);
         out.push_back(std::move(st));
