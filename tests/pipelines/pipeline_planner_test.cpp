@@ -219,7 +219,7 @@ TEST(PipelinePlanner, RunsRecordTheirBatchTimesAndTheNextPlacementTakesThem) {
   EXPECT_EQ(record_batch_times(first.models, history), 3u);
   // Each sample the mean of its batches (copies and compute), as the summary counts them.
   const auto mean = [](const ModelRunner& r, std::int64_t rows) {
-    const RunnerStats::RowsTimes& t = r.stats().run_rows_ms.at(rows);
+    const RunnerStats::RowsTimes t = r.stats().run_rows_ms.at(rows);  // a copy: stats() is one
     return t.ms / static_cast<double>(t.batches);
   };
   const std::string a_device = chosen(*first.plan, 0).placement;
@@ -284,9 +284,10 @@ TEST(PipelinePlanner, ARunnerThatPlacedAloneBeforeTheDecisionIsNotRecordedForIt)
   EXPECT_EQ(early->stats().batches, 7);
   runtime::CostHistory history;
   EXPECT_EQ(record_batch_times({{"a", a.entry}}, history), 1u);
-  const RunnerStats::RowsTimes& t = a.runner->stats().run_rows_ms.at(1);
+  const RunnerStats decided = a.runner->stats();
+  const RunnerStats::RowsTimes& t = decided.run_rows_ms.at(1);
   EXPECT_EQ(t.batches, 3);
-  const double overlap = a.runner->stats().device_overlap();
+  const double overlap = decided.device_overlap();
   EXPECT_DOUBLE_EQ(*history.find(a.entry.joint->decision()->history_key(1)), t.ms / overlap / 3.0);
 }
 
