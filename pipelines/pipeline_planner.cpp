@@ -595,8 +595,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     // as `redwood plan --profile` measures it, and the pipeline placement adds the sharing back
     // through the devices' utilization. A split's batch, segment to segment across its devices,
     // is kept as it ran.
-    std::vector<JointPlacement::Report> reports = entry.joint->runner_reports();
-    std::erase_if(reports, [](const JointPlacement::Report& r) { return !r.follows_decision; });
+    const std::vector<JointPlacement::Report> reports = entry.joint->runner_reports();
     if (d->history_key) {
       RanByRows ran;
       for (const JointPlacement::Report& r : reports) add_ran(ran, r.model, false, d->device.empty() ? 1.0 : r.model.device_overlap());

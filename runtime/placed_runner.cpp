@@ -43,9 +43,10 @@ class PlacedRunner final : public ModelRunner {
     if (joint_) {
       joint_id_ = joint_->attach([this](std::shared_ptr<const PlacementDecision> d) { apply(std::move(d)); },
                                  [this] {
-                                   const ModelRunner* r = chosen();
-                                   if (r == nullptr) return JointPlacement::Report{};
-                                   return JointPlacement::Report{r->stats(), r->segment_stats(), follows_decision()};
+                                   // One that placed alone before the decision ran another placement.
+                                   const ModelRunner* r = decided_runner();
+                                   return r != nullptr ? JointPlacement::Report{r->stats(), r->segment_stats()}
+                                                       : JointPlacement::Report{};
                                  });
     }
   }
@@ -136,10 +137,11 @@ class PlacedRunner final : public ModelRunner {
     return inner_.get();
   }
 
-  // Whether the runner runs as the pipeline decided (one that placed alone first keeps its own).
-  bool follows_decision() const {
+  // The runner the pipeline's decision made; null before it, and for a runner that placed alone
+  // before it (and keeps its own).
+  ModelRunner* decided_runner() const {
     std::lock_guard lock(mutex_);
-    return decision_ != nullptr;
+    return decision_ ? inner_.get() : nullptr;
   }
 
   // The rows a batch had on average (padding included), 0 before any batch.

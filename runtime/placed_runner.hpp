@@ -78,14 +78,12 @@ class JointPlacement {
 
   /// What one attached runner measured: its own runner's stats (copies and compute a batch),
   /// and for a split each segment's runner's (each counting the model's batches by their rows).
-  /// `follows_decision`: the runner runs as decided; one given a batch before the decision placed
-  /// alone and keeps that placement, and its batches are not the decision's.
   struct Report {
     RunnerStats model;
     std::vector<RunnerStats> segments;
-    bool follows_decision = false;
   };
-  /// Every attached runner's.
+  /// Every attached runner's; empty for one that runs no decided placement (before the decision,
+  /// or given a batch before it: that one placed alone and keeps that placement).
   std::vector<Report> runner_reports() const;
 
   // For the placed runners (placed_runner.cpp).
