@@ -234,6 +234,14 @@ ModelRunner::ModelRunner(const Graph& graph) {
   for (const auto& vi : graph.inputs) input_names_.push_back(vi.name);
 }
 
+std::vector<RunnerStats> ModelRunner::stats_by_segment() const {
+  std::vector<RunnerStats> segments = segment_stats();
+  if (segments.empty()) return {stats()};
+  segments.front().batch_rows = stats().batch_rows;
+  for (std::size_t k = 1; k < segments.size(); ++k) segments[k].batch_rows.clear();
+  return segments;
+}
+
 std::vector<Tensor> ModelRunner::run(const std::map<std::string, Tensor>& inputs, bool counted) {
   InferBatch batch;
   batch.counted = counted;

@@ -232,6 +232,11 @@ class ModelRunner {
   /// order; throws what the batch failed with. `counted` off: left out of stats (InferBatch).
   std::vector<Tensor> run(const std::map<std::string, Tensor>& inputs, bool counted = true);
 
+  /// What the runner reports a device at a time: stats(), or for a runner made of others each
+  /// segment's, the model's batch sizes (batch_rows) counted once, on the first: the runner's
+  /// own, which leave out a batch a later segment failed (its first segment counted it).
+  std::vector<RunnerStats> stats_by_segment() const;
+
  protected:
   /// The graph's inputs, whose names (in order) run() orders the parts by.
   explicit ModelRunner(const Graph& graph);

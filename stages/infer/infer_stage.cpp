@@ -266,25 +266,18 @@ class InferStage final : public Stage {
     for (auto& r : runners_) r->drain();
   }
 
-  // A split model reports each segment's runner (each is busy on its own device); a placed
-  // runner's segments carry their measured and predicted times (runtime/placed_runner.hpp).
+  // A split model reports each segment's runner (each is busy on its own device), the model's
+  // batch sizes on the first (ModelRunner::stats_by_segment); a placed runner's segments carry
+  // their measured and predicted times (runtime/placed_runner.hpp).
   std::vector<RunnerStats> runner_stats() const override {
     std::vector<RunnerStats> out;
     for (const auto& r : runners_) {
-      std::vector<RunnerStats> segments = r->segment_stats();
-      if (segments.empty()) {
-        out.push_back(r->stats());
-        out.back().description = fmt::format("model '{}' on {}", model_name_, r->description());
-        continue;
-      }
-      // Each segment counts the model's batches by their rows; the stage's batch sizes are the
-      // model's, counted once: the split runner's, which leaves out a batch a later segment
-      // failed (its first segment counted it).
-      segments[0].batch_rows = r->stats().batch_rows;
-      for (std::size_t k = 0; k < segments.size(); ++k) {
-        RunnerStats& st = segments[k];
-        if (k > 0) st.batch_rows.clear();
-        st.description = fmt::format("model '{}' segment {} of {} on {}", model_name_, k + 1, segments.size(), st.description);
+      std::vector<RunnerStats> parts = r->stats_by_segment();
+      for (std::size_t k = 0; k < parts.size(); ++k) {
+        RunnerStats& st = parts[k];
+        st.description = parts.size() == 1 ? fmt::format("model '{}' on {}", model_name_, r->description())
+                                           : fmt::format("model '{}' segment {} of {} on {}", model_name_, k + 1,
+                                                         parts.size(), st.description);
         out.push_back(std::move(st));
       }
     }

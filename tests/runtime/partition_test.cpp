@@ -227,6 +227,71 @@ TEST(SplitRunner, ABadBatchIsRefusedAtSubmit) {
   EXPECT_EQ(split->in_flight(), 0);
 }
 
+// The stand-in accelerator's runner, failing every split batch of 2 rows in the segments after
+// the first (those whose graph does not take the model's input "x").
+class FailsTwoRowsLaterRunner final : public testing::WrappedCpuRunner {
+ public:
+  FailsTwoRowsLaterRunner(std::shared_ptr<const Graph> graph, const RunnerConfig& config)
+      : WrappedCpuRunner(graph, config),
+        later_(std::none_of(graph->inputs.begin(), graph->inputs.end(), [](const auto& vi) { return vi.name == "x"; })) {}
+  void submit(InferBatch batch, InferDone done) override {
+    const bool fail = later_ && batch.counted_rows == 2;
+    inner_->submit(std::move(batch), [fail, done = std::move(done)](InferResult& r) {
+      if (fail) {
+        r.outputs.clear();
+        r.error = std::make_exception_ptr(Error("test: a later segment fails a batch of 2 rows"));
+      }
+      done(r);
+    });
+  }
+  std::string description() const override { return "test-fails-later"; }
+
+ private:
+  bool later_;
+};
+
+TEST(SplitRunner, TheModelsBatchSizesAreCountedOnceLeavingOutBatchesALaterSegmentFailed) {
+  static const char* const failing = testing::register_test_accelerator(
+      "test-fails-later", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+        return std::make_unique<FailsTwoRowsLaterRunner>(std::move(graph), config);
+      });
+  PartitionOptions o = options();
+  o.devices = {"cpu", failing};
+  o.profiles[1].device = o.profiles[1].name = failing;
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_GE(p.segments.size(), 3u);
+  ASSERT_EQ(p.segments.front().device, 1) << "the first segment is the accelerator's (the convolution before Softmax)";
+  auto split = make_split_runner(p, RunnerConfig{});
+  for (std::int64_t rows : {1, 2, 1, 2, 1}) {
+    InferBatch batch;
+    batch.inputs = {{testing::random_tensor(DType::kF32, {rows, 4, 8, 8}, -1, 1, 50 + static_cast<int>(rows))}};
+    const InferResult r = run_batch(*split, std::move(batch));
+    EXPECT_EQ(static_cast<bool>(r.error), rows == 2) << rows << " rows";
+  }
+  const RunnerStats whole = split->stats();
+  EXPECT_EQ(whole.batches, 3);
+  EXPECT_EQ(whole.failed, 2);
+  // The first segment ran every batch (it fails none) and counts them all.
+  const std::vector<RunnerStats> segments = split->segment_stats();
+  ASSERT_EQ(segments.size(), p.segments.size());
+  EXPECT_EQ(segments.front().batch_rows, (std::map<std::int64_t, std::int64_t>{{1, 3}, {2, 2}}));
+  // Reported a device at a time: the model's batch sizes once, on the first segment, as the
+  // split counted them (the batches that completed); the later segments leave them out.
+  const std::vector<RunnerStats> parts = split->stats_by_segment();
+  ASSERT_EQ(parts.size(), segments.size());
+  EXPECT_EQ(parts.front().batch_rows, (std::map<std::int64_t, std::int64_t>{{1, 3}}));
+  for (std::size_t k = 1; k < parts.size(); ++k) EXPECT_TRUE(parts[k].batch_rows.empty()) << "segment " << k;
+  for (std::size_t k = 0; k < parts.size(); ++k) EXPECT_EQ(parts[k].description, segments[k].description);
+  // A runner on one device reports its own stats, batch sizes included.
+  auto whole_runner = make_cpu_runner(model(), RunnerConfig{});
+  InferBatch batch;
+  batch.inputs = {{testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 60)}};
+  ASSERT_FALSE(run_batch(*whole_runner, std::move(batch)).error);
+  const std::vector<RunnerStats> one = whole_runner->stats_by_segment();
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one.front().batch_rows, (std::map<std::int64_t, std::int64_t>{{2, 1}}));
+}
+
 TEST(PlacedRunner, OpsWithoutAKernelLeaveShapeArithmeticOut) {
   const auto g = model();
   for (Device device : {Device::kCpu, Device::kCuda}) {
