@@ -671,10 +671,7 @@ class HiccupRunner final : public testing::WrappedCpuRunner {
 };
 
 const char* hiccup_accelerator() {
-  static const char* const name = testing::register_test_accelerator(
-      "test-hiccup", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
-        return std::make_unique<HiccupRunner>(std::move(graph), config);
-      });
+  static const char* const name = testing::register_wrapped_accelerator<HiccupRunner>("test-hiccup");
   return name;
 }
 

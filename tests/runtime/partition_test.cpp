@@ -251,10 +251,7 @@ class FailsTwoRowsLaterRunner final : public testing::WrappedCpuRunner {
 };
 
 TEST(SplitRunner, TheModelsBatchSizesAreCountedOnceLeavingOutBatchesALaterSegmentFailed) {
-  static const char* const failing = testing::register_test_accelerator(
-      "test-fails-later", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
-        return std::make_unique<FailsTwoRowsLaterRunner>(std::move(graph), config);
-      });
+  static const char* const failing = testing::register_wrapped_accelerator<FailsTwoRowsLaterRunner>("test-fails-later");
   PartitionOptions o = options();
   o.devices = {"cpu", failing};
   o.profiles[1].device = o.profiles[1].name = failing;

@@ -219,10 +219,7 @@ class SharedGpuRunner final : public testing::WrappedCpuRunner {
 };
 
 TEST_F(PlacementCache, ASplitsSegmentOnASharedGpuSaysWhatABatchCostOfTheGpusTime) {
-  static const char* const shared = testing::register_test_accelerator(
-      "test-shared-gpu", [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
-        return std::make_unique<SharedGpuRunner>(std::move(graph), config);
-      });
+  static const char* const shared = testing::register_wrapped_accelerator<SharedGpuRunner>("test-shared-gpu");
   PartitionOptions o = accelerator_options();
   o.devices[1] = shared;
   o.profiles[1].device = o.profiles[1].name = shared;

@@ -54,6 +54,16 @@ class WrappedCpuRunner : public ModelRunner {
   std::unique_ptr<ModelRunner> inner_;
 };
 
+/// Registers device runner `name` (as register_test_accelerator) whose runners are `Runner`s, a
+/// WrappedCpuRunner subclass made from the segment's graph and config. Returns `name`.
+template <class Runner>
+const char* register_wrapped_accelerator(const char* name) {
+  return register_test_accelerator(
+      name, [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+        return std::make_unique<Runner>(std::move(graph), config);
+      });
+}
+
 /// The device's name; registered on the first call.
 inline const char* stand_in_accelerator() {
   static const char* const name = register_test_accelerator(
