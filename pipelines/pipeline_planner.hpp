@@ -123,8 +123,10 @@ inline constexpr std::int64_t kMinBatchesRecorded = 3;
 /// batch ran (dim 0, padding included), one sample, the mean of those batches' copy in + compute +
 /// copy out, under CostHistory::model_key (the model's graph_hash, the device and its profile's
 /// key, or for a split its cut and devices, precision, the inputs at those rows); for a split,
-/// also each segment's compute at each row count, under CostHistory::segment_rows_key. Row counts
-/// with fewer than kMinBatchesRecorded batches are left out. Returns the samples recorded.
+/// also each segment's compute at each row count, under CostHistory::segment_rows_key, and a host
+/// segment's threads, under CostHistory::host_threads_key where the history holds another count.
+/// Row counts with fewer than kMinBatchesRecorded batches are left out. Returns the batch-time
+/// samples recorded.
 std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history);
 
 }  // namespace redwood

@@ -75,14 +75,16 @@ struct Auto {
   std::unique_ptr<ModelRunner> runner;
 };
 
-// A model entry as the pipeline makes it for `device: auto`, its placed runner, and the stage's
-// feed and preparation (max_batch 2: the runner prepared at 1 and 2 rows).
-Auto auto_model(std::shared_ptr<const Graph> graph, const std::string& name) {
+// A model entry as the pipeline makes it for `device: auto` (its nodes `pinned`), its placed
+// runner, and the stage's feed and preparation (max_batch 2: the runner prepared at 1 and 2 rows).
+Auto auto_model(std::shared_ptr<const Graph> graph, const std::string& name,
+                const runtime::PartitionOptions& base = base_options(), std::map<std::string, std::string> pinned = {}) {
   Auto a;
   a.entry.graph = std::move(graph);
   a.entry.device = "auto";
+  a.entry.pinned = std::move(pinned);
   a.entry.joint = std::make_shared<runtime::JointPlacement>();
-  a.runner = runtime::make_placed_runner(a.entry.graph, base_options(), RunnerConfig{}, name, a.entry.joint);
+  a.runner = runtime::make_placed_runner(a.entry.graph, base, RunnerConfig{}, name, a.entry.joint);
   a.entry.joint->add_feed({"stage_" + name, 2, 5, 1});
   for (std::int64_t rows : {1, 2}) a.runner->prepare({{rows, 16, 32, 32}});
   return a;
@@ -578,6 +580,56 @@ TEST(PipelinePlanner, ASplitDecisionIsKeptAndCutAgainWhereItWasPlaced) {
   EXPECT_NE(log.text().find("without a curve against rows for each"), std::string::npos) << log.text();
 }
 
+// A split's host segments run on the threads chosen for them while placing (timed on this host).
+// Its runs keep those counts in the history beside the segments' times, so that the next
+// placement runs each segment on the threads its times were measured on instead of timing its
+// thread counts anew; once, since the history's node entries key the pipeline's kept placement.
+TEST(PipelinePlanner, ASplitsRunsKeepItsHostSegmentsThreadsForTheNextPlacement) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-split-threads").c_str());
+  const auto graph = softmax_between_convs_model();
+  runtime::CostHistory history;
+  runtime::PartitionOptions base = base_options();
+  base.use_analysis_times = true;  // the host segments timed here, each at the threads it runs best on
+  base.history = &history;
+  const auto place = [&] {
+    // The convolutions pinned to the accelerator: the split, whatever this host's times.
+    Auto s = auto_model(graph, "s", base, {{"conv1", kAccel}, {"conv2", kAccel}});
+    auto plan = place_auto_models({{"s", s.entry}}, 0, {}, base);
+    return std::pair{std::move(s), std::move(plan)};
+  };
+  auto [first, first_plan] = place();
+  ASSERT_TRUE(first_plan.has_value());
+  ASSERT_EQ(chosen(*first_plan, 0).placement, "split");
+  const runtime::Partition& part = *first.entry.joint->decision()->partition;
+  std::vector<std::string> host_cuts;
+  for (const runtime::Segment& s : part.segments) {
+    if (s.device != 0) continue;
+    ASSERT_GT(s.threads, 0) << "a host segment's threads are chosen while placing";
+    host_cuts.push_back(part.cut_key(s));
+    EXPECT_FALSE(history.find(runtime::CostHistory::host_threads_key(host_cuts.back())).has_value());
+  }
+  ASSERT_EQ(host_cuts.size(), 1u);
+  for (int i = 0; i < 3; ++i) testing::run_one(*first.runner, testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 50 + i));
+  EXPECT_EQ(record_batch_times({{"s", first.entry}}, history), part.segments.size() + 1) << "batch times alone are counted";
+  const std::vector<int> threads = part.host_segment_threads();
+  ASSERT_EQ(threads.size(), 1u);
+  EXPECT_EQ(history.find(runtime::CostHistory::host_threads_key(host_cuts[0])), static_cast<double>(threads[0]));
+  // Recorded again, the same count adds nothing the placement's key would see.
+  const std::uint64_t node_entries = history.node_entries_hash();
+  record_batch_times({{"s", first.entry}}, history);
+  EXPECT_EQ(history.node_entries_hash(), node_entries);
+
+  // The next placement runs the segment on them, whatever timing them anew would choose: here a
+  // count none would (the history's choice moved to one thread over three records).
+  const int other = threads[0] == 1 ? 2 : 1;
+  for (int i = 0; i < 3; ++i) history.record(runtime::CostHistory::host_threads_key(host_cuts[0]), other);
+  auto [second, second_plan] = place();
+  ASSERT_TRUE(second_plan.has_value());
+  EXPECT_FALSE(second_plan->from_cache);
+  ASSERT_EQ(chosen(*second_plan, 0).placement, "split");
+  EXPECT_EQ(second.entry.joint->decision()->partition->host_segment_threads(), std::vector<int>{other});
+}
+
 // A split's runs record its batches, and each segment's compute, by the rows they ran. The next
 // start places again (measured times where there were none) and takes the split's batch time
 // and its segments' curves from them; the start after reads that placement back, with them.
@@ -591,13 +643,7 @@ TEST(PipelinePlanner, ASplitsRunsRecordItsBatchesAndSegmentsByRowsAndTheNextStar
   base.profiles[0] = testing::stand_in_profile("cpu", 0.1, 0.1);
   base.history = &history;
   const auto place = [&] {
-    Auto s;
-    s.entry.graph = graph;
-    s.entry.device = "auto";
-    s.entry.joint = std::make_shared<runtime::JointPlacement>();
-    s.runner = runtime::make_placed_runner(graph, base, RunnerConfig{}, "s", s.entry.joint);
-    s.entry.joint->add_feed({"stage_s", 2, 5, 1});
-    for (std::int64_t rows : {1, 2}) s.runner->prepare({{rows, 16, 32, 32}});
+    Auto s = auto_model(graph, "s", base);
     auto plan = place_auto_models({{"s", s.entry}}, 0, {}, base);
     return std::pair{std::move(s), std::move(plan)};
   };
