@@ -606,11 +606,12 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     const runtime::Partition* part = d->device.empty() ? d->partition.get() : nullptr;
     if (part == nullptr || part->profiles.empty() || part->segments.size() < 2) continue;
     for (std::size_t k = 0; k < part->segments.size(); ++k) {
+      const runtime::Segment& s = part->segments[k];
       RanByRows ran;
       for (const JointPlacement::Report& r : reports) {
         if (r.segments.size() == part->segments.size()) add_ran(ran, r.segments[k], true, r.segments[k].device_overlap());
       }
-      const std::string cut = part->cut_key(part->segments[k]);
+      const std::string cut = part->cut_key(s);
       const std::size_t times = record_means(
           ran, [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); }, history);
       recorded += times;
@@ -619,7 +620,6 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
       // its thread counts anew, so that the times just recorded stand for the threads it runs on.
       // Only where the history holds another count: its node entries key the pipeline's kept
       // placement, which a sample added every run would never let stand.
-      const runtime::Segment& s = part->segments[k];
       const std::string threads_key = runtime::CostHistory::host_threads_key(cut);
       if (times > 0 && s.device == 0 && s.threads > 0 && history.find(threads_key) != static_cast<double>(s.threads)) {
         history.record(threads_key, s.threads);
