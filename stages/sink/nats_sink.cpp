@@ -42,6 +42,15 @@
 // Close waits at most flush_timeout_ms (plus one ack_timeout_ms) for the queue to drain; what is
 // still unacknowledged then counts as failed and is logged (the run itself does not fail: the
 // counts say what reached the server).
+//
+// Callbacks. The client calls back on its own threads: the connection's events (disconnected,
+// reconnected, closed) on one thread it shares among all connections, in the order they
+// happened, and JetStream's acks on the subscription's. Closing may leave a disconnected and a
+// closed callback queued there, to run after the sink is gone, so the connection's callbacks
+// reach the sink through a Link that close detaches; the closed callback, the last one a
+// connection gets, frees the link once it is detached. Acks are settled before the JetStream
+// context goes: what is still pending is taken back from the client (its handler never runs)
+// and a handler already running is waited for.
 
 #include "core/log.hpp"
 #include "core/thread_name.hpp"
@@ -276,11 +285,14 @@ class NatsSink final : public Sink {
     if (s == NATS_OK) s = natsOptions_SetTimeout(opts, 2000);
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
     // Every attempt after a failure waits initial, 2 initial, 4... up to max (the `retry` key).
-    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(opts, &NatsSink::reconnect_delay, this);
+    link_ = new Link;
+    link_->sink = this;
+    if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(opts, &NatsSink::reconnect_delay, link_);
     if (s == NATS_OK) s = natsOptions_SetReconnectBufSize(opts, 1);  // see the order note at the top
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, &NatsSink::on_reconnected, this);
-    if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, &NatsSink::on_disconnected, this);
-    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, &NatsSink::on_reconnected, this);
+    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, &NatsSink::on_reconnected, link_);
+    if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, &NatsSink::on_disconnected, link_);
+    if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, &NatsSink::on_reconnected, link_);
+    if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, &NatsSink::on_closed, link_);
     if (s == NATS_OK) {
       s = natsConnection_Connect(&conn_, opts);
       if (s == NATS_NOT_YET_CONNECTED) {
@@ -291,6 +303,7 @@ class NatsSink final : public Sink {
       }
     }
     natsOptions_Destroy(opts);
+    if (s != NATS_OK) disconnect();  // no connection: no callback will come
     check(s, fmt::format("connect to {}", url_).c_str());
     jsOptions jo;
     jsOptions_Init(&jo);
@@ -299,43 +312,100 @@ class NatsSink final : public Sink {
     jo.PublishAsync.AckHandler = &NatsSink::on_ack;
     jo.PublishAsync.AckHandlerClosure = this;
     jo.PublishAsync.StallWait = 10;
-    check(natsConnection_JetStream(&js_, conn_, &jo), "JetStream context");
+    if (const natsStatus js = natsConnection_JetStream(&js_, conn_, &jo); js != NATS_OK) {
+      disconnect();  // the constructor throws: no destructor will
+      check(js, "JetStream context");
+    }
   }
 
+  // Settles the acks, closes the connection and detaches the link (see Callbacks at the top).
   void disconnect() {
-    if (js_ != nullptr) jsCtx_Destroy(js_);
-    js_ = nullptr;
-    if (conn_ != nullptr) natsConnection_Destroy(conn_);  // closes; late acks find no batch
+    if (js_ != nullptr) {
+      natsMsgList pending{};  // (the client keeps no pending list before the first publish)
+      if (published_ && js_PublishAsyncGetPendingList(&pending, js_) == NATS_OK) natsMsgList_Destroy(&pending);
+      jsPubOptions wait;
+      jsPubOptions_Init(&wait);
+      wait.MaxWait = ack_timeout_ms_;
+      js_PublishAsyncComplete(js_, &wait);  // returns once no handler runs
+      jsCtx_Destroy(js_);
+      js_ = nullptr;
+    }
+    if (link_ != nullptr) {
+      bool free = conn_ == nullptr;  // never connected: nothing was posted
+      {
+        std::lock_guard lock(link_->mutex);
+        link_->sink = nullptr;
+        free = free || link_->closed;
+      }
+      if (free) delete link_;
+      link_ = nullptr;
+    }
+    if (conn_ != nullptr) natsConnection_Destroy(conn_);  // posts the closed callback, which frees the link
     conn_ = nullptr;
   }
 
-  static int64_t reconnect_delay(natsConnection*, int attempts, void* self) {
-    const auto* sink = static_cast<NatsSink*>(self);
-    int64_t delay = sink->retry_initial_ms_;
-    for (int i = 1; i < attempts && delay < sink->retry_max_ms_; ++i) delay *= 2;
-    return std::min<int64_t>(delay, sink->retry_max_ms_);
+  // The connection's callbacks' way to the sink; see Callbacks at the top.
+  struct Link {
+    std::mutex mutex;          // held while a callback runs on the sink
+    NatsSink* sink = nullptr;  // null once the sink closed
+    bool closed = false;       // the closed callback ran
+  };
+
+  // Runs f on the sink unless it closed.
+  template <typename F>
+  static void on_sink(void* link, F&& f) {
+    auto* l = static_cast<Link*>(link);
+    std::lock_guard lock(l->mutex);
+    if (l->sink != nullptr) f(*l->sink);
   }
 
-  static void on_disconnected(natsConnection*, void* self) {
-    auto* sink = static_cast<NatsSink*>(self);
-    std::lock_guard lock(sink->mutex_);
-    if (sink->stopping_) return;
-    sink->down_since_ = Clock::now();
-    log().warn("{}: lost the NATS server at {}; reconnecting (retry from {} ms up to {} ms)", sink->what_, sink->url_,
-               sink->retry_initial_ms_, sink->retry_max_ms_);
-  }
-
-  static void on_reconnected(natsConnection*, void* self) {
-    auto* sink = static_cast<NatsSink*>(self);
+  static void on_closed(natsConnection*, void* link) {
+    auto* l = static_cast<Link*>(link);
+    bool free = false;
     {
-      std::lock_guard lock(sink->mutex_);
-      if (sink->down_since_) {
-        log().info("{}: connected to NATS at {} after {:.1f} s", sink->what_, sink->url_,
-                   std::chrono::duration<double>(Clock::now() - *sink->down_since_).count());
-      }
-      sink->down_since_.reset();
+      std::lock_guard lock(l->mutex);
+      l->closed = true;
+      free = l->sink == nullptr;
     }
-    sink->wake_.notify_one();
+    if (free) delete l;
+  }
+
+  static int64_t reconnect_delay(natsConnection*, int attempts, void* link) {
+    int64_t delay = 1000;  // closing: the close wakes the client's wait
+    on_sink(link, [&](NatsSink& sink) {
+      delay = sink.retry_initial_ms_;
+      for (int i = 1; i < attempts && delay < sink.retry_max_ms_; ++i) delay *= 2;
+      delay = std::min<int64_t>(delay, sink.retry_max_ms_);
+    });
+    return delay;
+  }
+
+  static void on_disconnected(natsConnection*, void* link) {
+    on_sink(link, [](NatsSink& sink) { sink.lost_server(); });
+  }
+
+  static void on_reconnected(natsConnection*, void* link) {
+    on_sink(link, [](NatsSink& sink) { sink.reconnected(); });
+  }
+
+  void lost_server() {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return;
+    down_since_ = Clock::now();
+    log().warn("{}: lost the NATS server at {}; reconnecting (retry from {} ms up to {} ms)", what_, url_, retry_initial_ms_,
+               retry_max_ms_);
+  }
+
+  void reconnected() {
+    {
+      std::lock_guard lock(mutex_);
+      if (down_since_) {
+        log().info("{}: connected to NATS at {} after {:.1f} s", what_, url_,
+                   std::chrono::duration<double>(Clock::now() - *down_since_).count());
+      }
+      down_since_.reset();
+    }
+    wake_.notify_one();
   }
 
   // Called by the client's thread for every message of a batch: acknowledged or failed.
@@ -456,6 +526,7 @@ class NatsSink final : public Sink {
         }
         natsMsg* handle = msg;
         if (s == NATS_OK) s = js_PublishMsgAsync(js_, &handle, &po);
+        if (s == NATS_OK) published_ = true;
         if (s != NATS_OK) {
           std::lock_guard lock(ack_mutex_);
           in_flight_.erase(msg);
@@ -524,6 +595,7 @@ class NatsSink final : public Sink {
 
   natsConnection* conn_ = nullptr;
   jsCtx* js_ = nullptr;
+  Link* link_ = nullptr;  // the connection's callbacks' closure; freed as Callbacks at the top says
 
   std::mutex mutex_;  // queue_, stopping_, deadline_, down_since_
   std::condition_variable wake_;
@@ -539,6 +611,7 @@ class NatsSink final : public Sink {
 
   std::atomic<bool> stream_ready_{false};  // the JetStream stream exists (checked or created)
   int backoff_ms_ = 100;           // the publisher thread's
+  bool published_ = false;         // the publisher thread's; read by close once it is joined
   std::string last_complaint_;     // the publisher thread's
   std::thread publisher_;
 };

@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -175,6 +177,64 @@ TEST_F(PipelineNatsSink, LiveStreamsAreNeverResumedAndTheirIdsCarryTheRun) {
     runs.insert(r.id.substr(at + 1));
   }
   EXPECT_EQ(runs.size(), 2u);
+}
+
+// The client runs every connection's event callbacks on one thread, in order. This test holds
+// that thread in a callback of a connection of its own, runs a pipeline whose NATS sink closes
+// and is freed meanwhile (its connection's disconnected and closed callbacks queued behind), then
+// lets the thread go. The sink's close must not wait for its callbacks, and they must not reach
+// the freed sink: AddressSanitizer reports such an access as a heap-use-after-free.
+TEST_F(PipelineNatsSink, CallbacksQueuedAtCloseNeverReachTheFreedSink) {
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool held = false, open = false, passed = false;
+  } gate;
+  const auto connect = [&](natsConnectionHandler on_closed) {
+    natsOptions* opts = nullptr;
+    natsConnection* conn = nullptr;
+    EXPECT_EQ(natsOptions_Create(&opts), NATS_OK);
+    EXPECT_EQ(natsOptions_SetURL(opts, server_->url().c_str()), NATS_OK);
+    EXPECT_EQ(natsOptions_SetClosedCB(opts, on_closed, &gate), NATS_OK);
+    EXPECT_EQ(natsConnection_Connect(&conn, opts), NATS_OK);
+    natsOptions_Destroy(opts);
+    return conn;
+  };
+  natsConnection* holder = connect([](natsConnection*, void* g) {
+    auto& gate = *static_cast<Gate*>(g);
+    std::unique_lock lock(gate.mutex);
+    gate.held = true;
+    gate.changed.notify_all();
+    gate.changed.wait(lock, [&] { return gate.open; });
+  });
+  natsConnection* marker = connect([](natsConnection*, void* g) {
+    auto& gate = *static_cast<Gate*>(g);
+    std::lock_guard lock(gate.mutex);
+    gate.passed = true;
+    gate.changed.notify_all();
+  });
+  ASSERT_NE(holder, nullptr);
+  ASSERT_NE(marker, nullptr);
+  natsConnection_Close(holder);
+  {
+    std::unique_lock lock(gate.mutex);
+    ASSERT_TRUE(gate.changed.wait_for(lock, std::chrono::seconds(10), [&] { return gate.held; }))
+        << "the client's callback thread never ran the holding callback";
+  }
+  {
+    Pipeline p(testing::pipeline_text(config(server_->url(), 20, ", max_pending: 8")));
+    const auto stats = p.run();
+    EXPECT_EQ(stats.sinks[0].written, 40);
+  }  // the sink is freed here; its connection's last callbacks wait behind the held one
+  natsConnection_Close(marker);  // its closed callback comes after the sink's
+  std::unique_lock lock(gate.mutex);
+  gate.open = true;
+  gate.changed.notify_all();
+  EXPECT_TRUE(gate.changed.wait_for(lock, std::chrono::seconds(10), [&] { return gate.passed; }))
+      << "the callbacks queued behind the held one did not run";
+  lock.unlock();
+  natsConnection_Destroy(holder);
+  natsConnection_Destroy(marker);
 }
 
 TEST(PipelineNatsSinkAbsent, ServerThatNeverComesUpDoesNotHangTheRun) {
