@@ -83,8 +83,8 @@ inline void expect_frame_schema(const nlohmann::json& m, const std::vector<std::
     const std::string kind = d.at("kind");
     EXPECT_FALSE(kind.empty()) << d;
     EXPECT_EQ(d.contains("class_id"), d.contains("label")) << d;
-    if (d.contains("class_id")) EXPECT_TRUE(d["class_id"].is_number_integer() && d["label"].is_string()) << d;
-    if (d.contains("track_id")) EXPECT_TRUE(d["track_id"].is_number_integer() && d["track_id"].get<std::int64_t>() >= 0) << d;
+    if (d.contains("class_id")) { EXPECT_TRUE(d["class_id"].is_number_integer() && d["label"].is_string()) << d; }
+    if (d.contains("track_id")) { EXPECT_TRUE(d["track_id"].is_number_integer() && d["track_id"].get<std::int64_t>() >= 0) << d; }
     if (d.contains("classes")) expect_classes(d["classes"]);
     EXPECT_TRUE(d.at("score").is_number()) << d;
     expect_number_list(d.at("box"), 4, "box");

@@ -154,7 +154,7 @@ TEST(ShardSourceList, VideoSourcesFromAListFile) {
   Pipeline p(testing::pipeline_text("version: 1\nsources:\n  - {name: lobby, type: video, list: " + list +
                                     ", start_frame: 0}\n  - {name: solo, type: synthetic, frames: 2}\n"));
   EXPECT_EQ(p.stream_names(), (std::vector<std::string>{"door", "lobby-4", "hall", "solo"}));
-  const PipelineStats stats = p.run(RunOptions{.max_frames = 2});
+  const PipelineStats stats = p.run(RunOptions{.max_frames = 2, .stop = nullptr, .on_status = {}});
   ASSERT_EQ(stats.streams.size(), 4u);
   for (const auto& s : stats.streams) EXPECT_EQ(s.delivered, 2) << s.name;
 }

@@ -123,8 +123,8 @@ TEST(TrackStage, NumbersEachStreamApartWithFramesInterleaved) {
       stage->process({&p, 1});
       const auto& d = frame.detections;
       EXPECT_EQ(d[0].track_id, 1) << s << " " << f;
-      if (s == 0) EXPECT_EQ(d[1].track_id, 2);
-      if (s == 1 && f >= 2) EXPECT_EQ(d[1].track_id, f == 2 ? -1 : 2) << f;  // confirmed on its second hit
+      if (s == 0) { EXPECT_EQ(d[1].track_id, 2); }
+      if (s == 1 && f >= 2) { EXPECT_EQ(d[1].track_id, f == 2 ? -1 : 2) << f; }  // confirmed on its second hit
       EXPECT_EQ(d.back().track_id, -1);
       EXPECT_TRUE(d.back().trail.empty());
       ASSERT_EQ(d[0].trail.size(), static_cast<std::size_t>(std::min(f + 1, 3)));
