@@ -284,6 +284,12 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
   // The split's segments against rows: its batch time is theirs as the split runner runs them.
   const std::vector<runtime::RowsCurve> curves =
       part.single_device() ? std::vector<runtime::RowsCurve>{} : runtime::segment_curves(part, history);
+  // Its segments handed over as a pipeline's runs on this host measured it (record_batch_times),
+  // else as the partition learned it one batch at a time.
+  std::optional<double> handover;
+  if (history != nullptr && !part.profiles.empty()) {
+    handover = history->find(runtime::CostHistory::pipeline_handover_key(part.profiles[0]));
+  }
   std::vector<PipelineOption> out;
   for (const auto& [name, device] : placements) {
     const std::vector<int> count = segments_per_device(device, devices);
@@ -298,7 +304,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
         loads[d] += count[d] * part.segment_ms[d];
         segments_ms += count[d] * part.segment_ms[d];
       }
-      const double batch_ms = name == "split" ? runtime::split_latency_at_rows(part, curves, rows)
+      const double batch_ms = name == "split" ? runtime::split_latency_at_rows(part, curves, rows, handover)
                                               : runtime::makespan(p, device) + segments_ms;
       return std::pair{batch_ms, to_resources(loads, devices)};
     };
@@ -580,6 +586,39 @@ std::size_t record_means(const RanByRows& ran, const std::function<std::string(s
   return recorded;
 }
 
+// A split's batches beyond their segments' compute and their inputs' crossings, per segment: its
+// hand-over in this pipeline, one sample per row count at which the batches and every segment ran
+// (kMinBatchesRecorded batches). None for a split read back from the placement cache, whose
+// crossings were not costed (Partition::has_costs). Returns the samples recorded.
+std::size_t record_pipeline_handover(const runtime::Partition& part, const std::vector<JointPlacement::Report>& reports,
+                                     runtime::CostHistory& history) {
+  if (!part.has_costs()) return 0;
+  RanByRows batches;
+  std::vector<RanByRows> segments(part.segments.size());
+  for (const JointPlacement::Report& r : reports) {
+    if (r.segments.size() != part.segments.size()) continue;
+    add_ran(batches, r.model, false, 1.0);
+    for (std::size_t k = 0; k < segments.size(); ++k) add_ran(segments[k], r.segments[k], true, r.segments[k].device_overlap());
+  }
+  std::size_t recorded = 0;
+  for (const auto& [rows, batch] : batches) {
+    if (rows <= 0 || batch.first < kMinBatchesRecorded) continue;
+    std::vector<runtime::RowsCurve> compute(segments.size());
+    for (std::size_t k = 0; k < segments.size(); ++k) {
+      const auto it = segments[k].find(rows);
+      if (it == segments[k].end() || it->second.first == 0) break;
+      compute[k].add(static_cast<double>(rows), it->second.second / static_cast<double>(it->second.first));
+    }
+    if (std::any_of(compute.begin(), compute.end(), [](const runtime::RowsCurve& c) { return c.empty(); })) continue;
+    const double rest = batch.second / static_cast<double>(batch.first) -
+                        runtime::split_latency_at_rows(part, compute, static_cast<double>(rows), 0.0);
+    history.record(runtime::CostHistory::pipeline_handover_key(part.profiles[0]),
+                   std::max(0.0, rest) / static_cast<double>(segments.size()));
+    ++recorded;
+  }
+  return recorded;
+}
+
 }  // namespace
 
 std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history) {
@@ -625,6 +664,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
         history.record(threads_key, s.threads);
       }
     }
+    record_pipeline_handover(*part, reports, history);
   }
   return recorded;
 }

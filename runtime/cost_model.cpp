@@ -97,6 +97,10 @@ std::string CostHistory::handover_key(const DeviceProfile& host) {
   return fmt::format("{} {}|handover", host.device, host.name);
 }
 
+std::string CostHistory::pipeline_handover_key(const DeviceProfile& host) {
+  return fmt::format("ran {} {}|handover in a pipeline", host.device, host.name);
+}
+
 std::string CostHistory::host_timing_key(const DeviceProfile& host) {
   return fmt::format("{} {}|timed alone", host.device, host.name);
 }

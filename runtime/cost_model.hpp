@@ -59,6 +59,11 @@ class CostHistory {
   /// their inputs' crossings (the runners' hand-overs, staging and completion), learned from
   /// measured batches: "<host device> <name>|handover".
   static std::string handover_key(const DeviceProfile& host);
+  /// The same in a pipeline: what a split's batch takes per segment beyond its segments' compute
+  /// and their inputs' crossings as a pipeline's runs measured it, where its batches wait on the
+  /// other stages' threads and on the models sharing the GPU as a batch profiled alone does not:
+  /// "ran <host device> <name>|handover in a pipeline" (a run's sample: outside node_entries_hash).
+  static std::string pipeline_handover_key(const DeviceProfile& host);
   /// The key of how a host segment's time in a split run compares with its time timed alone while
   /// planning (time_host_segment), as a ratio, learned from segments that were both:
   /// "<host device> <name>|timed alone".

@@ -105,12 +105,14 @@ std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<Row
   return curves;
 }
 
-double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>& curves, double rows) {
+double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>& curves, double rows,
+                             std::optional<double> handover_ms) {
   RW_EXPECTS(curves.size() == part.segments.size(), InvalidArgument, "a split of {} segment(s) with {} curve(s) against rows",
              part.segments.size(), curves.size());
   const std::int64_t from = analysed_rows(part);
   SplitCosts costs = part.split_costs();
   costs.bytes_scale = from > 0 ? rows / static_cast<double>(from) : 1.0;
+  if (handover_ms) costs.handover_ms = *handover_ms;
   // split_latency_ms asks for each of part.segments itself, in turn.
   costs.measured = [&](const Segment& s) -> std::optional<double> {
     for (std::size_t k = 0; k < part.segments.size(); ++k) {

@@ -15,6 +15,7 @@
 #include "runtime/partition.hpp"
 #include "runtime/pipeline_placement.hpp"
 
+#include <optional>
 #include <vector>
 
 namespace redwood::runtime {
@@ -45,8 +46,9 @@ std::vector<RowsCurve> with_measured_rows(const Partition& partition, std::vecto
 /// One batch of `rows` rows through the split `partition` as the split runner runs it
 /// (split_latency_ms of its segments): each segment's compute its curve's time at those rows
 /// (`curves`, segment_curves of it), each crossing rows / R of its bytes, and the learned
-/// hand-over a segment. At the analysed rows, the batch time the partitioner predicted for its
-/// placement.
-double split_latency_at_rows(const Partition& partition, const std::vector<RowsCurve>& curves, double rows);
+/// hand-over a segment (`handover_ms` where given, else the partition's). At the analysed rows,
+/// with the partition's hand-over, the batch time the partitioner predicted for its placement.
+double split_latency_at_rows(const Partition& partition, const std::vector<RowsCurve>& curves, double rows,
+                             std::optional<double> handover_ms = std::nullopt);
 
 }  // namespace redwood::runtime

@@ -752,6 +752,90 @@ TEST(PipelinePlanner, ASplitsRunsRecordItsBatchesAndSegmentsByRowsAndTheNextStar
   EXPECT_EQ(history.size(), keys);
 }
 
+// A split's runs in a pipeline also measure what its batches take beyond their segments' compute
+// and crossings: the pipeline's hand-over a segment on this host. A split no run measured (a first
+// start, a new cut) is predicted with it instead of the hand-over learned one batch at a time.
+TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotMeasuredYet) {
+  const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-handover").c_str());
+  const auto graph = softmax_between_convs_model();
+  runtime::CostHistory history;
+  runtime::PartitionOptions base = base_options();
+  base.profiles[0] = testing::stand_in_profile("cpu", 0.1, 0.1);  // the split stays the choice
+  base.history = &history;
+  const auto place = [&](runtime::CostHistory* h) {
+    // Each in a cache folder of its own: the placement cache's key does not see a run's samples.
+    const testing::ScopedEnv own("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-handover").c_str());
+    runtime::PartitionOptions options = base;
+    options.history = h;
+    Auto s = auto_model(graph, "s", options);
+    auto plan = place_auto_models({{"s", s.entry}}, 0, {}, options);
+    return std::pair{std::move(s), std::move(plan)};
+  };
+  auto [first, first_plan] = place(&history);
+  ASSERT_TRUE(first_plan.has_value());
+  ASSERT_EQ(chosen(*first_plan, 0).placement, "split");
+  const runtime::Partition& part = *first.entry.joint->decision()->partition;
+  const std::size_t segments = part.segments.size();
+  ASSERT_GE(segments, 3u);
+  const std::string key = runtime::CostHistory::pipeline_handover_key(part.profiles[0]);
+  EXPECT_FALSE(history.find(key).has_value());
+  for (int i = 0; i < 3; ++i) {
+    for (std::int64_t rows : {1, 2}) testing::run_one(*first.runner, testing::random_tensor(DType::kF32, {rows, 16, 32, 32}, -1, 1, 60 + i));
+  }
+  const std::uint64_t node_entries = history.node_entries_hash();
+  record_batch_times({{"s", first.entry}}, history);
+  // One sample a row count: the batch's mean beyond its segments' mean compute and the crossings
+  // at those rows, shared among the segments.
+  const RunnerStats whole = first.runner->stats();
+  const std::vector<RunnerStats> parts = first.runner->segment_stats();
+  ASSERT_EQ(parts.size(), segments);
+  std::vector<double> samples;
+  for (std::int64_t rows : {1, 2}) {
+    const RunnerStats::RowsTimes& t = whole.run_rows_ms.at(rows);
+    std::vector<runtime::RowsCurve> compute(segments);
+    for (std::size_t k = 0; k < segments; ++k) {
+      const RunnerStats::RowsTimes& st = parts[k].run_rows_ms.at(rows);
+      compute[k].add(static_cast<double>(rows), st.compute_ms / static_cast<double>(st.batches) / parts[k].device_overlap());
+    }
+    const double rest = t.ms / static_cast<double>(t.batches) - runtime::split_latency_at_rows(part, compute, static_cast<double>(rows), 0.0);
+    samples.push_back(std::max(0.0, rest) / static_cast<double>(segments));
+  }
+  const auto learned = history.find(key);
+  ASSERT_TRUE(learned.has_value());
+  EXPECT_NEAR(*learned, (samples[0] + samples[1]) / 2, 1e-9);
+  EXPECT_EQ(history.node_entries_hash(), node_entries) << "a run's sample: the kept placement's key does not see it";
+
+  // A history holding the hand-over alone (the split never measured): the split's options are
+  // the node costs' batch with that hand-over a segment, against the partition's without it.
+  runtime::CostHistory handover_only;
+  for (int i = 0; i < 3; ++i) handover_only.record(key, 7.5);
+  auto [with, with_plan] = place(&handover_only);
+  runtime::CostHistory empty;
+  auto [without, without_plan] = place(&empty);
+  ASSERT_TRUE(with_plan.has_value());
+  ASSERT_TRUE(without_plan.has_value());
+  ASSERT_FALSE(with_plan->from_cache);
+  ASSERT_FALSE(without_plan->from_cache);
+  const runtime::Partition& cut = *without.entry.joint->decision()->partition;
+  ASSERT_EQ(with.entry.joint->decision()->partition->node_devices(), cut.node_devices());
+  const auto& with_options = with_plan->problem.models[0].options;
+  const auto& without_options = without_plan->problem.models[0].options;
+  ASSERT_EQ(with_options.size(), without_options.size());
+  int splits = 0;
+  for (std::size_t i = 0; i < with_options.size(); ++i) {
+    if (with_options[i].placement != "split") {
+      EXPECT_DOUBLE_EQ(with_options[i].batch_ms, without_options[i].batch_ms);
+      continue;
+    }
+    ++splits;
+    EXPECT_FALSE(with_options[i].measured);
+    EXPECT_NEAR(with_options[i].batch_ms - without_options[i].batch_ms,
+                static_cast<double>(cut.segments.size()) * (7.5 - cut.handover_ms), 1e-9)
+        << with_options[i].rows << " rows";
+  }
+  EXPECT_GT(splits, 0);
+}
+
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {
   const testing::ScopedEnv cache("REDWOOD_CACHE_DIR", testing::temp_dir("pipeline-planner-kept-measured").c_str());
   const auto a = conv_model();
