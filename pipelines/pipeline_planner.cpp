@@ -254,6 +254,14 @@ std::vector<std::string> placement_lines(const PipelinePlan& plan) {
   return out;
 }
 
+// A split's hand-over a segment as pipelines' runs on this host measured it (record_batch_times),
+// if they did; a split's batches not measured are costed with it in place of the partition's
+// (learned one batch at a time).
+std::optional<double> pipeline_handover(const runtime::Partition& part, const runtime::CostHistory* history) {
+  if (history == nullptr || part.profiles.empty()) return std::nullopt;
+  return history->find(runtime::CostHistory::pipeline_handover_key(part.profiles[0]));
+}
+
 }  // namespace
 
 std::string history_device(const runtime::PartitionOptions& base, std::size_t d) {
@@ -284,12 +292,7 @@ std::vector<PipelineOption> pipeline_options(const runtime::Partition& part, con
   // The split's segments against rows: its batch time is theirs as the split runner runs them.
   const std::vector<runtime::RowsCurve> curves =
       part.single_device() ? std::vector<runtime::RowsCurve>{} : runtime::segment_curves(part, history);
-  // Its segments handed over as a pipeline's runs on this host measured it (record_batch_times),
-  // else as the partition learned it one batch at a time.
-  std::optional<double> handover;
-  if (history != nullptr && !part.profiles.empty()) {
-    handover = history->find(runtime::CostHistory::pipeline_handover_key(part.profiles[0]));
-  }
+  const std::optional<double> handover = pipeline_handover(part, history);
   std::vector<PipelineOption> out;
   for (const auto& [name, device] : placements) {
     const std::vector<int> count = segments_per_device(device, devices);
@@ -541,10 +544,14 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
       d.history_key = history_key(c, base, history_devices, d.device);
     }
     // The runner's line in the run's summary: its part, and the pipeline's predicted utilization.
+    std::string source = o.measured ? " (from measured batches)" : "";
+    if (const auto handover = pipeline_handover(*partitions[m], base.history); split && !o.measured && handover) {
+      source = fmt::format(" (its segments handed over in {:.3f} ms each, as runs in a pipeline measured)", *handover);
+    }
     d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch{}; the pipeline's "
                          "predicted utilization: {}",
-                         o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms,
-                         o.measured ? " (from measured batches)" : "", runtime::utilization_text(plan.result.best));
+                         o.placement == "split" ? "split" : "whole", o.frames, o.rows, o.batch_ms, source,
+                         runtime::utilization_text(plan.result.best));
     // A split's measured batches are kept for the split chosen (the one a later start finds
     // them for again), not for one the model's partition offered and the placement left.
     auto measured = measured_at(c);

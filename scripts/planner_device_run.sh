@@ -9,9 +9,11 @@
 # CPU-only, and det once for throughput (the ILP); then the OCR pipeline with rec's Softmax nodes
 # pinned to the CPU (`device: auto`), run three times in one cache folder: placed, placed again
 # on the first run's measured batch times, then read back from the placement cache, each run's
-# summary printing the split's segments, measured and predicted.
+# summary printing the split's segments, measured and predicted; then a fourth start with two of
+# the three Softmax nodes pinned, a cut not run before, costed with the hand-over the three
+# runs measured in the pipeline.
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
-# docs/results/ to keep it. With --pipeline-only, the pipeline's three starts alone
+# docs/results/ to keep it. With --pipeline-only, the pipeline's four starts alone
 # ($OUT/YYYY-MM-DD-<gpu>-planner-pipeline.md).
 #
 #   device run, carry [".device/pN"]:  bash scripts/planner_device_run.sh [--pipeline-only]
@@ -87,5 +89,12 @@ for start in "placed" "placed again on the batch times the first run measured" "
   section "OCR pipeline, rec's Softmax nodes pinned to the CPU, 200 frames: $start" \
     run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
 done
+# A cut not run before (two of the three Softmax nodes pinned): no batches of it measured, its
+# batch costed from node costs, the segments' times the runs measured, and the hand-over a
+# segment the runs above measured in the pipeline.
+awk '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
+  print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu}"}' configs/ocr-streams.yaml >"$split_config"
+section "OCR pipeline, two of rec's Softmax nodes pinned to the CPU (a cut not run before), 200 frames" \
+  run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
 rm -f "$split_config"
 cat "$result"

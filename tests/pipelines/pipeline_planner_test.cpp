@@ -808,7 +808,7 @@ TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotM
   // A history holding the hand-over alone (the split never measured): the split's options are
   // the node costs' batch with that hand-over a segment, against the partition's without it.
   runtime::CostHistory handover_only;
-  for (int i = 0; i < 3; ++i) handover_only.record(key, 7.5);
+  for (int i = 0; i < 3; ++i) handover_only.record(key, 0.75);
   auto [with, with_plan] = place(&handover_only);
   runtime::CostHistory empty;
   auto [without, without_plan] = place(&empty);
@@ -830,10 +830,14 @@ TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotM
     ++splits;
     EXPECT_FALSE(with_options[i].measured);
     EXPECT_NEAR(with_options[i].batch_ms - without_options[i].batch_ms,
-                static_cast<double>(cut.segments.size()) * (7.5 - cut.handover_ms), 1e-9)
+                static_cast<double>(cut.segments.size()) * (0.75 - cut.handover_ms), 1e-9)
         << with_options[i].rows << " rows";
   }
   EXPECT_GT(splits, 0);
+  // The run's summary says where the split's batch time came from.
+  ASSERT_EQ(chosen(*with_plan, 0).placement, "split");
+  const std::string note = with.entry.joint->decision()->note;
+  EXPECT_NE(note.find("its segments handed over in 0.750 ms each, as runs in a pipeline measured"), std::string::npos) << note;
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {
