@@ -596,10 +596,10 @@ std::size_t record_means(const RanByRows& ran, const std::function<std::string(s
 // A split's batches beyond their segments' compute and their inputs' crossings, per segment: its
 // hand-over in this pipeline, one sample per row count at which the batches and every segment ran
 // (kMinBatchesRecorded batches). None for a split read back from the placement cache, whose
-// crossings were not costed (Partition::has_costs). Returns the samples recorded.
-std::size_t record_pipeline_handover(const runtime::Partition& part, const std::vector<JointPlacement::Report>& reports,
-                                     runtime::CostHistory& history) {
-  if (!part.has_costs()) return 0;
+// crossings were not costed (Partition::has_costs).
+void record_pipeline_handover(const runtime::Partition& part, const std::vector<JointPlacement::Report>& reports,
+                              runtime::CostHistory& history) {
+  if (!part.has_costs()) return;
   RanByRows batches;
   std::vector<RanByRows> segments(part.segments.size());
   for (const JointPlacement::Report& r : reports) {
@@ -607,7 +607,6 @@ std::size_t record_pipeline_handover(const runtime::Partition& part, const std::
     add_ran(batches, r.model, false, 1.0);
     for (std::size_t k = 0; k < segments.size(); ++k) add_ran(segments[k], r.segments[k], true, r.segments[k].device_overlap());
   }
-  std::size_t recorded = 0;
   for (const auto& [rows, batch] : batches) {
     if (rows <= 0 || batch.first < kMinBatchesRecorded) continue;
     std::vector<runtime::RowsCurve> compute(segments.size());
@@ -621,9 +620,7 @@ std::size_t record_pipeline_handover(const runtime::Partition& part, const std::
                         runtime::split_latency_at_rows(part, compute, static_cast<double>(rows), 0.0);
     history.record(runtime::CostHistory::pipeline_handover_key(part.profiles[0]),
                    std::max(0.0, rest) / static_cast<double>(segments.size()));
-    ++recorded;
   }
-  return recorded;
 }
 
 }  // namespace
