@@ -103,7 +103,9 @@ class PlacedRunner final : public ModelRunner {
   std::vector<RunnerStats> segment_stats() const override {
     const ModelRunner* r = chosen();
     std::vector<RunnerStats> out = r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
-    if (!out.empty() && decision_) out[0].description += fmt::format(" ({}{})", decision_->note, measured(r->stats()));
+    if (!out.empty() && decision_) {
+      out[0].description += fmt::format(" ({}{}{})", decision_->note, measured(r->stats()), between_segments(r->stats(), out));
+    }
     // Each segment's compute a batch (and its share of the GPU's time where batches overlapped
     // there) beside the time predicted for it where it was placed, and at the rows the split's
     // batches had.
@@ -164,6 +166,23 @@ class PlacedRunner final : public ModelRunner {
     }
     const double ms = (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / batches;
     return fmt::format(", measured {:.3f} ms a batch of {:.1f} rows on average{}{}", ms, rows, gpu_share(ms, st), predicted);
+  }
+
+  // "; 2.670 ms of it between its segments (0.534 a segment)": a split's batch beyond its segments'
+  // copies and compute, each a batch on average: the hand-overs from one segment's runner to the
+  // next one's (the pipeline's placement learns its hand-over the same way, with the crossings
+  // as predicted instead of the copies as measured).
+  static std::string between_segments(const RunnerStats& whole, const std::vector<RunnerStats>& segments) {
+    if (whole.batches == 0 || segments.empty()) return "";
+    double segments_ms = 0;
+    for (const RunnerStats& s : segments) {
+      if (s.batches == 0) return "";
+      segments_ms += (s.copy_in_ms + s.compute_ms + s.copy_out_ms) / static_cast<double>(s.batches);
+    }
+    const double batch_ms = (whole.copy_in_ms + whole.compute_ms + whole.copy_out_ms) / static_cast<double>(whole.batches);
+    const double between = std::max(0.0, batch_ms - segments_ms);
+    return fmt::format("; {:.3f} ms of it between its segments ({:.3f} a segment)", between,
+                       between / static_cast<double>(segments.size()));
   }
 
   // The pipeline's decision: this runner's own runner made as decided, prepared at the shapes

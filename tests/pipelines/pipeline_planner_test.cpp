@@ -803,6 +803,14 @@ TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotM
   const auto learned = history.find(key);
   ASSERT_TRUE(learned.has_value());
   EXPECT_NEAR(*learned, (samples[0] + samples[1]) / 2, 1e-9);
+  // The run's summary says how much of a batch went between its segments: the batch's mean less
+  // each segment's copies and compute a batch.
+  double between = whole.compute_ms / static_cast<double>(whole.batches);
+  for (const RunnerStats& st : parts) between -= (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / static_cast<double>(st.batches);
+  between = std::max(0.0, between);
+  const std::string line = fmt::format("; {:.3f} ms of it between its segments ({:.3f} a segment)", between,
+                                       between / static_cast<double>(segments));
+  EXPECT_NE(parts[0].description.find(line), std::string::npos) << parts[0].description;
   EXPECT_EQ(history.node_entries_hash(), node_entries) << "a run's sample: the kept placement's key does not see it";
 
   // A history holding the hand-over alone (the split never measured): the split's options are
