@@ -593,20 +593,14 @@ std::size_t record_means(const RanByRows& ran, const std::function<std::string(s
   return recorded;
 }
 
-// A split's batches beyond their segments' compute and their inputs' crossings, per segment: its
-// hand-over in this pipeline, one sample per row count at which the batches and every segment ran
+// A split's batches (`batches`, of the runners that ran its segments) beyond their segments'
+// compute (`segments`, each one's) and their inputs' crossings, per segment: its hand-over in this
+// pipeline, one sample per row count at which the batches and every segment ran
 // (kMinBatchesRecorded batches). None for a split read back from the placement cache, whose
 // crossings were not costed (Partition::has_costs).
-void record_pipeline_handover(const runtime::Partition& part, const std::vector<JointPlacement::Report>& reports,
+void record_pipeline_handover(const runtime::Partition& part, const RanByRows& batches, const std::vector<RanByRows>& segments,
                               runtime::CostHistory& history) {
   if (!part.has_costs()) return;
-  RanByRows batches;
-  std::vector<RanByRows> segments(part.segments.size());
-  for (const JointPlacement::Report& r : reports) {
-    if (r.segments.size() != part.segments.size()) continue;
-    add_ran(batches, r.model, false, 1.0);
-    for (std::size_t k = 0; k < segments.size(); ++k) add_ran(segments[k], r.segments[k], true, r.segments[k].device_overlap());
-  }
   for (const auto& [rows, batch] : batches) {
     if (rows <= 0 || batch.first < kMinBatchesRecorded) continue;
     std::vector<runtime::RowsCurve> compute(segments.size());
@@ -648,15 +642,19 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     // under its cut key at those rows (runtime/partition_rows.hpp reads them back).
     const runtime::Partition* part = d->device.empty() ? d->partition.get() : nullptr;
     if (part == nullptr || part->profiles.empty() || part->segments.size() < 2) continue;
+    // The runners that ran its segments: their split batches whole, and each segment's.
+    RanByRows split_batches;
+    std::vector<RanByRows> segment_batches(part->segments.size());
+    for (const JointPlacement::Report& r : reports) {
+      if (r.segments.size() != part->segments.size()) continue;
+      add_ran(split_batches, r.model, false, 1.0);
+      for (std::size_t k = 0; k < r.segments.size(); ++k) add_ran(segment_batches[k], r.segments[k], true, r.segments[k].device_overlap());
+    }
     for (std::size_t k = 0; k < part->segments.size(); ++k) {
       const runtime::Segment& s = part->segments[k];
-      RanByRows ran;
-      for (const JointPlacement::Report& r : reports) {
-        if (r.segments.size() == part->segments.size()) add_ran(ran, r.segments[k], true, r.segments[k].device_overlap());
-      }
       const std::string cut = part->cut_key(s);
       const std::size_t times = record_means(
-          ran, [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); }, history);
+          segment_batches[k], [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); }, history);
       recorded += times;
       // And a host segment's threads, as `redwood plan --profile` keeps them: the next placement
       // runs the segment there (partition_model takes them from the history) instead of timing
@@ -668,7 +666,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
         history.record(threads_key, s.threads);
       }
     }
-    record_pipeline_handover(*part, reports, history);
+    record_pipeline_handover(*part, split_batches, segment_batches, history);
   }
   return recorded;
 }

@@ -104,7 +104,8 @@ class PlacedRunner final : public ModelRunner {
     const ModelRunner* r = chosen();
     std::vector<RunnerStats> out = r != nullptr ? r->segment_stats() : std::vector<RunnerStats>{};
     if (!out.empty() && decision_) {
-      out[0].description += fmt::format(" ({}{}{})", decision_->note, measured(r->stats()), between_segments(r->stats(), out));
+      const RunnerStats whole = r->stats();
+      out[0].description += fmt::format(" ({}{}{})", decision_->note, measured(whole), between_segments(whole, out));
     }
     // Each segment's compute a batch (and its share of the GPU's time where batches overlapped
     // there) beside the time predicted for it where it was placed, and at the rows the split's
