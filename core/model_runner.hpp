@@ -129,6 +129,11 @@ struct RunnerStats {
   /// longer than it would alone (device_overlap()).
   double device_compute_sum_ms = 0;
   double span_ms = 0;                        // first copy in to last copy out
+  /// A split's segment (in SplitRunner::segment_stats()), summed over batches on the host's
+  /// clock: from the batch being ready for it (every segment it waits for complete) to its
+  /// runner's submit returning, and from then to its completion being called. Less the segment's
+  /// copies and compute, their sum is what handing the batch to its runner and back cost.
+  double handover_submit_ms = 0, handover_after_ms = 0;
   std::size_t bytes_in = 0, bytes_out = 0;
   double pinned_h2d_gbps = 0, pinned_d2h_gbps = 0;  // the device's measured pinned-copy peak (GPU)
 

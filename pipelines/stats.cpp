@@ -167,9 +167,17 @@ std::string summary_text(const PipelineStats& st) {
                        r.batches ? static_cast<double>(r.rows) / static_cast<double>(r.batches) : 0.0,
                        r.run_rows > r.rows ? fmt::format(" ({} run, with padding)", r.run_rows) : std::string(),
                        wall_ms > 0 ? 1000.0 * static_cast<double>(r.rows) / wall_ms : 0.0);
-    out += fmt::format("    per batch: copy in {:.2f} ms, compute {:.2f} ms, copy out {:.2f} ms, waiting for a slot {:.2f} ms\n",
+    out += fmt::format("    per batch: copy in {:.2f} ms, compute {:.2f} ms, copy out {:.2f} ms, waiting for a slot {:.2f} ms",
                        r.batches ? r.copy_in_ms / r.batches : 0.0, r.batches ? r.compute_ms / r.batches : 0.0,
                        r.batches ? r.copy_out_ms / r.batches : 0.0, r.batches ? r.wait_ms / r.batches : 0.0);
+    if (r.batches > 0 && r.handover_submit_ms + r.handover_after_ms > 0) {
+      // A split's segment: what handing the batch to its runner and back cost, on the host's clock.
+      const double b = static_cast<double>(r.batches);
+      const double beyond = (r.handover_submit_ms + r.handover_after_ms - r.copy_in_ms - r.compute_ms - r.copy_out_ms) / b;
+      out += fmt::format(", handed over in {:.2f} ms beyond its copies and compute ({:.2f} in its runner's submit)",
+                         std::max(0.0, beyond), r.handover_submit_ms / b);
+    }
+    out += "\n";
     out += fmt::format("    busy {:.0f} % of the run (compute {:.0f} %), copies {:.0f} % hidden under compute", 
                        wall_ms > 0 ? 100.0 * r.busy_ms / wall_ms : 0.0, wall_ms > 0 ? 100.0 * r.compute_busy_ms / wall_ms : 0.0,
                        100.0 * r.overlap());

@@ -169,21 +169,34 @@ class PlacedRunner final : public ModelRunner {
     return fmt::format(", measured {:.3f} ms a batch of {:.1f} rows on average{}{}", ms, rows, gpu_share(ms, st), predicted);
   }
 
-  // "; 2.670 ms of it between its segments (0.534 a segment)": a split's batch beyond its segments'
-  // copies and compute, each a batch on average: the hand-overs from one segment's runner to the
-  // next one's (the pipeline's placement learns its hand-over the same way, with the crossings
-  // as predicted instead of the copies as measured).
+  // "; 2.670 ms of it between its segments (0.534 a segment: 0.150 staging its inputs, 2.300 in
+  // the segments' runners beyond their copies and compute, 0.410 of it in their submits, 0.200
+  // from one segment to the next, 0.020 its outputs)": a split's batch beyond its segments'
+  // copies and compute, each a batch on average (the pipeline's placement learns its hand-over
+  // the same way, with the crossings as predicted instead of the copies as measured), and where
+  // it went on the host's clock. The parts add up for a chain of segments; segments that run at
+  // once (branches) overlap, and nothing is left for the hops.
   static std::string between_segments(const RunnerStats& whole, const std::vector<RunnerStats>& segments) {
     if (whole.batches == 0 || segments.empty()) return "";
-    double segments_ms = 0;
+    double segments_ms = 0, beyond_ms = 0, submits_ms = 0;
     for (const RunnerStats& s : segments) {
       if (s.batches == 0) return "";
-      segments_ms += (s.copy_in_ms + s.compute_ms + s.copy_out_ms) / static_cast<double>(s.batches);
+      const double b = static_cast<double>(s.batches);
+      const double ms = (s.copy_in_ms + s.compute_ms + s.copy_out_ms) / b;
+      segments_ms += ms;
+      beyond_ms += std::max(0.0, (s.handover_submit_ms + s.handover_after_ms) / b - ms);
+      submits_ms += s.handover_submit_ms / b;
     }
-    const double batch_ms = (whole.copy_in_ms + whole.compute_ms + whole.copy_out_ms) / static_cast<double>(whole.batches);
+    const double b = static_cast<double>(whole.batches);
+    const double batch_ms = (whole.copy_in_ms + whole.compute_ms + whole.copy_out_ms) / b;
     const double between = std::max(0.0, batch_ms - segments_ms);
-    return fmt::format("; {:.3f} ms of it between its segments ({:.3f} a segment)", between,
-                       between / static_cast<double>(segments.size()));
+    const double staging_ms = whole.copy_in_ms / b, outputs_ms = whole.copy_out_ms / b;
+    const double hops_ms = std::max(0.0, between - staging_ms - beyond_ms - outputs_ms);
+    return fmt::format(
+        "; {:.3f} ms of it between its segments ({:.3f} a segment: {:.3f} staging its inputs, {:.3f} in the segments' runners "
+        "beyond their copies and compute, {:.3f} of it in their submits, {:.3f} from one segment to the next, {:.3f} its outputs)",
+        between, between / static_cast<double>(segments.size()), staging_ms, beyond_ms, std::min(submits_ms, beyond_ms), hops_ms,
+        outputs_ms);
   }
 
   // The pipeline's decision: this runner's own runner made as decided, prepared at the shapes

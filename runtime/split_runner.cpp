@@ -66,7 +66,7 @@ class SplitRunner final : public ModelRunner {
   void submit(InferBatch batch, InferDone done) override {
     check_batch(*graph_, batch);
     auto job = std::make_shared<Job>();
-    job->start = std::chrono::steady_clock::now();
+    job->start = Clock::now();
     part_rows(batch.inputs[0], job->rows);
     std::int64_t total = 0;
     for (auto r : job->rows) total += r;
@@ -77,10 +77,14 @@ class SplitRunner final : public ModelRunner {
     job->total = total;
     job->counted = batch.counted;
     job->allocate = std::move(batch.allocate);
-    job->done = std::move(done);
+    job->on_done = std::move(done);
     std::vector<Tensor> staged = stage_inputs(batch, total, job->run_rows, &job->bytes_in);
     for (std::size_t i = 0; i < staged.size(); ++i) job->values[graph_->inputs[i].name] = std::move(staged[i]);
     job->waiting = waits_for_;
+    job->ready.resize(segments_.size());
+    job->submitted.resize(segments_.size());
+    job->done.resize(segments_.size());
+    job->staged = Clock::now();
     {
       std::lock_guard lock(mutex_);
       ++in_flight_;
@@ -128,12 +132,19 @@ class SplitRunner final : public ModelRunner {
   std::vector<RunnerStats> segment_stats() const override {
     std::vector<RunnerStats> out;
     for (const auto& r : runners_) out.push_back(r->stats());
+    std::lock_guard lock(mutex_);
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      out[k].handover_submit_ms = handover_[k].submit_ms;
+      out[k].handover_after_ms = handover_[k].after_ms;
+    }
     return out;
   }
 
  private:
+  using Clock = std::chrono::steady_clock;
+
   struct Job {
-    std::mutex mutex;                      // values, waiting, outstanding, error: segments complete on their own threads
+    std::mutex mutex;                      // values, waiting, outstanding, error, the times: segments complete on their own threads
     std::map<std::string, Tensor> values;  // whole-batch values by name
     std::vector<int> waiting;              // per segment: segments it still waits for
     int outstanding = 0;                   // segments submitted and not complete
@@ -145,8 +156,16 @@ class SplitRunner final : public ModelRunner {
     std::size_t bytes_in = 0;
     bool counted = true;  // InferBatch::counted, passed on to every segment's batch
     TensorAllocator allocate;
-    InferDone done;
-    std::chrono::steady_clock::time_point start;
+    InferDone on_done;
+    // When the batch began, its inputs were staged; per segment, when it was ready (launched),
+    // its runner's submit returned, its completion came.
+    Clock::time_point start, staged;
+    std::vector<Clock::time_point> ready, submitted, done;
+  };
+
+  // A segment's hand-overs, summed over counted batches (RunnerStats::handover_submit_ms).
+  struct Handover {
+    double submit_ms = 0, after_ms = 0;
   };
 
   static std::string describe(const Partition& p, const RunnerConfig& config) {
@@ -173,6 +192,7 @@ class SplitRunner final : public ModelRunner {
         InferBatch b;
         {
           std::lock_guard lock(job->mutex);
+          job->ready[k] = Clock::now();
           for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
         }
         b.allocate = values_->allocator();
@@ -180,6 +200,9 @@ class SplitRunner final : public ModelRunner {
         b.counted_rows = job->total;  // in the segment's stats, the split batch's rows
         b.counted_run_rows = job->run_rows;
         runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
+        std::lock_guard lock(job->mutex);
+        // Its completion may have come first, and set it.
+        if (job->submitted[k] == Clock::time_point{}) job->submitted[k] = Clock::now();
       } catch (...) {
         std::lock_guard lock(job->mutex);
         if (!job->error) job->error = std::current_exception();
@@ -203,6 +226,10 @@ class SplitRunner final : public ModelRunner {
     bool last = false;
     {
       std::lock_guard lock(job->mutex);
+      job->done[k] = Clock::now();
+      // A completion before its submit returned: the batch's time in the segment was all in its
+      // submit (and the submitting thread must not write the time once the batch may be over).
+      if (job->submitted[k] == Clock::time_point{}) job->submitted[k] = job->done[k];
       --job->outstanding;
       ++job->completed;
       if (r.error && !job->error) job->error = r.error;
@@ -239,14 +266,24 @@ class SplitRunner final : public ModelRunner {
       fail(job, std::current_exception());
       return;
     }
-    const double start = std::chrono::duration<double, std::milli>(job->start - epoch_).count();
-    const double end = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - epoch_).count();
-    timing.copy_in_start = timing.compute_start = start;
-    timing.compute_end = timing.copy_out_end = end;
+    // The split's own copies: its inputs staged into whole values before the first segment, its
+    // outputs split into the batch's parts after the last; between them, its segments.
+    const Clock::time_point last_done = *std::max_element(job->done.begin(), job->done.end());
+    timing.copy_in_start = ms_since_epoch(job->start);
+    timing.compute_start = ms_since_epoch(job->staged);
+    timing.compute_end = ms_since_epoch(last_done);
+    timing.copy_out_end = ms_since_epoch(Clock::now());
     timing.bytes_in = job->bytes_in;
     timing.rows = job->total;
     timing.run_rows = job->run_rows;
-    if (job->counted) recorder_.record(timing, false);
+    if (job->counted) {
+      recorder_.record(timing, false);
+      std::lock_guard lock(mutex_);
+      for (std::size_t k = 0; k < segments_.size(); ++k) {
+        handover_[k].submit_ms += ms_between(job->ready[k], job->submitted[k]);
+        handover_[k].after_ms += ms_between(job->submitted[k], job->done[k]);
+      }
+    }
     job->values.clear();
     deliver(job, result);
   }
@@ -272,11 +309,11 @@ class SplitRunner final : public ModelRunner {
       ++delivered_;
       lock.unlock();
       try {
-        r.job->done(r.result);
+        r.job->on_done(r.result);
       } catch (const std::exception& e) {
         log().error("{}: a batch's completion threw: {}", graph_->name, e.what());
       }
-      r.job->done = nullptr;
+      r.job->on_done = nullptr;
       r.job->values.clear();
       lock.lock();
       --in_flight_;
@@ -285,14 +322,19 @@ class SplitRunner final : public ModelRunner {
     delivering_ = false;
   }
 
+  double ms_since_epoch(Clock::time_point t) const { return ms_between(epoch_, t); }
+  static double ms_between(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  }
+
   std::shared_ptr<const Graph> graph_;
   std::vector<Segment> segments_;
   std::shared_ptr<ValuePool> values_;
   std::vector<int> waits_for_;                   // per segment: how many segments make its inputs
   std::vector<std::vector<std::size_t>> next_;   // per segment: the segments that read its outputs
   RunnerStatsRecorder recorder_;
-  const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
-  mutable std::mutex mutex_;
+  const Clock::time_point epoch_ = Clock::now();
+  mutable std::mutex mutex_;  // the order of delivery, in_flight_, handover_
   std::condition_variable idle_;
   int in_flight_ = 0;
   struct Ready {
@@ -302,6 +344,7 @@ class SplitRunner final : public ModelRunner {
   std::uint64_t submitted_ = 0, delivered_ = 0;
   std::map<std::uint64_t, Ready> ready_;  // finished batches waiting for an earlier one
   bool delivering_ = false;
+  std::vector<Handover> handover_ = std::vector<Handover>(segments_.size());  // per segment
   std::vector<std::unique_ptr<ModelRunner>> runners_;  // last: they go first, while the rest exists
 };
 

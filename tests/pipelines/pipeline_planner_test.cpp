@@ -803,13 +803,26 @@ TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotM
   const auto learned = history.find(key);
   ASSERT_TRUE(learned.has_value());
   EXPECT_NEAR(*learned, (samples[0] + samples[1]) / 2, 1e-9);
-  // The run's summary says how much of a batch went between its segments: the batch's mean less
-  // each segment's copies and compute a batch.
-  double between = whole.compute_ms / static_cast<double>(whole.batches);
-  for (const RunnerStats& st : parts) between -= (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / static_cast<double>(st.batches);
+  // The run's summary says how much of a batch went between its segments (the batch's mean less
+  // each segment's copies and compute a batch) and where: staging the inputs (the split's copy
+  // in), in the segments' runners beyond their copies and compute, from one segment to the next
+  // (the rest), splitting the outputs (its copy out).
+  const double b = static_cast<double>(whole.batches);
+  double between = (whole.copy_in_ms + whole.compute_ms + whole.copy_out_ms) / b;
+  double beyond = 0, submits = 0;
+  for (const RunnerStats& st : parts) {
+    const double ms = (st.copy_in_ms + st.compute_ms + st.copy_out_ms) / static_cast<double>(st.batches);
+    between -= ms;
+    beyond += std::max(0.0, (st.handover_submit_ms + st.handover_after_ms) / static_cast<double>(st.batches) - ms);
+    submits += st.handover_submit_ms / static_cast<double>(st.batches);
+  }
   between = std::max(0.0, between);
-  const std::string line = fmt::format("; {:.3f} ms of it between its segments ({:.3f} a segment)", between,
-                                       between / static_cast<double>(segments));
+  const double hops = std::max(0.0, between - whole.copy_in_ms / b - beyond - whole.copy_out_ms / b);
+  const std::string line = fmt::format(
+      "; {:.3f} ms of it between its segments ({:.3f} a segment: {:.3f} staging its inputs, {:.3f} in the segments' runners "
+      "beyond their copies and compute, {:.3f} of it in their submits, {:.3f} from one segment to the next, {:.3f} its outputs)",
+      between, between / static_cast<double>(segments), whole.copy_in_ms / b, beyond, std::min(submits, beyond), hops,
+      whole.copy_out_ms / b);
   EXPECT_NE(parts[0].description.find(line), std::string::npos) << parts[0].description;
   EXPECT_EQ(history.node_entries_hash(), node_entries) << "a run's sample: the kept placement's key does not see it";
 

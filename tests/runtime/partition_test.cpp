@@ -197,6 +197,54 @@ TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   }
 }
 
+// Where a split's batch went, on the host's clock: its own stats are the inputs staged (copy in),
+// the segments (compute) and the outputs split (copy out); each segment's, the time from the
+// batch being ready for it to its completion, of which its runner's copies and compute are a part.
+TEST(SplitRunner, ItsStatsSayWhereABatchWentBetweenItsSegments) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  ASSERT_GE(p.segments.size(), 3u);
+  RunnerConfig config;
+  config.slots = 2;
+  auto split = make_split_runner(p, config);
+  split->prepare({{2, 4, 8, 8}});
+  for (const auto& s : split->segment_stats()) {
+    EXPECT_EQ(s.handover_submit_ms + s.handover_after_ms, 0.0) << "a prepare is not counted: " << s.description;
+  }
+  for (int i = 0; i < 4; ++i) {
+    InferBatch batch;
+    batch.inputs = {{testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 30 + i)}};
+    ASSERT_FALSE(run_batch(*split, std::move(batch)).error);
+  }
+  split->drain();
+  const RunnerStats whole = split->stats();
+  ASSERT_EQ(whole.batches, 4);
+  EXPECT_GT(whole.copy_in_ms, 0.0);  // a batch's 2 rows into one whole input
+  EXPECT_GE(whole.copy_out_ms, 0.0);
+  EXPECT_NEAR(whole.run_rows_ms.at(2).ms, whole.copy_in_ms + whole.compute_ms + whole.copy_out_ms, 1e-6);
+  // Each segment begins once every segment it waits for is done, so a segment that reads its
+  // predecessor's outputs starts after it ended: where each does, their times lie one after
+  // another inside the split's, between its inputs staged and its last segment done.
+  bool chain = true;
+  for (std::size_t k = 1; k < p.segments.size(); ++k) {
+    const auto& before = p.segments[k - 1].outputs;
+    chain = chain && std::any_of(p.segments[k].inputs.begin(), p.segments[k].inputs.end(), [&](const std::string& in) {
+              return std::find(before.begin(), before.end(), in) != before.end();
+            });
+  }
+  ASSERT_TRUE(chain) << "the fixture's model cuts into segments that each wait for the one before";
+  double windows = 0;
+  for (const RunnerStats& s : split->segment_stats()) {
+    ASSERT_EQ(s.batches, 4) << s.description;
+    EXPECT_GT(s.handover_submit_ms, 0.0) << s.description;
+    EXPECT_GE(s.handover_after_ms, 0.0) << s.description;
+    // The runner's own batch (the CPU runner's worker, from its first copy to its last) lies
+    // within its submit and its completion.
+    EXPECT_GE(s.handover_submit_ms + s.handover_after_ms, s.copy_in_ms + s.compute_ms + s.copy_out_ms - 1e-6) << s.description;
+    windows += s.handover_submit_ms + s.handover_after_ms;
+  }
+  EXPECT_LE(windows, whole.compute_ms + 1e-6);
+}
+
 TEST(SplitRunner, ManyBatchesInFlightCompleteInSubmitOrder) {
   const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
   RunnerConfig config;
