@@ -547,6 +547,9 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     std::string source = o.measured ? " (from measured batches)" : "";
     if (const auto handover = pipeline_handover(*partitions[m], base.history); split && !o.measured && handover) {
       source = fmt::format(" (its segments handed over in {:.3f} ms each, as runs in a pipeline measured)", *handover);
+    } else if (split && !o.measured && !partitions[m]->handover_learned && partitions[m]->handover_ms > 0) {
+      source = fmt::format(" (its segments handed over in {:.3f} ms each, as the devices' runner round trips measured)",
+                           partitions[m]->handover_ms);
     }
     d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch{}; the pipeline's "
                          "predicted utilization: {}",

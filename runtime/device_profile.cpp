@@ -12,7 +12,9 @@
 #include "core/cache_dir.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/model_runner.hpp"
 #include "runtime/cpu_profile.hpp"
+#include "runtime/runner_roundtrip.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,7 +34,7 @@ namespace {
 
 // Raised whenever what a figure means or how it is measured changes: older files then stop
 // matching their key.
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;
 
 struct Registered {
   DeviceProfiler measure;
@@ -62,6 +64,24 @@ DeviceName parse_device(const std::string& device) {
                  digits.find_first_not_of("0123456789") == std::string::npos && device.substr(0, colon) != "cpu",
              InvalidArgument, "device '{}': expected \"cpu\" or KIND:INDEX, e.g. \"cuda:0\"", device);
   return {device.substr(0, colon), std::stoi(digits)};
+}
+
+// The device's runner round trip where this process has a runner of its kind (the CPU's always;
+// an accelerator's where its backend registered one that is usable here), else 0. A runner that
+// fails to run the probe leaves the profile without it, logged: the other figures stand.
+double runner_roundtrip(const std::string& device, const DeviceName& name, bool quick) {
+  if (name.kind != "cpu") {
+    const auto& runners = device_runner_registry();
+    const auto it = runners.find(name.kind);
+    if (it == runners.end() || !it->second.make || (it->second.unavailable && !it->second.unavailable().empty())) return 0;
+  }
+  try {
+    return measure_runner_roundtrip(name.kind, name.index, quick ? 10 : 40);
+  } catch (const std::exception& e) {
+    log().warn("device profile: the runner round trip of {} not measured ({}); a split's hand-over is then taken as 0 "
+               "until a run measures it", device, e.what());
+    return 0;
+  }
 }
 
 std::string full_key(const std::string& device_key, bool quick) {
@@ -104,6 +124,7 @@ void check_figures(const DeviceProfile& p) {
   check("d2h_pageable_gbps", p.d2h_pageable_gbps);
   check("copy_latency_ms", p.copy_latency_ms);
   check("graph_launch_ms", p.graph_launch_ms);
+  check("runner_roundtrip_ms", p.runner_roundtrip_ms);
   check("measure_seconds", p.measure_seconds);
   check("others_cpu_share", p.others_cpu_share);
   RW_EXPECTS(p.cores > 0, InvalidArgument, "device profile of '{}': cores is {}", p.device, p.cores);
@@ -164,7 +185,7 @@ fs::path profile_path(const fs::path& cache_dir, const std::string& device, cons
 // One list of the members for both directions; from_json wants every one of them.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceProfile, device, name, peak_gflops, memory_gbps, launch_ms, h2d_pinned_gbps,
                                    d2h_pinned_gbps, h2d_pageable_gbps, d2h_pageable_gbps, copy_latency_ms,
-                                   graph_launch_ms, cores, isa, key, peak_method, measured_at, measure_seconds,
+                                   graph_launch_ms, runner_roundtrip_ms, cores, isa, key, peak_method, measured_at, measure_seconds,
                                    others_cpu_share)
 
 std::string profile_to_json(const DeviceProfile& p) {
@@ -245,6 +266,7 @@ DeviceProfile device_profile(const std::string& device, const ProfileOptions& op
              path.empty() ? "" : fmt::format(" (about a second, once: the profile is cached in {})", path.string()));
   const auto start = std::chrono::steady_clock::now();
   DeviceProfile p = name.kind == "cpu" ? measure_cpu_profile(quick) : profiler.measure(name.index);
+  p.runner_roundtrip_ms = runner_roundtrip(device, name, quick);
   p.device = device;
   p.key = key;
   p.measured_at = utc_now();

@@ -37,6 +37,11 @@ struct DeviceProfile {
   double h2d_pinned_gbps = 0, d2h_pinned_gbps = 0, h2d_pageable_gbps = 0, d2h_pageable_gbps = 0;
   double copy_latency_ms = 0;  // a small (4 KiB) pinned copy's time
   double graph_launch_ms = 0;  // accelerators: per kernel node of a replayed CUDA graph (0 for the CPU)
+  /// What a batch spends in one of the device's model runners beyond its copies and compute
+  /// (submit, the wake of the thread that runs it or notices its end, its completion's call),
+  /// measured with a one-node model (runtime/runner_roundtrip.hpp); 0 for a kind without a runner
+  /// here. A split's hand-over a segment before any batch of one measured it on this machine.
+  double runner_roundtrip_ms = 0;
   int cores = 0;               // CPU: hardware threads Redwood uses (oneTBB default concurrency); GPU: SMs
   std::string isa;             // CPU: "avx512f avx512_bf16 amx..." / "avx2 fma"; GPU: "sm_90"
   std::string key;             // what identifies the machine/device for the cache (model name, driver, Redwood version)

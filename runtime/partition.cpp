@@ -422,8 +422,15 @@ void keep_what_is_known(Partition& part, const PartitionOptions& options) {
     part.device_times = options.timed_before->device_times;
     part.host_threads = options.timed_before->host_threads;
   }
+  // A segment's hand-over: learned from a split's batches measured on this host, else what a
+  // batch spends in a device's runner beyond its copies and compute, as the profiles measured it;
+  // their mean, a batch going from one device's segment to another's.
+  double roundtrip = 0;
+  for (const DeviceProfile& prof : part.profiles) roundtrip += prof.runner_roundtrip_ms / static_cast<double>(part.profiles.size());
+  const auto learned = options.history ? options.history->find(CostHistory::handover_key(part.profiles[0])) : std::nullopt;
+  part.handover_ms = learned.value_or(roundtrip);
+  part.handover_learned = learned.has_value();
   if (options.history) {
-    part.handover_ms = options.history->find(CostHistory::handover_key(part.profiles[0])).value_or(0.0);
     part.host_timing_scale = options.history->find(CostHistory::host_timing_key(part.profiles[0])).value_or(1.0);
     for (const auto& [key, threads] : options.history->entries(CostHistory::host_threads_prefix)) {
       part.host_threads[key.substr(std::strlen(CostHistory::host_threads_prefix))] = static_cast<int>(std::lround(threads));

@@ -110,7 +110,9 @@ struct Partition {
   std::vector<double> segment_ms;                 // per device: a segment's cost beyond its nodes (learned)
   std::vector<DeviceProfile> profiles;            // per device
   double host_layout_gbps = 0;                    // the host's memory bandwidth (SplitCosts)
-  double handover_ms = 0;                         // per segment of a batch (SplitCosts; learned)
+  double handover_ms = 0;                         // per segment of a batch (SplitCosts): learned, else
+                                                  // the devices' runner round trips (their mean)
+  bool handover_learned = false;                  // whether handover_ms came from measured batches
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, std::string> device_options;  // the accelerators' runners' (PartitionOptions)
   int device_index = 0;                           // the accelerator's GPU (PartitionOptions)

@@ -252,9 +252,10 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
     learned += fmt::format("{}{} {:.3f} ms", learned.empty() ? "" : ", ", p.devices[d], p.segment_ms[d]);
   }
   fmt::print("segment cost (a segment's time beyond its nodes, learned from segments measured before): {}\n", learned);
-  fmt::print("hand-over: {:.3f} ms a segment of a batch (a batch's time beyond its segments and their crossings, "
-             "learned from batches measured before)\n",
-             p.handover_ms);
+  fmt::print("hand-over: {:.3f} ms a segment of a batch (a batch's time beyond its segments and their crossings, {})\n",
+             p.handover_ms,
+             p.handover_learned ? "learned from batches measured before"
+                                : "as the devices' runner round trips measured in their profiles: no batch measured yet");
   fmt::print("host timing: a host segment of a split takes {:.2f}x its time timed alone while planning ({})\n",
              p.host_timing_scale,
              p.host_timing_scale == 1.0 ? "nothing learned yet" : "learned from host segments timed, then measured");

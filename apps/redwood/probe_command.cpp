@@ -88,6 +88,9 @@ void print_profile(const runtime::DeviceProfile& p) {
   } else {
     fmt::print("  launch       {:.2f} us an op\n", p.launch_ms * 1e3);
   }
+  fmt::print("  runner       {:.1f} us a batch beyond its copies and compute (a one-node model's round trip; a split's "
+             "hand-over a segment until a run measures one)\n",
+             p.runner_roundtrip_ms * 1e3);
   fmt::print("  how          {}\n", p.peak_method);
   const std::filesystem::path file = runtime::profile_path(cache_dir(), p.device, p.key);
   std::error_code ec;

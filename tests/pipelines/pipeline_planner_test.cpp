@@ -859,6 +859,20 @@ TEST(PipelinePlanner, ASplitsRunsLearnThePipelinesHandOverThatPredictsASplitNotM
   ASSERT_EQ(chosen(*with_plan, 0).placement, "split");
   const std::string note = with.entry.joint->decision()->note;
   EXPECT_NE(note.find("its segments handed over in 0.750 ms each, as runs in a pipeline measured"), std::string::npos) << note;
+  EXPECT_EQ(without.entry.joint->decision()->note.find("handed over"), std::string::npos)
+      << "no hand-over learned and none measured in the profiles: " << without.entry.joint->decision()->note;
+
+  // Nothing learned on this host, but the devices' runner round trips measured in their profiles:
+  // a segment's hand-over is their mean, and the note says so.
+  base.profiles[0].runner_roundtrip_ms = 0.2;
+  base.profiles[1].runner_roundtrip_ms = 0.4;
+  auto [profiled, profiled_plan] = place(&empty);
+  ASSERT_TRUE(profiled_plan.has_value());
+  ASSERT_EQ(chosen(*profiled_plan, 0).placement, "split");
+  const std::string profiled_note = profiled.entry.joint->decision()->note;
+  EXPECT_NE(profiled_note.find("its segments handed over in 0.300 ms each, as the devices' runner round trips measured"),
+            std::string::npos)
+      << profiled_note;
 }
 
 TEST(PipelinePlanner, AKeptDecisionIsPlacedAgainWhenRunsMeasuredOtherTimes) {

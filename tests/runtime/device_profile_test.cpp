@@ -49,6 +49,7 @@ DeviceProfile sample_profile() {
   p.d2h_pageable_gbps = 18.4;
   p.copy_latency_ms = 0.011;
   p.graph_launch_ms = 0.0011;
+  p.runner_roundtrip_ms = 0.21;
   p.cores = 132;
   p.isa = "sm_90";
   p.key = "cuda NVIDIA H200; sm_90; driver 13000";
@@ -71,6 +72,7 @@ void expect_same(const DeviceProfile& a, const DeviceProfile& b) {
   EXPECT_EQ(a.d2h_pageable_gbps, b.d2h_pageable_gbps);
   EXPECT_EQ(a.copy_latency_ms, b.copy_latency_ms);
   EXPECT_EQ(a.graph_launch_ms, b.graph_launch_ms);
+  EXPECT_EQ(a.runner_roundtrip_ms, b.runner_roundtrip_ms);
   EXPECT_EQ(a.cores, b.cores);
   EXPECT_EQ(a.isa, b.isa);
   EXPECT_EQ(a.key, b.key);
@@ -119,11 +121,13 @@ TEST(DeviceProfile, JsonThatCannotBeAProfileIsRefused) {
     EXPECT_NE(at, std::string::npos) << from;
     return s.replace(at, from.size(), to);
   };
-  EXPECT_THROW(profile_from_json("{\"format\": 1, \"device\": "), InvalidArgument);  // not JSON
-  EXPECT_THROW(profile_from_json(replaced("\"format\": 1", "\"format\": 99")), InvalidArgument);
+  EXPECT_THROW(profile_from_json("{\"format\": 2, \"device\": "), InvalidArgument);  // not JSON
+  EXPECT_THROW(profile_from_json(replaced("\"format\": 2", "\"format\": 1")), InvalidArgument);  // an older one
+  EXPECT_THROW(profile_from_json(replaced("\"runner_roundtrip_ms\"", "\"roundtrip\"")), InvalidArgument);
   EXPECT_THROW(profile_from_json(replaced("\"memory_gbps\"", "\"memory_gb\"")), InvalidArgument);  // missing
   EXPECT_THROW(profile_from_json(replaced("\"cores\": 132", "\"cores\": \"many\"")), InvalidArgument);
   EXPECT_THROW(profile_from_json(replaced("\"launch_ms\": 0.0023", "\"launch_ms\": -1")), InvalidArgument);
+  EXPECT_THROW(profile_from_json(replaced("\"runner_roundtrip_ms\": 0.21", "\"runner_roundtrip_ms\": -0.5")), InvalidArgument);
   EXPECT_THROW(profile_from_json(replaced("\"fp32\": 61000.5", "\"fp32\": 0")), InvalidArgument);
   try {
     profile_from_json(replaced("\"memory_gbps\"", "\"memory_gb\""));
@@ -294,6 +298,9 @@ TEST(DeviceProfile, TheCpusFiguresAreMeasuredAndSane) {
   EXPECT_GT(p.launch_ms, 0.0);
   EXPECT_LT(p.launch_ms, 10.0);
   EXPECT_EQ(p.h2d_pinned_gbps, 0.0);  // no host<->device link
+  // A CPU runner's batch beyond its copies and compute: the submit and the wake of its worker.
+  EXPECT_GT(p.runner_roundtrip_ms, 0.0);
+  EXPECT_LT(p.runner_roundtrip_ms, 10.0);
   EXPECT_NE(p.key.find("quick"), std::string::npos) << "a quick profile must not stand in for a full one";
   EXPECT_NE(p.peak_method.find("oneDNN matmul"), std::string::npos) << p.peak_method;
   EXPECT_NE(p.peak_method.find("CPU Executor"), std::string::npos) << "the CPU kernels are linked into the tests";

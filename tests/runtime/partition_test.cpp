@@ -66,6 +66,34 @@ TEST(Partition, PutsWhatTheAcceleratorLacksOnTheHostAndCutsAroundIt) {
   EXPECT_LE(p.run_latency_ms(p.placement.device), p.run_latency_ms(p.naive->device) + 1e-9);
 }
 
+// A segment's hand-over before any batch of a split measured one: the mean of the devices' runner
+// round trips (their profiles); once the history holds a measured one, that.
+TEST(Partition, ASegmentsHandOverIsTheDevicesRunnerRoundTripUntilBatchesMeasureIt) {
+  PartitionOptions none = options();
+  const Partition without = partition_model(model(), {{2, 4, 8, 8}}, none);
+  EXPECT_EQ(without.handover_ms, 0.0);
+  PartitionOptions o = options();
+  // Microseconds: the model's nodes take a few each, and a larger hand-over would keep it whole.
+  o.profiles[0].runner_roundtrip_ms = 0.0005;
+  o.profiles[1].runner_roundtrip_ms = 0.0015;
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_NEAR(p.handover_ms, 0.001, 1e-12);
+  EXPECT_FALSE(p.handover_learned);
+  // Each segment of the chain waits its hand-over: the same cut, three segments later.
+  ASSERT_EQ(without.segments.size(), 3u);
+  ASSERT_EQ(p.placement.device, without.placement.device);
+  EXPECT_NEAR(p.run_latency_ms(p.placement.device) - without.run_latency_ms(without.placement.device), 3 * 0.001, 1e-9);
+  // A hand-over larger than what the split saves keeps the model whole.
+  o.profiles[0].runner_roundtrip_ms = o.profiles[1].runner_roundtrip_ms = 0.3;
+  EXPECT_TRUE(partition_model(model(), {{2, 4, 8, 8}}, o).single_device());
+  CostHistory history;
+  history.record(CostHistory::handover_key(o.profiles[0]), 0.05);
+  o.history = &history;
+  const Partition learned = partition_model(model(), {{2, 4, 8, 8}}, o);
+  EXPECT_NEAR(learned.handover_ms, 0.05, 1e-12);
+  EXPECT_TRUE(learned.handover_learned);
+}
+
 TEST(Partition, NaiveSplitRunsEverythingFromTheFirstUnsupportedNodeOnTheHost) {
   const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
   ASSERT_TRUE(p.naive.has_value());

@@ -59,6 +59,10 @@ TEST(CudaDeviceProfile, FiguresAreMeasuredAndSane) {
   EXPECT_LT(p.launch_ms, 1.0);
   EXPECT_GT(p.graph_launch_ms, 0.0);
   EXPECT_LT(p.graph_launch_ms, 1.0);
+  // A batch through the CUDA runner beyond its copies and compute: its submit's host work, its
+  // end noticed by the completion thread.
+  EXPECT_GT(p.runner_roundtrip_ms, 0.0);
+  EXPECT_LT(p.runner_roundtrip_ms, 5.0);
   EXPECT_LT(p.measure_seconds, 10.0);
   EXPECT_TRUE(std::filesystem::exists(runtime::profile_path(options.cache_dir, "cuda:0", p.key)));
   EXPECT_NE(p.key.find("driver"), std::string::npos) << p.key;
