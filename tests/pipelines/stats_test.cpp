@@ -58,5 +58,30 @@ TEST(RunSummary, ASplitsLaterSegmentsLeaveTheBatchSizesToTheFirst) {
   EXPECT_EQ(text.find("batch sizes (rows x batches): -"), std::string::npos) << text;
 }
 
+// A split's segment says what handing its batches over cost beyond its copies and compute (its
+// time from the batch being ready for it to its completion, less them), and how much of it was in
+// its runner's submit; a runner that is no split's segment has no such part.
+TEST(RunSummary, ASplitsSegmentSaysWhatItsHandOverCost) {
+  PipelineStats st;
+  st.elapsed_s = 1;
+  RunnerStats segment, whole;
+  segment.description = "model 'rec' segment 1 of 3 on cuda:0";
+  segment.batches = whole.batches = 4;
+  segment.copy_in_ms = 0.4;   // 0.1 a batch
+  segment.compute_ms = 2.0;   // 0.5
+  segment.copy_out_ms = 0.4;  // 0.1
+  segment.handover_submit_ms = 0.6;  // 0.15
+  segment.handover_after_ms = 3.4;   // from its submit to its completion: 0.85 a batch
+  whole.description = "model 'det' on cuda:0";
+  whole.compute_ms = 4.0;
+  st.runners = {segment, whole};
+  const std::string text = summary_text(st);
+  EXPECT_NE(text.find("waiting for a slot 0.00 ms, handed over in 0.30 ms beyond its copies and compute (0.15 in its runner's "
+                      "submit)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("handed over", text.find("model 'det'")), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace redwood
