@@ -151,6 +151,13 @@ struct RunnerStats {
   /// The time that bounds the runner's throughput: its busiest engine's when copies overlap
   /// compute, else whole batches'.
   double bound_busy_ms() const { return copies_overlap ? std::max(compute_busy_ms, copy_busy_ms) : busy_ms; }
+  /// A split's segment: what handing a batch to its runner and back cost, a batch on average
+  /// (handover_submit_ms and handover_after_ms less its copies and compute; 0 before a batch).
+  double handover_beyond_ms() const {
+    if (batches == 0) return 0;
+    const double ms = handover_submit_ms + handover_after_ms - copy_in_ms - compute_ms - copy_out_ms;
+    return std::max(0.0, ms / static_cast<double>(batches));
+  }
 };
 
 /// The length of a union of intervals that arrive in any order. The most recent ones are kept

@@ -172,10 +172,8 @@ std::string summary_text(const PipelineStats& st) {
                        r.batches ? r.copy_out_ms / r.batches : 0.0, r.batches ? r.wait_ms / r.batches : 0.0);
     if (r.batches > 0 && r.handover_submit_ms + r.handover_after_ms > 0) {
       // A split's segment: what handing the batch to its runner and back cost, on the host's clock.
-      const double b = static_cast<double>(r.batches);
-      const double beyond = (r.handover_submit_ms + r.handover_after_ms - r.copy_in_ms - r.compute_ms - r.copy_out_ms) / b;
       out += fmt::format(", handed over in {:.2f} ms beyond its copies and compute ({:.2f} in its runner's submit)",
-                         std::max(0.0, beyond), r.handover_submit_ms / b);
+                         r.handover_beyond_ms(), r.handover_submit_ms / static_cast<double>(r.batches));
     }
     out += "\n";
     out += fmt::format("    busy {:.0f} % of the run (compute {:.0f} %), copies {:.0f} % hidden under compute", 

@@ -185,8 +185,8 @@ fs::path profile_path(const fs::path& cache_dir, const std::string& device, cons
 // One list of the members for both directions; from_json wants every one of them.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceProfile, device, name, peak_gflops, memory_gbps, launch_ms, h2d_pinned_gbps,
                                    d2h_pinned_gbps, h2d_pageable_gbps, d2h_pageable_gbps, copy_latency_ms,
-                                   graph_launch_ms, runner_roundtrip_ms, cores, isa, key, peak_method, measured_at, measure_seconds,
-                                   others_cpu_share)
+                                   graph_launch_ms, runner_roundtrip_ms, cores, isa, key, peak_method, measured_at,
+                                   measure_seconds, others_cpu_share)
 
 std::string profile_to_json(const DeviceProfile& p) {
   nlohmann::json j = p;

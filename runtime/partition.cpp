@@ -426,7 +426,8 @@ void keep_what_is_known(Partition& part, const PartitionOptions& options) {
   // batch spends in a device's runner beyond its copies and compute, as the profiles measured it;
   // their mean, a batch going from one device's segment to another's.
   double roundtrip = 0;
-  for (const DeviceProfile& prof : part.profiles) roundtrip += prof.runner_roundtrip_ms / static_cast<double>(part.profiles.size());
+  for (const DeviceProfile& prof : part.profiles) roundtrip += prof.runner_roundtrip_ms;
+  roundtrip /= static_cast<double>(part.profiles.size());
   const auto learned = options.history ? options.history->find(CostHistory::handover_key(part.profiles[0])) : std::nullopt;
   part.handover_ms = learned.value_or(roundtrip);
   part.handover_learned = learned.has_value();

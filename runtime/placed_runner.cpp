@@ -182,9 +182,8 @@ class PlacedRunner final : public ModelRunner {
     for (const RunnerStats& s : segments) {
       if (s.batches == 0) return "";
       const double b = static_cast<double>(s.batches);
-      const double ms = (s.copy_in_ms + s.compute_ms + s.copy_out_ms) / b;
-      segments_ms += ms;
-      beyond_ms += std::max(0.0, (s.handover_submit_ms + s.handover_after_ms) / b - ms);
+      segments_ms += (s.copy_in_ms + s.compute_ms + s.copy_out_ms) / b;
+      beyond_ms += s.handover_beyond_ms();
       submits_ms += s.handover_submit_ms / b;
     }
     const double b = static_cast<double>(whole.batches);
@@ -193,8 +192,9 @@ class PlacedRunner final : public ModelRunner {
     const double staging_ms = whole.copy_in_ms / b, outputs_ms = whole.copy_out_ms / b;
     const double hops_ms = std::max(0.0, between - staging_ms - beyond_ms - outputs_ms);
     return fmt::format(
-        "; {:.3f} ms of it between its segments ({:.3f} a segment: {:.3f} staging its inputs, {:.3f} in the segments' runners "
-        "beyond their copies and compute, {:.3f} of it in their submits, {:.3f} from one segment to the next, {:.3f} its outputs)",
+        "; {:.3f} ms of it between its segments ({:.3f} a segment: {:.3f} staging its inputs, {:.3f} in the segments' "
+        "runners beyond their copies and compute, {:.3f} of it in their submits, {:.3f} from one segment to the next, "
+        "{:.3f} its outputs)",
         between, between / static_cast<double>(segments.size()), staging_ms, beyond_ms, std::min(submits_ms, beyond_ms), hops_ms,
         outputs_ms);
   }

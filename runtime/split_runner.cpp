@@ -144,7 +144,8 @@ class SplitRunner final : public ModelRunner {
   using Clock = std::chrono::steady_clock;
 
   struct Job {
-    std::mutex mutex;                      // values, waiting, outstanding, error, the times: segments complete on their own threads
+    // values, waiting, outstanding, error, the times: segments complete on their own threads
+    std::mutex mutex;
     std::map<std::string, Tensor> values;  // whole-batch values by name
     std::vector<int> waiting;              // per segment: segments it still waits for
     int outstanding = 0;                   // segments submitted and not complete
