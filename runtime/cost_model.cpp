@@ -84,7 +84,12 @@ NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, cons
 std::string CostHistory::key(const DeviceProfile& device, const std::string& precision, const Node& node,
                              const std::vector<TensorDesc>& inputs, const std::vector<TensorDesc>& outputs) {
   std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
-  if (node.has_attr(ops::attr::kActivation)) op += "+" + node.attr_string(ops::attr::kActivation, "");
+  if (node.has_attr(ops::attr::kActivation)) {
+    // Appended in two steps: `"+" + string` inlined into `op +=` trips GCC 12's -Wrestrict (a
+    // false positive, GCC bug 105329) in Release builds.
+    op += '+';
+    op += node.attr_string(ops::attr::kActivation, "");
+  }
   return fmt::format("{} {}|{}|{}|{}->{}", device.device, device.name, precision, op, describe(inputs),
                      describe(outputs));
 }
