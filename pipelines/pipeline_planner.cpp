@@ -544,12 +544,14 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
       d.history_key = history_key(c, base, history_devices, d.device);
     }
     // The runner's line in the run's summary: its part, and the pipeline's predicted utilization.
+    // A split no batch measured: which hand-over costed it, the pipeline's or the profiles'.
     std::string source = o.measured ? " (from measured batches)" : "";
-    if (const auto handover = pipeline_handover(*partitions[m], base.history); split && !o.measured && handover) {
-      source = fmt::format(" (its segments handed over in {:.3f} ms each, as runs in a pipeline measured)", *handover);
-    } else if (split && !o.measured && !partitions[m]->handover_learned && partitions[m]->handover_ms > 0) {
-      source = fmt::format(" (its segments handed over in {:.3f} ms each, as the devices' runner round trips measured)",
-                           partitions[m]->handover_ms);
+    const runtime::Partition& part = *partitions[m];
+    const auto handover = pipeline_handover(part, base.history);
+    const bool profiled = !handover && !part.handover_learned && part.handover_ms > 0;
+    if (split && !o.measured && (handover || profiled)) {
+      source = fmt::format(" (its segments handed over in {:.3f} ms each, as {} measured)", handover.value_or(part.handover_ms),
+                           handover ? "runs in a pipeline" : "the devices' runner round trips");
     }
     d.note = fmt::format("pipeline placement: {}, batch {} frame(s) of {} rows, predicted {:.3f} ms a batch{}; the pipeline's "
                          "predicted utilization: {}",

@@ -180,26 +180,6 @@ double copy_gbps(std::size_t bytes, int reps) {
   return 2.0 * static_cast<double>(bytes) / (ms * 1e6);
 }
 
-/// A chain of `nodes` Tanh nodes over a [1, 64] fp32 tensor.
-std::shared_ptr<Graph> tanh_chain(int nodes) {
-  auto g = std::make_shared<Graph>();
-  g->name = "dispatch_probe";
-  g->opset = 17;
-  const std::vector<Dim> dims{Dim{1, ""}, Dim{64, ""}};
-  g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, true, dims});
-  std::string previous = "x";
-  for (int i = 0; i < nodes; ++i) {
-    Node n;
-    n.name = fmt::format("tanh{}", i);
-    n.op_type = "Tanh";
-    n.inputs = {previous};
-    previous = i + 1 == nodes ? "y" : fmt::format("v{}", i);
-    n.outputs = {previous};
-    g->nodes.push_back(std::move(n));
-  }
-  g->outputs.push_back(ValueInfo{"y", DType::kF32, 0, true, dims});
-  return g;
-}
 
 struct Dispatch {
   double ms = 0;
@@ -241,6 +221,26 @@ Dispatch dispatch_ms(bool quick) {
 }
 
 }  // namespace
+
+std::shared_ptr<Graph> tanh_chain(int nodes) {
+  auto g = std::make_shared<Graph>();
+  g->name = "dispatch_probe";
+  g->opset = 17;
+  const std::vector<Dim> dims{Dim{1, ""}, Dim{64, ""}};
+  g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, true, dims});
+  std::string previous = "x";
+  for (int i = 0; i < nodes; ++i) {
+    Node n;
+    n.name = fmt::format("tanh{}", i);
+    n.op_type = "Tanh";
+    n.inputs = {previous};
+    previous = i + 1 == nodes ? "y" : fmt::format("v{}", i);
+    n.outputs = {previous};
+    g->nodes.push_back(std::move(n));
+  }
+  g->outputs.push_back(ValueInfo{"y", DType::kF32, 0, true, dims});
+  return g;
+}
 
 std::string cpu_profile_key() {
   const CpuInfo& ci = cpu_info();

@@ -5,7 +5,12 @@
 #include "runtime/device_profile.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <string>
+
+namespace redwood {
+class Graph;
+}
 
 namespace redwood::runtime {
 
@@ -22,5 +27,9 @@ std::size_t past_last_level_cache(std::size_t most);
 /// a 2-core VM; `quick` makes it about ten times shorter and less precise. Fills everything but
 /// device, key, measured_at and measure_seconds, which device_profile() sets.
 DeviceProfile measure_cpu_profile(bool quick);
+
+/// A chain of `nodes` Tanh nodes over a [1, 64] fp32 tensor: the probes' model, whose compute is
+/// next to nothing (the CPU's dispatch cost; a runner's round trip, runtime/runner_roundtrip.cpp).
+std::shared_ptr<Graph> tanh_chain(int nodes);
 
 }  // namespace redwood::runtime

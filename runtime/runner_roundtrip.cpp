@@ -2,6 +2,7 @@
 
 #include "core/error.hpp"
 #include "core/graph/graph.hpp"
+#include "runtime/cpu_profile.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/median_time.hpp"
 #include "runtime/value_pool.hpp"
@@ -16,23 +17,6 @@
 namespace redwood::runtime {
 namespace {
 
-// x [1, 64] -> Tanh -> y: every device has it, and its compute is a few microseconds.
-std::shared_ptr<const Graph> one_node() {
-  auto g = std::make_shared<Graph>();
-  g->name = "runner_roundtrip_probe";
-  g->opset = 17;
-  const std::vector<Dim> dims{Dim{1, ""}, Dim{64, ""}};
-  g->inputs.push_back(ValueInfo{"x", DType::kF32, 0, true, dims});
-  Node n;
-  n.name = "tanh";
-  n.op_type = "Tanh";
-  n.inputs = {"x"};
-  n.outputs = {"y"};
-  g->nodes.push_back(std::move(n));
-  g->outputs.push_back(ValueInfo{"y", DType::kF32, 0, true, dims});
-  return g;
-}
-
 double batch_ms(const RunnerStats& s) { return s.copy_in_ms + s.compute_ms + s.copy_out_ms; }
 
 }  // namespace
@@ -42,7 +26,7 @@ double measure_runner_roundtrip(const std::string& kind, int index, int batches)
   RunnerConfig config;
   config.slots = 2;  // a batch's submit never waits for the one before to free its slot
   config.device = index;
-  auto runner = make_runner(kind, one_node(), config);
+  auto runner = make_runner(kind, tanh_chain(1), config);  // one Tanh: every device has it
   // The input and outputs in the pool a split keeps its values in (page-locked where the device
   // has such memory), as a segment's are.
   auto pool = std::make_shared<ValuePool>(accelerator_pinned_memory({kind}));

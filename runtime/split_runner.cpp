@@ -81,9 +81,7 @@ class SplitRunner final : public ModelRunner {
     std::vector<Tensor> staged = stage_inputs(batch, total, job->run_rows, &job->bytes_in);
     for (std::size_t i = 0; i < staged.size(); ++i) job->values[graph_->inputs[i].name] = std::move(staged[i]);
     job->waiting = waits_for_;
-    job->ready.resize(segments_.size());
-    job->submitted.resize(segments_.size());
-    job->done.resize(segments_.size());
+    job->times.resize(segments_.size());
     job->staged = Clock::now();
     {
       std::lock_guard lock(mutex_);
@@ -161,7 +159,10 @@ class SplitRunner final : public ModelRunner {
     // When the batch began, its inputs were staged; per segment, when it was ready (launched),
     // its runner's submit returned, its completion came.
     Clock::time_point start, staged;
-    std::vector<Clock::time_point> ready, submitted, done;
+    struct SegmentTimes {
+      Clock::time_point ready, submitted, done;
+    };
+    std::vector<SegmentTimes> times;
   };
 
   // A segment's hand-overs, summed over counted batches (RunnerStats::handover_submit_ms).
@@ -193,7 +194,7 @@ class SplitRunner final : public ModelRunner {
         InferBatch b;
         {
           std::lock_guard lock(job->mutex);
-          job->ready[k] = Clock::now();
+          job->times[k].ready = Clock::now();
           for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
         }
         b.allocate = values_->allocator();
@@ -203,7 +204,7 @@ class SplitRunner final : public ModelRunner {
         runners_[k]->submit(std::move(b), [this, job, k](InferResult& r) { completed(job, k, r); });
         std::lock_guard lock(job->mutex);
         // Its completion may have come first, and set it.
-        if (job->submitted[k] == Clock::time_point{}) job->submitted[k] = Clock::now();
+        if (job->times[k].submitted == Clock::time_point{}) job->times[k].submitted = Clock::now();
       } catch (...) {
         std::lock_guard lock(job->mutex);
         if (!job->error) job->error = std::current_exception();
@@ -227,10 +228,11 @@ class SplitRunner final : public ModelRunner {
     bool last = false;
     {
       std::lock_guard lock(job->mutex);
-      job->done[k] = Clock::now();
+      Job::SegmentTimes& t = job->times[k];
+      t.done = Clock::now();
       // A completion before its submit returned: the batch's time in the segment was all in its
       // submit (and the submitting thread must not write the time once the batch may be over).
-      if (job->submitted[k] == Clock::time_point{}) job->submitted[k] = job->done[k];
+      if (t.submitted == Clock::time_point{}) t.submitted = t.done;
       --job->outstanding;
       ++job->completed;
       if (r.error && !job->error) job->error = r.error;
@@ -269,7 +271,8 @@ class SplitRunner final : public ModelRunner {
     }
     // The split's own copies: its inputs staged into whole values before the first segment, its
     // outputs split into the batch's parts after the last; between them, its segments.
-    const Clock::time_point last_done = *std::max_element(job->done.begin(), job->done.end());
+    Clock::time_point last_done = job->staged;
+    for (const Job::SegmentTimes& t : job->times) last_done = std::max(last_done, t.done);
     timing.copy_in_start = ms_since_epoch(job->start);
     timing.compute_start = ms_since_epoch(job->staged);
     timing.compute_end = ms_since_epoch(last_done);
@@ -281,8 +284,9 @@ class SplitRunner final : public ModelRunner {
       recorder_.record(timing, false);
       std::lock_guard lock(mutex_);
       for (std::size_t k = 0; k < segments_.size(); ++k) {
-        handover_[k].submit_ms += ms_between(job->ready[k], job->submitted[k]);
-        handover_[k].after_ms += ms_between(job->submitted[k], job->done[k]);
+        const Job::SegmentTimes& t = job->times[k];
+        handover_[k].submit_ms += ms_between(t.ready, t.submitted);
+        handover_[k].after_ms += ms_between(t.submitted, t.done);
       }
     }
     job->values.clear();
