@@ -12,6 +12,10 @@
 //     part out
 //   queue the slot for completion, return
 //
+// The completion thread sleeps on the event by default (the driver wakes it); with the CUDA
+// option blocking_completion off it polls the event instead, a core busy while batches are in
+// flight, and notices a batch's end sooner (what a split's segments hand over to each other).
+//
 // A batch with a `picture` (core/picture_input.hpp) brings input 0 as 8-bit pixels: they are
 // copied into the slot's pixel buffer, and a kernel (kernels/data/picture_normalize.cu) writes the
 // model's fp32 input from them, outside the captured graph, just before its replay.
@@ -498,6 +502,15 @@ class CudaModelRunner final : public ModelRunner {
     kernels::launch_picture_normalize(p, reinterpret_cast<const std::uint8_t*>(pixels), static_cast<float*>(input), stream);
   }
 
+  // Until the slot's batch has run: asleep on its last event, or polling it (CudaOptions::blocking_completion).
+  void wait_for_end(const Slot& slot) const {
+    if (runner_.options().cuda.blocking_completion) {
+      slot.copy_out_end.synchronize();
+      return;
+    }
+    while (!slot.copy_out_end.query()) std::this_thread::yield();
+  }
+
   void complete_loop() {
     set_thread_name("rw-cuda-done");
     cudaSetDevice(device_);
@@ -513,7 +526,7 @@ class CudaModelRunner final : public ModelRunner {
       Slot& slot = *slots_[static_cast<std::size_t>(index)];
       InferResult& result = slot.result;
       try {
-        slot.copy_out_end.synchronize();
+        wait_for_end(slot);
         for (const auto& st : slot.staged_out) {
           std::memcpy(st.part, slot.staging_out.data() + st.offset, st.bytes);
         }

@@ -11,7 +11,7 @@
 namespace redwood::cuda {
 namespace {
 
-constexpr std::array<CudaOptionField, 8> kFields = {{
+constexpr std::array<CudaOptionField, 9> kFields = {{
     {"wgmma", &CudaOptions::wgmma, "rw.ConvNhwc's Hopper wgmma tiles (plain and TMA-fed) among the tuner's candidates"},
     {"tma", &CudaOptions::tma, "the TMA-fed wgmma tiles among them"},
     {"narrow_conv", &CudaOptions::narrow_conv, "rw.ConvNhwc's narrow kernel for layers of few channels"},
@@ -22,6 +22,8 @@ constexpr std::array<CudaOptionField, 8> kFields = {{
      "a few-channel stride-2 stem convolution runs over the image's 2x2 space-to-depth"},
     {"fuse_conv_shortcuts", &CudaOptions::fuse_conv_shortcuts,
      "a 1x1 projection shortcut runs inside the convolution whose residual it is"},
+    {"blocking_completion", &CudaOptions::blocking_completion,
+     "a runner's completion thread sleeps until a batch ends (off: it polls, a core busy meanwhile)", false},
 }};
 
 std::string known_names() {
@@ -66,9 +68,11 @@ CudaOptions cuda_options_from(const std::map<std::string, std::string>& values) 
   return options;
 }
 
-std::map<std::string, std::string> cuda_option_values(const CudaOptions& options) {
+std::map<std::string, std::string> cuda_plan_option_values(const CudaOptions& options) {
   std::map<std::string, std::string> out;
-  for (const CudaOptionField& f : kFields) out[f.name] = options.*f.member ? "on" : "off";
+  for (const CudaOptionField& f : kFields) {
+    if (f.changes_plan) out[f.name] = options.*f.member ? "on" : "off";
+  }
   return out;
 }
 

@@ -39,6 +39,10 @@ struct CudaOptions {
   /// With NHWC activations: a ResNet block's 1x1 projection shortcut runs inside the convolution
   /// whose residual it is (passes::fuse_conv_shortcut).
   bool fuse_conv_shortcuts = true;
+  /// A model runner's completion thread sleeps until a batch's last event completes (a blocking-
+  /// sync event: the driver wakes it); off, it polls the event, a CPU core busy while batches are
+  /// in flight, to notice the end sooner. Changes no plan (not in the plan cache key).
+  bool blocking_completion = true;
 
   bool operator==(const CudaOptions&) const = default;
 };
@@ -48,6 +52,8 @@ struct CudaOptionField {
   const char* name;
   bool CudaOptions::*member;
   const char* doc;
+  /// Whether it changes the runner's plan (the graph or the kernels), and so the plan cache key.
+  bool changes_plan = true;
 };
 /// Every option, in the struct's order.
 std::span<const CudaOptionField> cuda_option_fields();
@@ -59,8 +65,8 @@ void set_cuda_option(CudaOptions& options, std::string_view name, std::string_vi
 void set_cuda_option(CudaOptions& options, std::string_view assignment);
 /// Options from a name -> value map (a pipeline file's `cuda:` block), over the defaults.
 CudaOptions cuda_options_from(const std::map<std::string, std::string>& values);
-/// Every option as "on"/"off" by name (the plan cache key's share).
-std::map<std::string, std::string> cuda_option_values(const CudaOptions& options);
+/// Every option that changes the plan, as "on"/"off" by name (the plan cache key's share).
+std::map<std::string, std::string> cuda_plan_option_values(const CudaOptions& options);
 /// The options that differ from the defaults, "name=off ..."; "defaults" when none do.
 std::string describe(const CudaOptions& options);
 

@@ -42,8 +42,8 @@ std::string driver_version_from(const std::string& line) {
 }
 
 std::map<std::string, std::string> plan_cache_options(const RunnerOptions& options) {
-  // Every CUDA option: they change the passes' graph or what the tuners pick from.
-  std::map<std::string, std::string> out = cuda_option_values(options.cuda);
+  // The CUDA options that change the passes' graph or what the tuners pick from.
+  std::map<std::string, std::string> out = cuda_plan_option_values(options.cuda);
   out["precision"] = std::string(precision_name(options.precision));
   out["optimize"] = on_off(options.optimize);
   out["nhwc"] = on_off(options.nhwc);

@@ -28,10 +28,12 @@
 namespace redwood::cuda {
 namespace {
 
-std::unique_ptr<ModelRunner> cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision, int slots = 3) {
+std::unique_ptr<ModelRunner> cuda_runner(std::shared_ptr<const Graph> graph, const std::string& precision, int slots = 3,
+                                         bool blocking_completion = true) {
   RunnerConfig config;
   config.precision = precision;
   config.slots = slots;
+  if (!blocking_completion) config.device_options["blocking_completion"] = "off";
   return device_runner_registry().at("cuda").make(std::move(graph), config);
 }
 
@@ -246,8 +248,13 @@ TEST(CudaModelRunner, ManyBatchesInFlightCompleteInOrderWithTheirOwnValues) {
     inputs.push_back(redwood::testing::random_tensor(DType::kF32, {1 + i % 3, 4, 16, 16}, -1, 1, 100 + i));
     wants.push_back(cpu->run({{"x", inputs.back()}}).at(0));
   }
-  for (int slots = 1; slots <= 4; ++slots) {
-    auto gpu = cuda_runner(graph, "fp32", slots);
+  // Both ways of waiting for a batch's end: asleep on its event, and polling it.
+  for (int run = 0; run < 8; ++run) {
+    const int slots = 1 + run % 4;
+    const bool blocking = run < 4;
+    SCOPED_TRACE(blocking ? "blocking completion" : "polling completion");
+    auto gpu = cuda_runner(graph, "fp32", slots, blocking);
+    EXPECT_EQ(gpu->description().find("blocking_completion=off") == std::string::npos, blocking) << gpu->description();
     std::atomic<int> completed{0}, most_in_flight{0}, bad{0};
     std::vector<int> order[2];
     std::mutex order_mutex;
