@@ -25,6 +25,23 @@ Tensor unbox(const Tensor& t) {
   return t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
 }
 
+// The batch's parts of an output: views of the rows of the segment's value, the padding rows
+// past their sum left out. Nothing is copied; the value's block goes back to the split's pool
+// when the last part is dropped.
+std::vector<Tensor> row_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                              const std::string& what) {
+  check_output_rows(whole, run_rows, what);
+  const Tensor c = whole.contiguous();
+  std::vector<Tensor> parts;
+  parts.reserve(rows.size());
+  std::int64_t at = 0;
+  for (auto r : rows) {
+    parts.push_back(c.rows(at, r));
+    at += r;
+  }
+  return parts;
+}
+
 class SplitRunner final : public ModelRunner {
  public:
   SplitRunner(const Partition& partition, const RunnerConfig& config)
@@ -71,13 +88,12 @@ class SplitRunner final : public ModelRunner {
     std::int64_t total = 0;
     for (auto r : job->rows) total += r;
     job->run_rows = batch.run_rows > 0 ? batch.run_rows : total;
-    // Without the caller's pool, the inputs are staged into (and the outputs split from) this
-    // runner's, so they too cross at full speed.
-    if (!batch.allocate) batch.allocate = values_->allocator();
     job->total = total;
     job->counted = batch.counted;
-    job->allocate = std::move(batch.allocate);
     job->on_done = std::move(done);
+    // The parts are gathered into whole values from this runner's pool (an accelerator's pinned
+    // memory), whatever the caller's: a segment on a GPU then copies them in straight from it.
+    batch.allocate = values_->allocator();
     std::vector<Tensor> staged = stage_inputs(batch, total, job->run_rows, &job->bytes_in);
     for (std::size_t i = 0; i < staged.size(); ++i) job->values[graph_->inputs[i].name] = std::move(staged[i]);
     job->waiting = waits_for_;
@@ -154,7 +170,6 @@ class SplitRunner final : public ModelRunner {
     std::int64_t total = 0, run_rows = 0;
     std::size_t bytes_in = 0;
     bool counted = true;  // InferBatch::counted, passed on to every segment's batch
-    TensorAllocator allocate;
     InferDone on_done;
     // When the batch began, its inputs were staged; per segment, when it was ready (launched),
     // its runner's submit returned, its completion came.
@@ -261,16 +276,14 @@ class SplitRunner final : public ModelRunner {
     BatchTiming timing;
     try {
       for (const auto& vi : graph_->outputs) {
-        result.outputs.push_back(split_rows(job->values.at(vi.name), job->rows, job->run_rows, job->allocate,
-                                            fmt::format("output '{}'", vi.name)));
-        timing.bytes_out += job->values.at(vi.name).nbytes();
+        result.outputs.push_back(row_views(job->values.at(vi.name), job->rows, job->run_rows, fmt::format("output '{}'", vi.name)));
       }
     } catch (...) {
       fail(job, std::current_exception());
       return;
     }
-    // The split's own copies: its inputs staged into whole values before the first segment, its
-    // outputs split into the batch's parts after the last; between them, its segments.
+    // The split's own copies: its inputs staged into whole values before the first segment (its
+    // outputs are views, not copies); between them, its segments.
     Clock::time_point last_done = job->staged;
     for (const Job::SegmentTimes& t : job->times) last_done = std::max(last_done, t.done);
     timing.copy_in_start = ms_since_epoch(job->start);

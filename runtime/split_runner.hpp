@@ -2,7 +2,7 @@
 // SplitRunner: a model cut into single-device segments (runtime/cut_model.hpp), each run by a
 // runner of its own device, a batch flowing through them as their inputs become ready:
 //
-//   submit ─stage inputs─► segment 1 (cuda) ─done─► segment 2 (cpu) ─done─► segment 3 (cuda) ─done─► split rows ─► done
+//   submit ─stage inputs─► segment 1 (cuda) ─done─► segment 2 (cpu) ─done─► segment 3 (cuda) ─done─► row views ─► done
 //          (host tensors,   its runner's slots       values cross as          ...                    (the batch's parts)
 //           whole batch)                              host tensors
 //
@@ -16,7 +16,10 @@
 //
 // Values cross between segments boxed: [1, ...] (the segments' graphs add and strip that
 // dimension), because runners split a batch by rows on dim 0 and an intermediate value's dim 0
-// need not be the batch. The model's outputs are split into the batch's parts at the end.
+// need not be the batch. The values live in the split's own pool (an accelerator's page-locked
+// memory where a segment runs on one, runtime/value_pool.hpp); the model's outputs reach the
+// batch's parts as views of their rows, not copies, so an output's block stays out of the pool
+// until the batch's last part of it is dropped.
 
 #include "core/model_runner.hpp"
 #include "runtime/partition.hpp"

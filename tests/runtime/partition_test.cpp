@@ -9,6 +9,7 @@
 #include "core/model_runner.hpp"
 #include "core/onnx/onnx_import.hpp"
 #include "core/op_registry.hpp"
+#include "memory/resource.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/device_segment_time.hpp"
 #include "runtime/host_segment_time.hpp"
@@ -28,6 +29,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -173,6 +175,18 @@ TEST(Partition, DotNamesTheDevicesAndMarksTransfers) {
   EXPECT_NE(dot.find("color=red"), std::string::npos);
 }
 
+// Two frames of 1 and 2 rows (random, from seeds a and b) run as a batch of 4 rows (a padding
+// row) through `split` and through `whole`: what each gave.
+std::pair<InferResult, InferResult> two_frames(ModelRunner& split, ModelRunner& whole, int seed_a, int seed_b) {
+  InferBatch a, b;
+  a.inputs = {{testing::random_tensor(DType::kF32, {1, 4, 8, 8}, -1, 1, seed_a),
+               testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, seed_b)}};
+  a.run_rows = 4;
+  b.inputs = a.inputs;
+  InferResult got = run_batch(split, std::move(a));
+  return {std::move(got), run_batch(whole, std::move(b))};
+}
+
 TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   const auto graph = model();
   const Partition p = partition_model(graph, {{3, 4, 8, 8}}, options());
@@ -189,15 +203,7 @@ TEST(SplitRunner, GivesTheWholeModelsOutputsPartByPart) {
   EXPECT_EQ(split->stats().batches, 0);
   for (const auto& s : split->segment_stats()) EXPECT_EQ(s.batches, 0) << s.description;
   for (int round = 0; round < 3; ++round) {
-    // Two frames of 1 and 2 rows, run as 4 (a padding row).
-    InferBatch a, b;
-    const Tensor f1 = testing::random_tensor(DType::kF32, {1, 4, 8, 8}, -1, 1, 10 + round);
-    const Tensor f2 = testing::random_tensor(DType::kF32, {2, 4, 8, 8}, -1, 1, 20 + round);
-    a.inputs = {{f1, f2}};
-    a.run_rows = 4;
-    b.inputs = a.inputs;
-    const InferResult got = run_batch(*split, std::move(a));
-    const InferResult want = run_batch(*whole, std::move(b));
+    const auto [got, want] = two_frames(*split, *whole, 10 + round, 20 + round);
     ASSERT_FALSE(got.error);
     ASSERT_FALSE(want.error);
     ASSERT_EQ(got.outputs.size(), 2u);
@@ -292,6 +298,120 @@ TEST(SplitRunner, ManyBatchesInFlightCompleteInSubmitOrder) {
   split->drain();
   ASSERT_EQ(order.size(), 12u);
   for (int i = 0; i < 12; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
+}
+
+// The "pinned memory" of a test accelerator: heap blocks whose ranges it remembers, so that a
+// test can tell whether a tensor lives in it.
+class RememberingResource final : public memory::MemoryResource {
+ public:
+  RememberingResource() : MemoryResource("test pinned") {}
+  std::string_view kind() const override { return "test resource"; }
+  bool holds(const void* p) const {
+    std::lock_guard lock(mutex_);
+    const auto* b = static_cast<const std::byte*>(p);
+    auto it = blocks_.upper_bound(b);
+    if (it == blocks_.begin()) return false;
+    --it;
+    return b < it->first + it->second;
+  }
+
+ private:
+  void* do_allocate(std::size_t bytes, std::size_t alignment, memory::Stream) override {
+    void* p = ::operator new(bytes, std::align_val_t{alignment});
+    std::lock_guard lock(mutex_);
+    blocks_[static_cast<const std::byte*>(p)] = bytes;
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t, std::size_t alignment, memory::Stream) override {
+    {
+      std::lock_guard lock(mutex_);
+      blocks_.erase(static_cast<const std::byte*>(p));
+    }
+    ::operator delete(p, std::align_val_t{alignment});
+  }
+  memory::PoolStats do_stats() const override { return {}; }
+  mutable std::mutex mutex_;
+  std::map<const std::byte*, std::size_t> blocks_;
+};
+
+RememberingResource& remembering_pinned() {
+  static auto* resource = new RememberingResource();  // outlives every runner of the test binary
+  return *resource;
+}
+
+// The stand-in accelerator's runner, remembering where the first input of each batch lives.
+class RemembersItsInputRunner final : public testing::WrappedCpuRunner {
+ public:
+  using WrappedCpuRunner::WrappedCpuRunner;
+  void submit(InferBatch batch, InferDone done) override {
+    {
+      std::lock_guard lock(mutex());
+      inputs().push_back(batch.inputs.at(0).at(0).raw_data());
+    }
+    inner_->submit(std::move(batch), std::move(done));
+  }
+  std::string description() const override { return "test-remembers"; }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<const void*>& inputs() {
+    static std::vector<const void*> v;
+    return v;
+  }
+};
+
+// A split's values live in its pool over the accelerator's pinned memory: the batch's parts are
+// gathered there (a GPU segment then copies them in straight from it), and the model's outputs
+// reach the parts as views of the rows of those values, not copies.
+TEST(SplitRunner, ItsValuesLiveInTheAcceleratorsPinnedMemoryAndItsOutputsAreViewsOfThem) {
+  static const char* const device = [] {
+    DeviceRunnerFactory f;
+    f.unavailable = [] { return std::string(); };
+    f.make = [](std::shared_ptr<const Graph> graph, const RunnerConfig& config) -> std::unique_ptr<ModelRunner> {
+      return std::make_unique<RemembersItsInputRunner>(std::move(graph), config);
+    };
+    f.device_count = [] { return 1; };
+    f.supports = testing::all_but_softmax;
+    f.pinned_memory = []() -> memory::MemoryResource& { return remembering_pinned(); };
+    register_device_runner("test-remembers", std::move(f));
+    return "test-remembers";
+  }();
+  PartitionOptions o = options();
+  o.devices = {"cpu", device};
+  o.profiles[1] = testing::stand_in_profile(device, 10000, 1000);
+  const Partition p = partition_model(model(), {{3, 4, 8, 8}}, o);
+  ASSERT_GE(p.segments.size(), 3u);
+  ASSERT_EQ(p.devices[static_cast<std::size_t>(p.segments[0].device)], device);
+  auto split = make_split_runner(p, {});
+  auto whole = make_cpu_runner(model(), {});
+  // The segments' plans first: a CPU runner's first batch of a shape takes its outputs from the heap.
+  split->prepare({{4, 4, 8, 8}});
+  RemembersItsInputRunner::inputs().clear();
+  const auto [got, want] = two_frames(*split, *whole, 40, 41);  // from the heap
+  ASSERT_FALSE(got.error);
+  ASSERT_FALSE(want.error);
+  {
+    std::lock_guard lock(RemembersItsInputRunner::mutex());
+    ASSERT_FALSE(RemembersItsInputRunner::inputs().empty());
+    // The first segment's input: the two frames gathered into one value of the pool.
+    EXPECT_TRUE(remembering_pinned().holds(RemembersItsInputRunner::inputs().front()));
+  }
+  ASSERT_EQ(got.outputs.size(), 2u);
+  for (std::size_t o2 = 0; o2 < got.outputs.size(); ++o2) {
+    const auto& parts = got.outputs[o2];
+    ASSERT_EQ(parts.size(), 2u);
+    for (std::size_t k = 0; k < 2; ++k) expect_near(parts[k], want.outputs[o2][k]);
+    EXPECT_EQ(parts[0].dim(0), 1);
+    EXPECT_EQ(parts[1].dim(0), 2);
+    // Rows of one value of the pool: the second part starts where the first ends.
+    EXPECT_TRUE(remembering_pinned().holds(parts[0].raw_data())) << "output " << o2;
+    EXPECT_EQ(static_cast<const std::byte*>(parts[1].raw_data()),
+              static_cast<const std::byte*>(parts[0].raw_data()) + parts[0].nbytes())
+        << "output " << o2;
+  }
+  // Nothing was copied out.
+  EXPECT_EQ(split->stats().bytes_out, 0u);
 }
 
 TEST(SplitRunner, ABadBatchIsRefusedAtSubmit) {
