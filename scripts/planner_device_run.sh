@@ -11,9 +11,10 @@
 # on the first run's measured batch times, then read back from the placement cache, each run's
 # summary printing the split's segments, measured and predicted; then a fourth start with two of
 # the three Softmax nodes pinned, a cut not run before, costed with the hand-over the three
-# runs measured in the pipeline.
+# runs measured in the pipeline; then the three pinned again, rec's GPU runners with the CUDA
+# option blocking_completion off, then with pdl off (what each does to the hand-overs).
 # Writes $OUT/YYYY-MM-DD-<gpu>-planner.md (machine, commit, the outputs); copy it into
-# docs/results/ to keep it. With --pipeline-only, the pipeline's four starts alone
+# docs/results/ to keep it. With --pipeline-only, the pipeline's six starts alone
 # ($OUT/YYYY-MM-DD-<gpu>-planner-pipeline.md).
 #
 #   device run, carry [".device/pN"]:  bash scripts/planner_device_run.sh [--pipeline-only]
@@ -96,5 +97,16 @@ awk '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
   print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu}"}' configs/ocr-streams.yaml >"$split_config"
 section "OCR pipeline, two of rec's Softmax nodes pinned to the CPU (a cut not run before), 200 frames" \
   run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
+# The split's hand-overs under two CUDA options (docs/cuda.md, "Options"): its GPU segments'
+# completion threads polling their batches' ends instead of sleeping, then their kernels
+# launched without programmatic dependent launch. Each option is its own cost-history key, so
+# these starts are costed without the runs above; the three Softmax nodes pin the same cut.
+for option in "blocking_completion: off" "pdl: off"; do
+  awk -v option="$option" '{print} /path: ..\/assets\/models\/ch_PP-OCRv4_rec_infer.onnx/ {
+    print "    nodes: {p2o.Softmax.0: cpu, p2o.Softmax.1: cpu, p2o.Softmax.2: cpu}"
+    print "    cuda: {" option "}"}' configs/ocr-streams.yaml >"$split_config"
+  section "OCR pipeline, rec's Softmax nodes pinned to the CPU, its GPU runners with $option, 200 frames" \
+    run "$split_config" --frames 200 --quiet --set service.frame_pool_reserve_mb=0
+done
 rm -f "$split_config"
 cat "$result"
