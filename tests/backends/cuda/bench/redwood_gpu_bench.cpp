@@ -10,7 +10,8 @@
 // fewest bytes a forward pass must move (weights, input and output once, at the precision's
 // width), and with --check the relative L2 error against the reference executor on one batch.
 // Also the median of host-to-host runs (GraphRunner::run: copy in through pinned staging,
-// replay, copy out; what the infer stage pays), wall clock, at most 20 of them.
+// replay, copy out; what the infer stage pays), wall clock, at most 20 of them, and of the host's
+// time in the replay's launch call alone (launch_host_us, on an idle stream).
 // With --cpu-runs N, the Redwood CPU executor (the default: optimized, oneDNN, all cores) runs the
 // same input N times after 2 warm-ups (wall clock): its median and min, and the relative L2
 // between its outputs and the GPU's (the same input, so the CPU is a peer in the same run).
@@ -207,6 +208,17 @@ int run(int argc, char** argv) {
     host_ms.push_back(wall_ms(t0));
   }
   std::sort(host_ms.begin(), host_ms.end());
+  // The host's side of a replay: the launch call alone, on an idle stream (what a runner's submit
+  // spends queueing the plan; the GPU runs it after).
+  std::vector<double> launch_us;
+  for (int i = 0; i < std::min(runs, 20); ++i) {
+    RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const auto t0 = Clock::now();
+    plan.enqueue(stream);
+    launch_us.push_back(wall_ms(t0) * 1000);
+  }
+  RW_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::sort(launch_us.begin(), launch_us.end());
 
   std::vector<double> cpu_ms;
   double cpu_vs_gpu = -1;
@@ -232,11 +244,11 @@ int run(int argc, char** argv) {
   for (int id : s.graph_outputs) io += static_cast<double>(shape_numel(s.values[static_cast<std::size_t>(id)].shape));
   std::printf("{\"model\": \"%s\", \"batch\": %d, \"precision\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, "
               "\"p90_ms\": %.4f, \"flops\": %.6g, \"min_bytes\": %.6g, \"steps\": %zu, \"workspace_mib\": %.1f, "
-              "\"rel_l2\": %.3g, \"host_median_ms\": %.4f, \"cpu_median_ms\": %.4f, \"cpu_min_ms\": %.4f, "
+              "\"rel_l2\": %.3g, \"host_median_ms\": %.4f, \"launch_host_us\": %.1f, \"cpu_median_ms\": %.4f, \"cpu_min_ms\": %.4f, "
               "\"cpu_runs\": %d, \"cpu_threads\": %u, \"cpu_vs_gpu_rel_l2\": %.3g, \"cuda_options\": \"%s\"}\n",
               model.c_str(), batch, precision.c_str(), ms[ms.size() / 2], ms.front(), ms[ms.size() * 9 / 10],
               plan_flops(runner.graph(), s), (weights + io) * static_cast<double>(width), s.steps.size(),
-              s.workspace.workspace_bytes / 1048576.0, error, host_ms[host_ms.size() / 2],
+              s.workspace.workspace_bytes / 1048576.0, error, host_ms[host_ms.size() / 2], launch_us[launch_us.size() / 2],
               cpu_ms.empty() ? -1.0 : cpu_ms[cpu_ms.size() / 2], cpu_ms.empty() ? -1.0 : cpu_ms.front(), cpu_runs,
               std::thread::hardware_concurrency(), cpu_vs_gpu, cuda::describe(cuda_options).c_str());
   return 0;
