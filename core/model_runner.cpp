@@ -294,6 +294,18 @@ std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64
   return parts;
 }
 
+void split_rows_as_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                         const std::string& what, std::vector<Tensor>& parts) {
+  check_output_rows(whole, run_rows, what);
+  const Tensor c = whole.contiguous();
+  parts.clear();
+  std::int64_t begin = 0;
+  for (auto r : rows) {
+    parts.push_back(c.rows(begin, r));
+    begin += r;
+  }
+}
+
 namespace {
 
 /// Normalizes picture parts (8-bit [rows, H, W, C]) into the float input `in`, one after the

@@ -302,6 +302,10 @@ void check_output_rows(const Tensor& output, std::int64_t rows, const std::strin
 /// `what` when `whole` does not have `run_rows` rows.
 std::vector<Tensor> split_rows(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
                                const TensorAllocator& allocate, const std::string& what);
+/// The same parts as views of `whole`'s rows, into `parts` (cleared first): nothing is copied,
+/// and `whole`'s storage lives while a part does. Throws as split_rows.
+void split_rows_as_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
+                         const std::string& what, std::vector<Tensor>& parts);
 /// Checks a batch against the graph's inputs and outputs (counts, dtypes, matching part rows,
 /// run_rows, and a picture's pixels against input 0's extents); throws InvalidArgument naming the
 /// model and what differs.

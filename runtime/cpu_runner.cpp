@@ -177,7 +177,7 @@ class CpuRunner final : public ModelRunner {
     result.outputs.resize(outs_.size());
     for (std::size_t o = 0; o < outs_.size(); ++o) {
       timing.bytes_out += outs_[o].nbytes();
-      split_into_views(outs_[o], rows, run_rows, o, result.outputs[o]);
+      split_rows_as_views(outs_[o], rows, run_rows, output_what_[o], result.outputs[o]);
     }
     outs_.clear();
     const auto t3 = std::chrono::steady_clock::now();
@@ -221,18 +221,6 @@ class CpuRunner final : public ModelRunner {
 
   // Output `o` of the batch (`run_rows` rows) into one part per frame: views of each frame's rows
   // (the padding rows are dropped).
-  void split_into_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows, std::size_t o,
-                        std::vector<Tensor>& parts) const {
-    check_output_rows(whole, run_rows, output_what_[o]);
-    const Tensor c = whole.contiguous();
-    parts.clear();
-    std::int64_t begin = 0;
-    for (auto r : rows) {
-      parts.push_back(c.rows(begin, r));
-      begin += r;
-    }
-  }
-
   static std::string describe(int slots, int threads) {
     return threads > 0 ? fmt::format("cpu, {} slot(s), {} thread(s)", slots, threads) : fmt::format("cpu, {} slot(s)", slots);
   }

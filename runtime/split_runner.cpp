@@ -25,23 +25,6 @@ Tensor unbox(const Tensor& t) {
   return t.reshaped(Shape(t.shape().begin() + 1, t.shape().end()));
 }
 
-// The batch's parts of an output: views of the rows of the segment's value, the padding rows
-// past their sum left out. Nothing is copied; the value's block goes back to the split's pool
-// when the last part is dropped.
-std::vector<Tensor> row_views(const Tensor& whole, const std::vector<std::int64_t>& rows, std::int64_t run_rows,
-                              const std::string& what) {
-  check_output_rows(whole, run_rows, what);
-  const Tensor c = whole.contiguous();
-  std::vector<Tensor> parts;
-  parts.reserve(rows.size());
-  std::int64_t at = 0;
-  for (auto r : rows) {
-    parts.push_back(c.rows(at, r));
-    at += r;
-  }
-  return parts;
-}
-
 class SplitRunner final : public ModelRunner {
  public:
   SplitRunner(const Partition& partition, const RunnerConfig& config)
@@ -276,7 +259,10 @@ class SplitRunner final : public ModelRunner {
     BatchTiming timing;
     try {
       for (const auto& vi : graph_->outputs) {
-        result.outputs.push_back(row_views(job->values.at(vi.name), job->rows, job->run_rows, fmt::format("output '{}'", vi.name)));
+        // Views of the last segments' values: their blocks go back to the split's pool when the
+        // batch's last part of them is dropped.
+        split_rows_as_views(job->values.at(vi.name), job->rows, job->run_rows, fmt::format("output '{}'", vi.name),
+                            result.outputs.emplace_back());
       }
     } catch (...) {
       fail(job, std::current_exception());

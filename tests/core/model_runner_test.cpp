@@ -417,6 +417,19 @@ TEST(GatherRows, ConcatenatesAndZeroesTheRest) {
   EXPECT_THROW(gather_rows({rows(5, 0)}, out.data(), out.size() * sizeof(float)), InvalidArgument);
 }
 
+TEST(SplitRowsAsViews, PartsViewTheirRowsAndLeaveOutThePadding) {
+  const Tensor whole = rows(4, 1);  // 3 rows of parts and a padding row
+  std::vector<Tensor> parts = {rows(1, 0)};  // cleared first
+  split_rows_as_views(whole, {1, 2}, 4, "output 'y'", parts);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].to_float_vector(), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(parts[1].to_float_vector(), (std::vector<float>{4, 5, 6, 7, 8, 9}));
+  // Views of its storage, not copies.
+  EXPECT_EQ(parts[0].raw_data(), whole.raw_data());
+  EXPECT_EQ(static_cast<const std::byte*>(parts[1].raw_data()), static_cast<const std::byte*>(whole.raw_data()) + 3 * sizeof(float));
+  EXPECT_THROWS_SAYING(split_rows_as_views(whole, {1, 2}, 5, "output 'y'", parts), InvalidArgument, "output 'y'");
+}
+
 // ---- the CPU runner's steady state (runtime/cpu_runner.cpp, runtime/executor.hpp): row counts
 // planned before the first batch, a batch beyond them in prepared pieces, output parts that view
 // one buffer from the batch's allocator; the recycling allocator of per-frame control blocks ----
