@@ -97,10 +97,12 @@ class SplitRunner final : public ModelRunner {
     if (launch(job, roots)) end(job);
   }
 
-  // Runs one batch of zeros at these shapes: every segment's runner then has its plan for the
-  // shapes its inputs take (which only running tells), tuned and captured now rather than with
-  // the first real batch. The batch is not counted, here or by the segments' runners: their stats
-  // are the run's batches (a pipeline prepares every batch size it may form, up to its largest).
+  // Runs one batch of zeros at these shapes, which tells each segment the shapes its inputs take
+  // (only running does), then has each segment's runner prepare those shapes: a runner with slots
+  // plans every slot, not only the one the batch went through, so that no later batch tunes or
+  // captures a plan inside its submit. The batch is not counted, here or by the segments'
+  // runners: their stats are the run's batches (a pipeline prepares every batch size it may form,
+  // up to its largest). Not while batches are in flight.
   void prepare(const std::vector<Shape>& input_shapes) override {
     RW_EXPECTS(input_shapes.size() == graph_->inputs.size(), InvalidArgument, "{}: {} shapes for {} inputs",
                graph_->name, input_shapes.size(), graph_->inputs.size());
@@ -109,7 +111,27 @@ class SplitRunner final : public ModelRunner {
       const DType dtype = graph_->inputs[i].dtype == DType::kUndefined ? DType::kF32 : graph_->inputs[i].dtype;
       zeros[graph_->inputs[i].name] = Tensor::zeros(dtype, input_shapes[i]);
     }
-    run(zeros, false);
+    {
+      std::lock_guard lock(mutex_);
+      prepared_shapes_.assign(segments_.size(), {});
+      preparing_ = true;
+    }
+    std::vector<std::vector<Shape>> shapes;
+    try {
+      run(zeros, false);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      preparing_ = false;
+      throw;
+    }
+    {
+      std::lock_guard lock(mutex_);
+      preparing_ = false;
+      shapes = std::move(prepared_shapes_);
+    }
+    for (std::size_t k = 0; k < runners_.size(); ++k) {
+      if (!shapes[k].empty()) runners_[k]->prepare(shapes[k]);
+    }
   }
 
   void drain() override {
@@ -195,6 +217,7 @@ class SplitRunner final : public ModelRunner {
           job->times[k].ready = Clock::now();
           for (const auto& in : segments_[k].inputs) b.inputs.push_back({box(job->values.at(in))});
         }
+        if (!job->counted) remember_prepared(k, b);
         b.allocate = values_->allocator();
         b.counted = job->counted;
         b.counted_rows = job->total;  // in the segment's stats, the split batch's rows
@@ -211,6 +234,15 @@ class SplitRunner final : public ModelRunner {
       }
     }
     return false;
+  }
+
+  // While prepare() runs its batch: the shapes segment k's batch brings.
+  void remember_prepared(std::size_t k, const InferBatch& b) {
+    std::lock_guard lock(mutex_);
+    if (!preparing_) return;
+    std::vector<Shape>& shapes = prepared_shapes_[k];
+    shapes.clear();
+    for (const auto& parts : b.inputs) shapes.push_back(parts.at(0).shape());
   }
 
   void end(const std::shared_ptr<Job>& job) {
@@ -338,7 +370,9 @@ class SplitRunner final : public ModelRunner {
   std::vector<std::vector<std::size_t>> next_;   // per segment: the segments that read its outputs
   RunnerStatsRecorder recorder_;
   const Clock::time_point epoch_ = Clock::now();
-  mutable std::mutex mutex_;  // the order of delivery, in_flight_, handover_
+  mutable std::mutex mutex_;  // the order of delivery, in_flight_, handover_, preparing_, prepared_shapes_
+  bool preparing_ = false;    // prepare()'s batch is running
+  std::vector<std::vector<Shape>> prepared_shapes_;  // per segment: its input shapes in that batch
   std::condition_variable idle_;
   int in_flight_ = 0;
   struct Ready {

@@ -414,6 +414,58 @@ TEST(SplitRunner, ItsValuesLiveInTheAcceleratorsPinnedMemoryAndItsOutputsAreView
   EXPECT_EQ(split->stats().bytes_out, 0u);
 }
 
+// The stand-in accelerator's runner, remembering the shapes each prepare() asks for.
+class RemembersItsPreparesRunner final : public testing::WrappedCpuRunner {
+ public:
+  using WrappedCpuRunner::WrappedCpuRunner;
+  void prepare(const std::vector<Shape>& shapes) override {
+    {
+      std::lock_guard lock(mutex());
+      prepared().push_back(shapes);
+    }
+    inner_->prepare(shapes);
+  }
+  std::string description() const override { return "test-prepares"; }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<std::vector<Shape>>& prepared() {
+    static std::vector<std::vector<Shape>> v;
+    return v;
+  }
+};
+
+// A split's prepare() runs one batch of zeros through its segments, then has each segment's
+// runner prepare the shapes that batch brought it: a runner with slots (the CUDA runner) plans
+// every slot then, not only the one the batch went through.
+TEST(SplitRunner, PrepareHasEachSegmentsRunnerPrepareTheShapesItsInputsTake) {
+  static const char* const device = testing::register_wrapped_accelerator<RemembersItsPreparesRunner>("test-prepares");
+  PartitionOptions o = options();
+  o.devices = {"cpu", device};
+  o.profiles[1] = testing::stand_in_profile(device, 10000, 1000);
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
+  ASSERT_GE(p.segments.size(), 3u);
+  ASSERT_EQ(p.segments[0].device, 1);
+  const auto on_accelerator = std::count_if(p.segments.begin(), p.segments.end(), [](const Segment& s) { return s.device == 1; });
+  auto split = make_split_runner(p, {});
+  {
+    std::lock_guard lock(RemembersItsPreparesRunner::mutex());
+    RemembersItsPreparesRunner::prepared().clear();
+  }
+  split->prepare({{2, 4, 8, 8}});
+  std::lock_guard lock(RemembersItsPreparesRunner::mutex());
+  const auto& prepared = RemembersItsPreparesRunner::prepared();
+  ASSERT_EQ(static_cast<long>(prepared.size()), static_cast<long>(on_accelerator));
+  // The first segment reads the model's input x, boxed: one row of the whole batch.
+  EXPECT_EQ(prepared.front(), (std::vector<Shape>{{1, 2, 4, 8, 8}}));
+  for (const auto& shapes : prepared) {
+    ASSERT_FALSE(shapes.empty());
+    for (const Shape& s : shapes) EXPECT_EQ(s.at(0), 1) << shape_str(s);
+  }
+  EXPECT_EQ(split->stats().batches, 0);  // the batch of zeros is not counted
+}
+
 TEST(SplitRunner, ABadBatchIsRefusedAtSubmit) {
   const Partition p = partition_model(model(), {{1, 4, 8, 8}}, options());
   auto split = make_split_runner(p, {});
