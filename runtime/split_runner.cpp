@@ -36,6 +36,7 @@ class SplitRunner final : public ModelRunner {
     std::vector<std::string> devices;  // each segment's
     for (const Segment& s : segments_) devices.push_back(partition.devices[static_cast<std::size_t>(s.device)]);
     values_ = std::make_shared<ValuePool>(accelerator_pinned_memory(devices));
+    for (const auto& vi : graph_->outputs) output_what_.push_back(fmt::format("output '{}'", vi.name));
     for (std::size_t k = 0; k < segments_.size(); ++k) {
       RunnerConfig own = config;
       own.host_threads = segments_[k].threads;  // a host segment's runner, on the threads chosen for it
@@ -290,11 +291,12 @@ class SplitRunner final : public ModelRunner {
     InferResult result;
     BatchTiming timing;
     try {
-      for (const auto& vi : graph_->outputs) {
+      result.outputs.resize(graph_->outputs.size());
+      for (std::size_t o = 0; o < graph_->outputs.size(); ++o) {
         // Views of the last segments' values: their blocks go back to the split's pool when the
         // batch's last part of them is dropped.
-        split_rows_as_views(job->values.at(vi.name), job->rows, job->run_rows, fmt::format("output '{}'", vi.name),
-                            result.outputs.emplace_back());
+        split_rows_as_views(job->values.at(graph_->outputs[o].name), job->rows, job->run_rows, output_what_[o],
+                            result.outputs[o]);
       }
     } catch (...) {
       fail(job, std::current_exception());
@@ -366,6 +368,7 @@ class SplitRunner final : public ModelRunner {
   std::shared_ptr<const Graph> graph_;
   std::vector<Segment> segments_;
   std::shared_ptr<ValuePool> values_;
+  std::vector<std::string> output_what_;         // "output 'NAME'" per graph output, for messages
   std::vector<int> waits_for_;                   // per segment: how many segments make its inputs
   std::vector<std::vector<std::size_t>> next_;   // per segment: the segments that read its outputs
   RunnerStatsRecorder recorder_;
