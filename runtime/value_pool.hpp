@@ -1,7 +1,10 @@
 #pragma once
 // Host tensors recycled by size: a batch's tensors come back for the next batch as a pipeline's
 // frame pool does, so they are neither page-faulted in afresh each batch nor, over an
-// accelerator's page-locked memory, registered each time. The split runner keeps the values that
+// accelerator's page-locked memory, allocated and registered each time. A request takes the
+// smallest free block that holds it and is at most twice its size: batches of a few rows fewer
+// reuse a fuller batch's blocks (a pipeline's batches vary in rows, and a split's values with
+// them), while a block much larger than a request stays free for the requests it fits. The split runner keeps the values that
 // cross between segments in one (runtime/split_runner.hpp), and measure_partition gives one to the
 // batches it times (their outputs, as a pipeline's frame pool takes them). Its upstream is an
 // accelerator's pinned memory (copies to and from it run at full speed), else the heap.
@@ -35,13 +38,17 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
       if (d < 0) return Tensor::empty(dtype, shape);  // which reports the bad shape
     }
     const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
-    const std::size_t block = std::max<std::size_t>(bytes, 64);
+    std::size_t block = std::max<std::size_t>(bytes, 64);
     void* p = nullptr;
     {
       std::lock_guard lock(mutex_);
-      if (auto it = free_.find(block); it != free_.end()) {
+      if (auto it = free_.lower_bound(block); it != free_.end() && it->first / 2 <= block) {
+        block = it->first;
         p = it->second;
         free_.erase(it);
+        ++counts_.reused;
+      } else {
+        ++counts_.fresh;
       }
     }
     if (p == nullptr) p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
@@ -49,6 +56,15 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
       std::lock_guard lock(pool->mutex_);
       pool->free_.emplace(block, data);
     });
+  }
+
+  /// Tensors made from blocks taken fresh from upstream, and from blocks reused.
+  struct Counts {
+    std::size_t fresh = 0, reused = 0;
+  };
+  Counts counts() const {
+    std::lock_guard lock(mutex_);
+    return counts_;
   }
 
   /// make() as a batch's allocator (InferBatch::allocate); it holds the pool.
@@ -63,8 +79,9 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
     else ::operator delete(p, std::align_val_t{kAlignment});
   }
   memory::MemoryResource* upstream_;
-  std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, void*> free_;  // block bytes -> block
+  Counts counts_;
 };
 
 /// The page-locked host memory of the first of `devices` whose runner has one (a GPU's), else null.
