@@ -87,6 +87,14 @@ HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::func
     best = tried.size() == 1 ? ms.p90 : std::min(best, ms.p90);
     beyond = ms.p90 > best * kWithin ? beyond + 1 : 0;
   }
+  // One thread wakes no team: a short segment may run fastest there though fewer threads than the
+  // best count were slower. Its runs cost little where the best is short.
+  constexpr double kShortMs = 1.0;
+  if (counts.front() == 1 && tried.back().threads != 1 && best <= kShortMs) {
+    const Spread ms = time_at(1);
+    tried.push_back({1, ms.median, ms.p90});
+    best = std::min(best, ms.p90);
+  }
   for (auto it = tried.rbegin(); it != tried.rend(); ++it) {
     if (it->p90_ms <= best * kWithin) return *it;
   }

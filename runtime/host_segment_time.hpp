@@ -39,6 +39,9 @@ struct HostThreadsChoice {
 /// they run as fast and steadier. The counts are timed from the most down, and once two in a row
 /// are beyond that 5 % the fewer are not timed: a segment whose work spreads over the threads only
 /// gets slower with fewer, and those runs (a long segment on one thread) are most of its timing.
+/// One thread, which wakes no team, is timed all the same where the best count's 90th percentile
+/// is at most 1 ms: a 0.4 MB Softmax (rec's attention) runs in a median 0.09 ms on one thread of
+/// a 2-core VM and 0.15 ms on two.
 HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::function<Spread(int threads)>& time_at);
 
 /// Times host segment `segment` as time_host_segment does (`runs` runs) at the thread counts of

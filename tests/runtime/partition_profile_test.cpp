@@ -481,6 +481,21 @@ TEST(PartitionProfile, HostThreadsAreTimedFromTheMostDownAndTheFewestWithinFiveP
   EXPECT_EQ(c.threads, 2);
   timed.clear();
   EXPECT_EQ(choose({{16, 1.0}, {8, 1.0}, {4, 1.0}, {2, 1.0}, {1, 1.0}}, &timed).threads, 1);
+  // A short segment whose team's wake-up outweighs its work: 4 and 2 beyond 8, one thread timed
+  // all the same (it wakes no team), and the fastest.
+  timed.clear();
+  c = choose({{16, 0.3}, {8, 0.2}, {4, 0.25}, {2, 0.3}, {1, 0.1}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4, 2, 1}));
+  EXPECT_EQ(c.threads, 1);
+  timed.clear();
+  c = choose({{16, 0.3}, {8, 0.2}, {4, 0.25}, {2, 0.25}, {1, 0.4}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4, 2, 1}));
+  EXPECT_EQ(c.threads, 8);
+  // A long one: one thread is not timed.
+  timed.clear();
+  c = choose({{16, 3.0}, {8, 2.0}, {4, 2.5}, {2, 3.0}, {1, 1.0}}, &timed);
+  EXPECT_EQ(timed, (std::vector<int>{16, 8, 4, 2}));
+  EXPECT_EQ(c.threads, 8);
   EXPECT_THROW(choose_threads({}, [](int) { return Spread{}; }), InvalidArgument);
 }
 
