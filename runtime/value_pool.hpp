@@ -4,10 +4,11 @@
 // accelerator's page-locked memory, allocated and registered each time. A request takes the
 // smallest free block that holds it and is at most twice its size: batches of a few rows fewer
 // reuse a fuller batch's blocks (a pipeline's batches vary in rows, and a split's values with
-// them), while a block much larger than a request stays free for the requests it fits. The split runner keeps the values that
-// cross between segments in one (runtime/split_runner.hpp), and measure_partition gives one to the
-// batches it times (their outputs, as a pipeline's frame pool takes them). Its upstream is an
-// accelerator's pinned memory (copies to and from it run at full speed), else the heap.
+// them), while a block much larger than a request stays free for the requests it fits.
+// The split runner keeps the values that cross between segments in one
+// (runtime/split_runner.hpp), and measure_partition gives one to the batches it times (their
+// outputs, as a pipeline's frame pool takes them). Its upstream is an accelerator's pinned memory
+// (copies to and from it run at full speed), else the heap.
 // Thread-safe; outlives its tensors (each holds it).
 
 #include "core/model_runner.hpp"
