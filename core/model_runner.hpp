@@ -340,6 +340,11 @@ struct DeviceRunnerFactory {
   /// Checks RunnerConfig::device_options: throws InvalidArgument naming an unknown option (and the
   /// known ones) or a bad value. Host only, so a pipeline file is checked where no device is usable.
   std::function<void(const std::map<std::string, std::string>& options)> check_options;
+  /// Whether RunnerConfig::device_options' `option` may change what the device runs or how long
+  /// it takes: false for one that only changes how the host waits for it (CUDA's
+  /// blocking_completion), which the cost history's keys leave out (runtime::cost_precision), so
+  /// that times measured with it either way predict both. Empty (no function): every option may.
+  std::function<bool(const std::string& option)> option_changes_costs;
   /// Device `index`'s memory: in use (by every process) and in all; zeros when unknown.
   std::function<DeviceMemoryInfo(int index)> memory_info;
   /// Whether the device runs `node`, whose inputs have these dtypes and shapes (and values, where

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/graph/graph_hash.hpp"
 #include "core/log.hpp"
+#include "core/model_runner.hpp"
 #include "core/ops/names.hpp"
 
 #include <fmt/format.h>
@@ -262,8 +263,16 @@ std::string CostHistory::default_path() { return (cache_dir() / "history" / "cos
 std::string cost_precision(int device, const std::string& precision,
                            const std::map<std::string, std::string>& device_options) {
   if (device == 0) return "fp32";
+  const auto changes_costs = [](const std::string& option) {
+    for (const auto& [kind, factory] : device_runner_registry()) {
+      if (factory.option_changes_costs && !factory.option_changes_costs(option)) return false;
+    }
+    return true;
+  };
   std::string out = precision;
-  for (const auto& [name, value] : device_options) out += fmt::format(" {}={}", name, value);
+  for (const auto& [name, value] : device_options) {
+    if (changes_costs(name)) out += fmt::format(" {}={}", name, value);
+  }
   return out;
 }
 

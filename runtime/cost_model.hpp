@@ -39,7 +39,9 @@ NodeWork node_work(const Node& node, const std::vector<TensorDesc>& inputs, cons
 /// What a device's measured times are kept under in CostHistory's keys beside its profile: the
 /// precision it computes in, "fp32" on the host (device 0, whatever the model's precision), and
 /// on an accelerator its runner's own switches after it (RunnerConfig::device_options, e.g.
-/// "fp16 wgmma=off"), since a time measured with a switch set predicts only runs with it set.
+/// "fp16 wgmma=off"), since a time measured with a switch set predicts only runs with it set;
+/// a switch that a registered device says changes no cost (DeviceRunnerFactory::
+/// option_changes_costs) is left out.
 std::string cost_precision(int device, const std::string& precision,
                            const std::map<std::string, std::string>& device_options = {});
 

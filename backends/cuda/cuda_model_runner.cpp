@@ -70,6 +70,15 @@ std::string options_note(const CudaOptions& options) {
 
 void check_options(const std::map<std::string, std::string>& options) { (void)cuda_options_from(options); }
 
+// An option that changes no plan changes no kernel's time either (blocking_completion: how the
+// completion thread waits); an unknown name is not this backend's to judge.
+bool option_changes_costs(const std::string& option) {
+  for (const CudaOptionField& f : cuda_option_fields()) {
+    if (option == f.name) return f.changes_plan;
+  }
+  return true;
+}
+
 // The most bytes of one output's consecutive parts that come back in one copy, into one tensor:
 // one 8 MiB block of the frame pool, where a copy is long enough to run near the pinned peak.
 constexpr std::size_t kOutputGroupBytes = 8ull << 20;
@@ -693,6 +702,7 @@ std::jthread warm_up(int device) {
                                     .pinned_memory = pinned_memory,
                                     .device_count = cuda_device_count,
                                     .check_options = check_options,
+                                    .option_changes_costs = option_changes_costs,
                                     .memory_info = cuda_memory_info,
                                     .supports = supports,
                                     .time_nodes = time_nodes,

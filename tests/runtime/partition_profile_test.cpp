@@ -134,6 +134,20 @@ TEST(PartitionProfile, RecordsTheAcceleratorsOwnNodeTimesAndTheAnalysissCpuTimes
   EXPECT_GT(recorded, p.analysis.placeable.size());
 }
 
+// A switch that changes only how the host waits (CUDA's `blocking_completion`) changes no time:
+// the device that defines it says so, and the history's keys leave it out.
+TEST(PartitionProfile, ASwitchThatChangesNoCostIsLeftOutOfTheHistorysKeys) {
+  static const bool registered = [] {
+    DeviceRunnerFactory f;
+    f.unavailable = [] { return std::string("a test device that runs nothing"); };
+    f.option_changes_costs = [](const std::string& option) { return option != "test_busy_wait"; };
+    return register_device_runner("test-waits", std::move(f));
+  }();
+  ASSERT_TRUE(registered);
+  EXPECT_EQ(cost_precision(1, "fp16", {{"test_busy_wait", "on"}, {"tma", "on"}}), "fp16 tma=on");
+  EXPECT_EQ(cost_precision(1, "fp16", {{"test_busy_wait", "off"}}), cost_precision(1, "fp16"));
+}
+
 // A time measured with an accelerator's switch set (CUDA's `wgmma: off`) predicts only runs with
 // it set: the history's node and cut keys name the switches beside the precision.
 TEST(PartitionProfile, NodeTimesMeasuredWithDeviceOptionsPredictOnlyRunsWithThem) {

@@ -1,6 +1,6 @@
 // CudaOptions (backends/cuda/cuda_options.hpp), host only: the options by name as pipeline files
 // and the command line give them, their errors, and where they reach (the plan cache key, the
-// runner's pipeline, a kernel's candidates).
+// cost history's keys, the runner's pipeline, a kernel's candidates).
 
 #include "backends/cuda/cuda_options.hpp"
 
@@ -8,6 +8,7 @@
 #include "backends/cuda/plan_cache.hpp"
 #include "core/error.hpp"
 #include "core/model_runner.hpp"
+#include "runtime/cost_model.hpp"
 #include "support/test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,18 @@ TEST(CudaOptions, TheDeviceRunnerChecksThemForPipelineFiles) {
   ASSERT_TRUE(it->second.check_options);
   it->second.check_options({{"wgmma", "off"}, {"pdl", "on"}});
   EXPECT_THROWS_SAYING(it->second.check_options({{"tmaa", "off"}}), InvalidArgument, "unknown CUDA option 'tmaa'");
+}
+
+// The cost history keys the options that change the plan; blocking_completion, how the host
+// waits, is left out, so a run with it off is costed from the times measured with it on.
+TEST(CudaOptions, TheCostHistoryKeysEveryOptionThatChangesThePlan) {
+  const auto it = device_runner_registry().find("cuda");
+  ASSERT_NE(it, device_runner_registry().end());
+  ASSERT_TRUE(it->second.option_changes_costs);
+  for (const CudaOptionField& f : cuda_option_fields()) {
+    EXPECT_EQ(it->second.option_changes_costs(f.name), f.changes_plan) << f.name;
+  }
+  EXPECT_EQ(runtime::cost_precision(1, "fp16", {{"blocking_completion", "off"}, {"pdl", "off"}}), "fp16 pdl=off");
 }
 
 TEST(CudaOptions, EveryOptionThatChangesThePlanIsInThePlanCacheKey) {
