@@ -219,8 +219,6 @@ class CpuRunner final : public ModelRunner {
     piece_in_.clear();
   }
 
-  // Output `o` of the batch (`run_rows` rows) into one part per frame: views of each frame's rows
-  // (the padding rows are dropped).
   static std::string describe(int slots, int threads) {
     return threads > 0 ? fmt::format("cpu, {} slot(s), {} thread(s)", slots, threads) : fmt::format("cpu, {} slot(s)", slots);
   }

@@ -73,10 +73,8 @@ void check_options(const std::map<std::string, std::string>& options) { (void)cu
 // An option that changes no plan changes no kernel's time either (blocking_completion: how the
 // completion thread waits); an unknown name is not this backend's to judge.
 bool option_changes_costs(const std::string& option) {
-  for (const CudaOptionField& f : cuda_option_fields()) {
-    if (option == f.name) return f.changes_plan;
-  }
-  return true;
+  const CudaOptionField* f = find_cuda_option(option);
+  return f == nullptr || f->changes_plan;
 }
 
 // The most bytes of one output's consecutive parts that come back in one copy, into one tensor:

@@ -43,12 +43,17 @@ bool parse_switch(std::string_view name, std::string_view value) {
 
 std::span<const CudaOptionField> cuda_option_fields() { return kFields; }
 
-void set_cuda_option(CudaOptions& options, std::string_view name, std::string_view value) {
+const CudaOptionField* find_cuda_option(std::string_view name) {
   for (const CudaOptionField& f : kFields) {
-    if (name == f.name) {
-      options.*f.member = parse_switch(name, value);
-      return;
-    }
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+void set_cuda_option(CudaOptions& options, std::string_view name, std::string_view value) {
+  if (const CudaOptionField* f = find_cuda_option(name)) {
+    options.*f->member = parse_switch(name, value);
+    return;
   }
   throw InvalidArgument(fmt::format("unknown CUDA option '{}' (known: {})", name, known_names()));
 }

@@ -57,6 +57,8 @@ struct CudaOptionField {
 };
 /// Every option, in the struct's order.
 std::span<const CudaOptionField> cuda_option_fields();
+/// The option named `name`, or null.
+const CudaOptionField* find_cuda_option(std::string_view name);
 
 /// Sets option `name` from `value` ("on", "off", "true", "false", "1", "0"). Throws
 /// InvalidArgument naming the unknown option (and listing the known ones) or the bad value.
