@@ -8,6 +8,9 @@
 #include "runtime/median_time.hpp"
 #include "runtime/value_pool.hpp"
 
+#include <oneapi/tbb/parallel_for.h>
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -30,8 +33,29 @@ class CacheEvictor {
   unsigned char fill_ = 0;
 };
 
-// The spread of the segment's runs at `threads`, as time_host_segment describes them.
-Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads, CacheEvictor& cache) {
+// Wakes the threads a segment's kernels run on, on the calling thread (inside HostThreads::run):
+// oneDNN's OpenMP team of this thread, in an empty parallel region, and oneTBB's workers of its
+// arena, each given a few microseconds of spinning.
+void wake_threads(int threads) {
+  const int n = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel num_threads(n)
+  {
+    [[maybe_unused]] volatile int here = omp_get_thread_num();
+  }
+  oneapi::tbb::parallel_for(
+      0, n,
+      [](int) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(5);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      },
+      oneapi::tbb::simple_partitioner{});
+}
+
+// The spread of the segment's runs at `threads`, as time_host_segment describes them: each after
+// a long idle, or (`woken`) with its threads woken just before.
+Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads, CacheEvictor& cache,
+                  bool woken = false) {
   std::map<std::string, Tensor> feeds;
   for (const auto& in : segment.inputs) {
     const TensorDesc& d = analysis.values.at(in);
@@ -49,6 +73,7 @@ Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int run
   for (int r = 0; r < runs; ++r) {
     cache.evict();
     host.run([&] {
+      if (woken) wake_threads(threads);
       const auto t0 = std::chrono::steady_clock::now();
       executor.run(feeds, &allocate);
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
@@ -59,14 +84,17 @@ Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int run
 
 // The segment timed (`runs` runs a count) at the counts choose_threads asks for, and its choice:
 // a run as slow as the best count's slow runs, which leaves the other cores to the rest of the
-// pipeline and wakes fewer threads. std::nullopt (logged) when the segment fails to run, which
-// its runner will then report.
+// pipeline and wakes fewer threads; then at the chosen count with its threads woken before each
+// run. std::nullopt (logged) when the segment fails to run, which its runner will then report.
 std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, const Segment& segment, int runs,
                                                 const std::vector<int>& counts) {
   RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
   try {
     CacheEvictor cache;
-    return choose_threads(counts, [&](int threads) { return timed_runs(analysis, segment, runs, threads, cache); });
+    HostThreadsChoice choice =
+        choose_threads(counts, [&](int threads) { return timed_runs(analysis, segment, runs, threads, cache); });
+    choice.woken_ms = timed_runs(analysis, segment, runs, choice.threads, cache, true).median;
+    return choice;
   } catch (const std::exception& e) {  // an Error, or memory for the inputs or the eviction buffer
     log().warn("{}: not timed on the host ({}); its nodes' times stand for it", segment.graph->name, e.what());
     return std::nullopt;
@@ -101,9 +129,9 @@ HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::func
   return tried.front();
 }
 
-std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads) {
-  const auto timed = time_at_counts(analysis, segment, runs, {threads});
-  return timed ? std::optional<double>(timed->ms) : std::nullopt;
+std::optional<HostThreadsChoice> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs,
+                                                   int threads) {
+  return time_at_counts(analysis, segment, runs, {threads});
 }
 
 std::vector<int> host_thread_counts(int most) {

@@ -15,23 +15,35 @@
 
 namespace redwood::runtime {
 
-/// Host segment `segment` of a cut of `analysis`, run alone by the CPU executor (as the CPU runner
-/// runs it) on zeros of its inputs' shapes, its kernels on `threads` host threads (HostThreads; 0:
-/// the process's count), its outputs in recycled memory (as the split runner's pool gives them):
-/// one warm-up run, then `runs` timed, each after the last-level cache was evicted. The median in
-/// milliseconds; std::nullopt (logged) when the segment fails to run, which its runner will then
-/// report.
-std::optional<double> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5,
-                                        int threads = 0);
-
 /// The thread counts a host segment is timed at: 1, 2, 4, ... below `most`, and `most`.
 std::vector<int> host_thread_counts(int most);
 
 struct HostThreadsChoice {
   int threads = 0;
-  double ms = 0;      // the median run at that count
-  double p90_ms = 0;  // the 90th percentile
+  double ms = 0;        // the median run at that count, after a long idle
+  double p90_ms = 0;    // the 90th percentile
+  double woken_ms = 0;  // the median run at that count with its threads woken just before (0: not timed)
 };
+
+/// How long a host segment's threads may have been idle and still answer as if woken just before.
+/// oneDNN's OpenMP threads sleep as soon as a kernel ends (the launcher's passive wait policy), and
+/// how long the next kernel waits for them grows with that sleep: on the GPU hosts (16-core
+/// virtual machines), an empty parallel region of 4 threads took 15-22 us after 0.1 ms idle, 30-40
+/// after 0.3 ms and 50-170 after 1 ms, and rec's attention Softmax on 4 threads a median 0.147 ms
+/// after 0.16 ms, 0.238 after 0.37 ms. So a host segment that follows a short accelerator segment
+/// runs faster in the split than one that follows a long one, its shape the same.
+inline constexpr double kShortIdleMs = 0.25;
+
+/// Host segment `segment` of a cut of `analysis`, run alone by the CPU executor (as the CPU runner
+/// runs it) on zeros of its inputs' shapes, its kernels on `threads` host threads (HostThreads; 0:
+/// the process's count), its outputs in recycled memory (as the split runner's pool gives them):
+/// one warm-up run, then `runs` timed, each after the last-level cache was evicted (which leaves
+/// its threads idle for a long while), then `runs` more with its threads woken just before each
+/// (wake_threads: what a segment meets after a short idle, kShortIdleMs). The medians in
+/// milliseconds (`ms` and `woken_ms`); std::nullopt (logged) when the segment fails to run, which
+/// its runner will then report.
+std::optional<HostThreadsChoice> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5,
+                                                   int threads = 0);
 
 /// The fewest of `counts` (ascending) whose 90th percentile is within 5 % of the lowest, each
 /// count's runs given by `time_at`: a short segment's batches on every core wait for a team of
@@ -46,7 +58,8 @@ HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::func
 
 /// Times host segment `segment` as time_host_segment does (`runs` runs) at the thread counts of
 /// host_thread_counts(process_host_threads()) that choose_threads asks for, and returns its
-/// choice. std::nullopt (logged) when the segment fails to run.
+/// choice, with its threads woken before each run timed at the chosen count (woken_ms).
+/// std::nullopt (logged) when the segment fails to run.
 std::optional<HostThreadsChoice> choose_host_threads(const ModelAnalysis& analysis, const Segment& segment, int runs = 9);
 
 }  // namespace redwood::runtime

@@ -81,7 +81,8 @@ std::optional<Placement> place_naive(const PlacementProblem& p) {
 }
 
 double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const std::vector<Segment>& segments,
-                        const SplitCosts& costs, std::vector<double>* compute, std::vector<double>* transfer_in) {
+                        const SplitCosts& costs, std::vector<double>* compute, std::vector<double>* transfer_in,
+                        std::vector<double>* host_idle) {
   const std::vector<double>& segment_ms = costs.segment_ms;
   const double host_layout_gbps = costs.host_layout_gbps;
   std::map<std::size_t, std::size_t> slot;  // graph node -> placeable index
@@ -101,6 +102,9 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
   double latency = 0;
   if (compute) compute->assign(segments.size(), 0.0);
   if (transfer_in) transfer_in->assign(segments.size(), 0.0);
+  if (host_idle) host_idle->assign(segments.size(), kLongIdle);
+  double host_free = kLongIdle;  // when the last host segment ended, hand-overs since then not counted
+  double handovers = 0;          // hand-overs since then
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const Segment& s = segments[k];
     double ready = 0, crossing = 0, work = 0;
@@ -121,10 +125,19 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       for (const auto& out : s.outputs) edge_bytes += outputs.count(out) != 0 ? 0.0 : bytes(out);
       work += 2 * edge_bytes / (host_layout_gbps * 1e6);
     }
+    const double idle = s.device == 0 && std::isfinite(host_free)
+                            ? std::max(0.0, ready + crossing - host_free - handovers)
+                            : kLongIdle;
     if (costs.measured) {
-      if (const auto ms = costs.measured(s)) work = *ms;
+      if (const auto ms = costs.measured(s, idle)) work = *ms;
     }
     const double done = ready + costs.handover_ms + crossing + work;
+    handovers += costs.handover_ms;
+    if (s.device == 0) {
+      host_free = done;
+      handovers = 0;
+    }
+    if (host_idle && s.device == 0) (*host_idle)[k] = idle;
     for (const auto& out : s.outputs) {
       made[out] = {s.device, done};
       if (outputs.count(out) != 0) latency = std::max(latency, done + cross(s.device, 0, bytes(out)));
@@ -143,10 +156,14 @@ std::optional<double> find_ms(const std::map<std::string, double>& times, const 
   return it != times.end() ? std::optional<double>(it->second) : std::nullopt;
 }
 
-// A host segment's time as timed alone while planning, scaled to what it takes in a split run.
-std::optional<double> scaled_host_ms(const Partition& p, const std::string& key) {
+// A host segment's timing alone under `key` (unscaled) for a segment whose kernels were idle for
+// `idle_ms` before it, and whether it is the one with its threads woken.
+std::optional<std::pair<double, bool>> host_timing_at(const Partition& p, const std::string& key, double idle_ms) {
+  if (idle_ms < kShortIdleMs) {
+    if (const auto woken = find_ms(p.host_woken_times, key)) return std::pair{*woken, true};
+  }
   const auto timed = find_ms(p.host_times, key);
-  return timed ? std::optional<double>(*timed * p.host_timing_scale) : std::nullopt;
+  return timed ? std::optional<std::pair<double, bool>>(std::pair{*timed, false}) : std::nullopt;
 }
 
 // The timings alone that segment `s` may be among: the host's or the accelerators'.
@@ -154,23 +171,26 @@ const std::map<std::string, double>& timed_times(const Partition& p, const Segme
   return s.device == 0 ? p.host_times : p.device_times;
 }
 
-// Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`.
-std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::string& key) {
-  return s.device == 0 ? scaled_host_ms(p, key) : find_ms(p.device_times, key);
+// Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`: a
+// host segment's scaled to what it takes in a split run.
+std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::string& key, double idle_ms) {
+  if (s.device != 0) return find_ms(p.device_times, key);
+  const auto timed = host_timing_at(p, key, idle_ms);
+  return timed ? std::optional<double>(timed->first * p.host_timing_scale) : std::nullopt;
 }
 
 // Segment `s`'s time as measured before, else as timed while planning: its cut key made once for
 // both (and not at all when nothing is known).
-std::optional<double> known_segment_ms(const Partition& p, const Segment& s) {
+std::optional<double> known_segment_ms(const Partition& p, const Segment& s, double idle_ms) {
   if (p.cut_times.empty() && timed_times(p, s).empty()) return std::nullopt;
   const std::string key = p.cut_key(s);
   if (const auto ms = find_ms(p.cut_times, key)) return ms;
-  return timed_ms(p, s, key);
+  return timed_ms(p, s, key, idle_ms);
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
   SplitCosts costs = p.split_costs();
-  costs.measured = [&p](const Segment& s) { return known_segment_ms(p, s); };
+  costs.measured = [&p](const Segment& s, double idle_ms) { return known_segment_ms(p, s, idle_ms); };
   return split_latency_ms(p.analysis, p.open, segments, costs);
 }
 
@@ -199,13 +219,15 @@ void time_segments(Partition& part, const std::vector<Segment>& segments, std::s
       config.device = part.device_index;
       const auto ms = time_device_segment(part.analysis, s, device, config);
       if ((timed = ms.has_value())) part.device_times[std::move(key)] = *ms;
-    } else if (const auto chosen = part.host_threads.find(key); chosen != part.host_threads.end()) {
-      const auto ms = time_host_segment(part.analysis, s, 5, chosen->second);
-      if ((timed = ms.has_value())) part.host_times[std::move(key)] = *ms;
-    } else if (const auto choice = choose_host_threads(part.analysis, s)) {
-      timed = true;
-      part.host_times[key] = choice->ms;
-      part.host_threads[std::move(key)] = choice->threads;
+    } else {
+      const auto chosen = part.host_threads.find(key);
+      const auto choice = chosen != part.host_threads.end() ? time_host_segment(part.analysis, s, 5, chosen->second)
+                                                            : choose_host_threads(part.analysis, s);
+      if ((timed = choice.has_value())) {
+        part.host_times[key] = choice->ms;
+        part.host_woken_times[key] = choice->woken_ms;
+        part.host_threads[std::move(key)] = choice->threads;
+      }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     Partition::TimingSpent& t = part.timing_spent;
@@ -267,9 +289,14 @@ std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
   return cut_times.empty() ? std::nullopt : find_ms(cut_times, cut_key(s));
 }
 
-std::optional<double> Partition::timed_segment_ms(const Segment& s) const {
+std::optional<double> Partition::timed_segment_ms(const Segment& s, double host_idle_ms) const {
   if (timed_times(*this, s).empty()) return std::nullopt;
-  return timed_ms(*this, s, cut_key(s));
+  return timed_ms(*this, s, cut_key(s), host_idle_ms);
+}
+
+std::optional<std::pair<double, bool>> Partition::host_timing(const Segment& s, double host_idle_ms) const {
+  if (s.device != 0 || host_times.empty()) return std::nullopt;
+  return host_timing_at(*this, cut_key(s), host_idle_ms);
 }
 
 std::vector<int> Partition::host_segment_threads() const {
@@ -419,6 +446,7 @@ void keep_what_is_known(Partition& part, const PartitionOptions& options) {
   }
   if (options.timed_before) {
     part.host_times = options.timed_before->host_times;
+    part.host_woken_times = options.timed_before->host_woken_times;
     part.device_times = options.timed_before->device_times;
     part.host_threads = options.timed_before->host_threads;
   }

@@ -20,6 +20,7 @@
 #include "runtime/placement.hpp"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -75,8 +76,12 @@ struct PartitionOptions {
   const Partition* timed_before = nullptr;
 };
 
-/// A segment's time as measured before, if it was.
-using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment)>;
+/// A segment's time as measured before, if it was. `host_idle_ms`: for a host segment, how long the
+/// host's kernels were idle before it in the batch (split_latency_ms), infinite where no host
+/// segment ran before it; a host segment's time depends on it (kShortIdleMs).
+using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment, double host_idle_ms)>;
+/// An idle time past any that matters: before a batch's first host segment.
+inline constexpr double kLongIdle = std::numeric_limits<double>::infinity();
 
 /// What a cut costs beyond its placed nodes (split_latency_ms).
 struct SplitCosts {
@@ -118,7 +123,10 @@ struct Partition {
   int device_index = 0;                           // the accelerator's GPU (PartitionOptions)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
-                                                  // as timed (host_timing_scale applies when used)
+                                                  // as timed (host_timing_scale applies when used),
+                                                  // after a long idle
+  std::map<std::string, double> host_woken_times; // the same with their threads woken just before: what
+                                                  // a segment meets after a short idle (kShortIdleMs)
   std::map<std::string, double> device_times;     // accelerator segments timed on their device while
                                                   // planning: cut_key -> ms (time_device_segment)
   std::map<std::string, int> host_threads;        // host segments' threads: cut_key -> count, chosen
@@ -163,10 +171,15 @@ struct Partition {
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
-  /// Segment `s`'s time as timed alone while planning, if it was: a host segment's (host_times)
-  /// scaled by host_timing_scale, what it predicts the segment takes in a split run; an
-  /// accelerator segment's (device_times) as timed.
-  std::optional<double> timed_segment_ms(const Segment& s) const;
+  /// Segment `s`'s time as timed alone while planning, if it was: a host segment's scaled by
+  /// host_timing_scale, what it predicts the segment takes in a split run, from host_woken_times
+  /// where its kernels were idle before it for less than kShortIdleMs (`host_idle_ms`, as
+  /// split_latency_ms gives it), else from host_times; an accelerator segment's (device_times) as
+  /// timed.
+  std::optional<double> timed_segment_ms(const Segment& s, double host_idle_ms = kLongIdle) const;
+  /// The timing alone (unscaled) that timed_segment_ms scales for host segment `s` after
+  /// `host_idle_ms`, and whether it is the woken one.
+  std::optional<std::pair<double, bool>> host_timing(const Segment& s, double host_idle_ms) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;
   /// Each placed node's device by name (analysis.placeable's order): what a placement cache keeps
@@ -191,9 +204,13 @@ struct Partition {
 /// inputs' crossing time go to `compute` and `transfer_in` when given. The list schedule
 /// (makespan()) keeps values on the device between nodes there; this is the figure a cut is
 /// measured against.
+/// Per host segment, `host_idle` gets how long the host's kernels were idle before it: the time
+/// from the end of the host segment before it in the batch to its start, less the hand-overs
+/// between (the split runner's own work on the host, which keeps the cores awake); kLongIdle for
+/// the first host segment and for the accelerators' segments.
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
                         const SplitCosts& costs = {}, std::vector<double>* compute = nullptr,
-                        std::vector<double>* transfer_in = nullptr);
+                        std::vector<double>* transfer_in = nullptr, std::vector<double>* host_idle = nullptr);
 
 /// Analyzes, costs, places and cuts `graph` at `input_shapes`. For the latency objective, the
 /// placement kept is the one whose cut runs fastest (split_latency_ms) among the placer's, HEFT's,

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace redwood::runtime {
 namespace {
@@ -95,17 +96,26 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, int runs
 }
 
 std::vector<SegmentTimes> predict_segments(const Partition& p) {
-  std::vector<double> compute, transfer_in;
+  std::vector<double> compute, transfer_in, idle;
   split_latency_ms(p.analysis, p.open, p.segments, p.split_costs(), &compute, &transfer_in);
+  // Each host segment's idle before it, with the segments' times as predicted.
+  SplitCosts costs = p.split_costs();
+  costs.measured = [&p](const Segment& s, double idle_ms) -> std::optional<double> {
+    if (const auto before = p.measured_segment_ms(s)) return before;
+    return p.timed_segment_ms(s, idle_ms);
+  };
+  split_latency_ms(p.analysis, p.open, p.segments, costs, nullptr, nullptr, &idle);
   std::vector<SegmentTimes> out(p.segments.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
     const auto before = p.measured_segment_ms(p.segments[k]);
-    const auto timed = before ? std::nullopt : p.timed_segment_ms(p.segments[k]);
+    const auto timed = before ? std::nullopt : p.timed_segment_ms(p.segments[k], idle[k]);
     out[k].from_nodes_ms = compute[k];
     out[k].measured_before = before.has_value();
     out[k].timed_alone = timed.has_value();
     out[k].predicted_ms = before ? *before : timed.value_or(compute[k]);
     out[k].transfer_in_predicted_ms = transfer_in[k];
+    out[k].host_idle_ms = idle[k];
+    if (const auto host = p.host_timing(p.segments[k], idle[k])) std::tie(out[k].host_timed_ms, out[k].host_woken) = *host;
   }
   return out;
 }
@@ -180,10 +190,11 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       const std::string cut = p.cut_key(p.segments[k]);
       history->record(cut, times.segments[k].measured_ms);
       if (d == 0 && p.segments[k].threads > 0) history->record(CostHistory::host_threads_key(cut), p.segments[k].threads);
-      // A host segment timed alone while planning: how its run compares with that timing.
-      const auto timed = p.host_times.find(cut);
-      if (d == 0 && timed != p.host_times.end() && timed->second > 0 && times.segments[k].measured_ms > 0) {
-        history->record(CostHistory::host_timing_key(p.profiles[0]), times.segments[k].measured_ms / timed->second);
+      // A host segment timed alone while planning: how its run compares with the timing that
+      // stands for it (after the idle it meets in the batch).
+      const SegmentTimes& t = times.segments[k];
+      if (d == 0 && t.host_timed_ms > 0 && t.measured_ms > 0) {
+        history->record(CostHistory::host_timing_key(p.profiles[0]), t.measured_ms / t.host_timed_ms);
       }
     }
     if (!p.segments.empty() && times.segments.size() == p.segments.size()) {
@@ -193,7 +204,7 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       for (std::size_t k = 0; k < p.segments.size(); ++k) compute[p.segments[k].graph.get()] = times.segments[k].measured_ms;
       SplitCosts costs = p.split_costs();
       costs.handover_ms = 0;
-      costs.measured = [&compute](const Segment& s) { return std::optional<double>(compute.at(s.graph.get())); };
+      costs.measured = [&compute](const Segment& s, double) { return std::optional<double>(compute.at(s.graph.get())); };
       const double rest = times.measured_batch_ms - split_latency_ms(p.analysis, p.open, p.segments, costs);
       history->record(CostHistory::handover_key(p.profiles[0]),
                       std::max(0.0, rest) / static_cast<double>(p.segments.size()));

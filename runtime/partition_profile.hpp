@@ -31,6 +31,10 @@ struct SegmentTimes {
   double measured_p10_ms = 0, measured_p90_ms = 0;  // the batches' 10th and 90th percentiles of it
   double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
   double copy_ms = 0;       // its runner's copy time, the median batch's (0 on the CPU)
+  double host_idle_ms = kLongIdle;  // a host segment's: its kernels' idle before it (split_latency_ms)
+  double host_timed_ms = 0; // a host segment timed alone while planning: that timing (unscaled) after
+                            // such an idle (Partition::host_timing), whether or not it predicts
+  bool host_woken = false;  // whether that timing is the one with its threads woken just before
 };
 
 struct PartitionTimes {

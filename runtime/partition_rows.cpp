@@ -114,7 +114,7 @@ double split_latency_at_rows(const Partition& part, const std::vector<RowsCurve>
   costs.bytes_scale = from > 0 ? rows / static_cast<double>(from) : 1.0;
   if (handover_ms) costs.handover_ms = *handover_ms;
   // split_latency_ms asks for each of part.segments itself, in turn.
-  costs.measured = [&](const Segment& s) -> std::optional<double> {
+  costs.measured = [&](const Segment& s, double) -> std::optional<double> {
     for (std::size_t k = 0; k < part.segments.size(); ++k) {
       if (&part.segments[k] == &s) return curves[k].at(rows);
     }

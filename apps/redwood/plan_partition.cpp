@@ -143,9 +143,8 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     const std::string source = t.measured_before ? "as measured before"
                                : !t.timed_alone                ? ""
                                : s.device != 0                 ? fmt::format("timed alone on {}", p.devices[static_cast<std::size_t>(s.device)])
-                               : p.host_timing_scale == 1.0
-                                   ? "timed alone on the host"
-                                   : fmt::format("timed alone on the host, x{:.2f}", p.host_timing_scale);
+                               : fmt::format("timed alone on the host{}{}", t.host_woken ? ", threads just woken" : "",
+                                             p.host_timing_scale == 1.0 ? "" : fmt::format(", x{:.2f}", p.host_timing_scale));
     fmt::print("       predicted {:.3f} ms{}{}", t.predicted_ms,
                source.empty() ? "" : fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms),
                t.transfer_in_predicted_ms > 0 ? fmt::format(" + {:.3f} ms to bring its inputs", t.transfer_in_predicted_ms) : "");

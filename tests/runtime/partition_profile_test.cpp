@@ -285,7 +285,7 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   EXPECT_DOUBLE_EQ(t[k].predicted_ms, timed->second);
   std::vector<double> compute;
   SplitCosts costs = p.split_costs();
-  costs.measured = [&](const Segment& s) { return p.timed_segment_ms(s); };
+  costs.measured = [&](const Segment& s, double idle) { return p.timed_segment_ms(s, idle); };
   split_latency_ms(p.analysis, p.open, p.segments, costs, &compute);
   EXPECT_DOUBLE_EQ(compute[k], timed->second);
   EXPECT_DOUBLE_EQ(p.run_latency_ms(p.placement.device), split_latency_ms(p.analysis, p.open, p.segments, costs));
@@ -576,6 +576,63 @@ TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanK
   EXPECT_EQ(partition_as_placed(p.analysis, o, p.node_devices()).segments[k].threads, 0);
 }
 
+TEST(PartitionProfile, AHostSegmentsIdleIsTheTimeSinceTheHostSegmentBeforeItLessTheHandOvers) {
+  // The fixture's three segments run host, accelerator, host: the second host segment waits for
+  // the accelerator's segment and the crossings on either side of it; the first waits for none.
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
+  ASSERT_EQ(p.segments.size(), 3u);
+  std::vector<Segment> cut = p.segments;
+  cut[0].device = 0;
+  cut[1].device = 1;
+  cut[2].device = 0;
+  SplitCosts costs = p.split_costs();
+  costs.handover_ms = 0.5;
+  std::vector<double> asked(cut.size(), -1);
+  costs.measured = [&](const Segment& s, double idle) {
+    const auto k = static_cast<std::size_t>(&s - cut.data());
+    asked[k] = idle;
+    return std::optional<double>(k == 1 ? 0.1 : 2.0);
+  };
+  std::vector<double> compute, crossing, idle;
+  split_latency_ms(p.analysis, p.open, cut, costs, &compute, &crossing, &idle);
+  ASSERT_EQ(idle.size(), 3u);
+  EXPECT_EQ(idle[0], kLongIdle);
+  EXPECT_EQ(idle[1], kLongIdle);  // an accelerator's segment
+  ASSERT_GT(crossing[1], 0.0);
+  EXPECT_NEAR(idle[2], crossing[1] + 0.1 + crossing[2], 1e-9);
+  EXPECT_EQ(asked, idle);  // each segment's time was asked for at that idle
+}
+
+TEST(PartitionProfile, AHostSegmentAfterAShortIdleIsPredictedFromItsTimingWithItsThreadsWoken) {
+  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, timed_split_options());
+  ASSERT_FALSE(p.single_device());
+  const std::size_t k = host_segment(p);
+  const Segment& s = p.segments[k];
+  const std::string key = p.cut_key(s);
+  ASSERT_EQ(p.host_woken_times.count(key), 1u);  // timed both ways while planning
+  EXPECT_GT(p.host_woken_times.at(key), 0.0);
+
+  Partition q = p;
+  q.host_times[key] = 2.0;
+  q.host_woken_times[key] = 1.0;
+  q.host_timing_scale = 0.5;
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 0.5);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.9 * kShortIdleMs).value_or(0), 0.5);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, kShortIdleMs).value_or(0), 1.0);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s).value_or(0), 1.0);  // no idle given: a long one
+  EXPECT_EQ(q.host_timing(s, 0.0), std::optional(std::pair{1.0, true}));
+  EXPECT_EQ(q.host_timing(s, kLongIdle), std::optional(std::pair{2.0, false}));
+  // Here the host segment is its batch's first: no host segment ran before it.
+  const std::vector<SegmentTimes> t = predict_segments(q);
+  EXPECT_EQ(t[k].host_idle_ms, kLongIdle);
+  EXPECT_FALSE(t[k].host_woken);
+  EXPECT_DOUBLE_EQ(t[k].host_timed_ms, 2.0);
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 1.0);
+  // Without a woken timing (a timing kept from before), the other stands for any idle.
+  q.host_woken_times.clear();
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 1.0);
+}
+
 TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAndScalesTheNextTiming) {
   PartitionOptions o = timed_split_options();
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
@@ -605,7 +662,7 @@ TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAnd
   EXPECT_TRUE(predicted[k].timed_alone);
   EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, 0.5 * raw);
   SplitCosts costs = next.split_costs();
-  costs.measured = [&](const Segment& s) { return next.timed_segment_ms(s); };
+  costs.measured = [&](const Segment& s, double idle) { return next.timed_segment_ms(s, idle); };
   EXPECT_DOUBLE_EQ(next.run_latency_ms(next.placement.device), split_latency_ms(next.analysis, next.open, next.segments, costs));
   known.record(next.cut_key(next.segments[k]), 7.0);
   const Partition measured = partition_model(model(), {{2, 4, 8, 8}}, o);
@@ -621,7 +678,10 @@ TEST(PartitionProfile, AHostSegmentThatCannotRunIsNotTimed) {
   }
   broken.graph = graph;
   EXPECT_FALSE(time_host_segment(p.analysis, broken).has_value());
-  EXPECT_GT(time_host_segment(p.analysis, p.segments[host_segment(p)], 1).value_or(0), 0.0);
+  const auto timed = time_host_segment(p.analysis, p.segments[host_segment(p)], 1);
+  ASSERT_TRUE(timed.has_value());
+  EXPECT_GT(timed->ms, 0.0);
+  EXPECT_GT(timed->woken_ms, 0.0);
 }
 
 TEST(PartitionProfile, TimingAHostSegmentFaultsItsOutputsInOnceNotEachRun) {
@@ -742,7 +802,7 @@ TEST(PartitionProfile, ABatchsTimeBeyondItsSegmentsIsLearnedAsEachSegmentsHandOv
   ASSERT_TRUE(learned.has_value());
   // The median batch less its segments' measured compute (and their inputs' crossings), per segment.
   SplitCosts costs = p.split_costs();
-  costs.measured = [&](const Segment& s) {
+  costs.measured = [&](const Segment& s, double) {
     for (std::size_t k = 0; k < p.segments.size(); ++k) {
       if (p.segments[k].graph == s.graph) return std::optional<double>(t.segments[k].measured_ms);
     }
