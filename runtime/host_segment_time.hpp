@@ -25,14 +25,16 @@ struct HostThreadsChoice {
   double woken_ms = 0;  // the median run at that count with its threads woken just before (0: not timed)
 };
 
-/// How long a host segment's threads may have been idle and still answer as if woken just before.
-/// oneDNN's OpenMP threads sleep as soon as a kernel ends (the launcher's passive wait policy), and
-/// how long the next kernel waits for them grows with that sleep: on the GPU hosts (16-core
-/// virtual machines), an empty parallel region of 4 threads took 15-22 us after 0.1 ms idle, 30-40
-/// after 0.3 ms and 50-170 after 1 ms, and rec's attention Softmax on 4 threads a median 0.147 ms
-/// after 0.16 ms, 0.238 after 0.37 ms. So a host segment that follows a short accelerator segment
-/// runs faster in the split than one that follows a long one, its shape the same.
-inline constexpr double kShortIdleMs = 0.25;
+/// How long a host segment's threads may have been idle and still answer about as if woken just
+/// before. oneDNN's OpenMP threads sleep as soon as a kernel ends (the launcher's passive wait
+/// policy), and the next kernel's wait for them grows with that sleep: on the GPU hosts (16-core
+/// virtual machines), timed alone with a set idle before each run, an empty parallel region of 4
+/// threads took 15-22 us after 0.1 ms and 50-170 us after 1 ms, and rec's attention Softmax on 4
+/// threads a median 0.147 ms after 0.16 ms and 0.232-0.336 ms after 1-3 ms (at every count by 3
+/// ms). In a split, where the host keeps other threads busy between its segments, the same
+/// segments ran near their woken time after idles up to about 1 ms (rec's three one-node segments
+/// on an H100 host: 0.135, 0.137 and 0.349 ms, their long-idle timings 0.205, 0.205 and 0.551).
+inline constexpr double kShortIdleMs = 2.0;
 
 /// Host segment `segment` of a cut of `analysis`, run alone by the CPU executor (as the CPU runner
 /// runs it) on zeros of its inputs' shapes, its kernels on `threads` host threads (HostThreads; 0:

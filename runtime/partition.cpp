@@ -103,7 +103,9 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
   if (compute) compute->assign(segments.size(), 0.0);
   if (transfer_in) transfer_in->assign(segments.size(), 0.0);
   if (host_idle) host_idle->assign(segments.size(), kLongIdle);
-  double host_free = kLongIdle;  // when the last host segment ended, hand-overs since then not counted
+  // When the host's last work ended: at first the batch's start, its inputs made on the host just
+  // before (a pipeline's preprocessing, the batch before's outputs).
+  double host_free = 0;
   double handovers = 0;          // hand-overs since then
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const Segment& s = segments[k];
@@ -125,9 +127,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
       for (const auto& out : s.outputs) edge_bytes += outputs.count(out) != 0 ? 0.0 : bytes(out);
       work += 2 * edge_bytes / (host_layout_gbps * 1e6);
     }
-    const double idle = s.device == 0 && std::isfinite(host_free)
-                            ? std::max(0.0, ready + crossing - host_free - handovers)
-                            : kLongIdle;
+    const double idle = s.device == 0 ? std::max(0.0, ready + crossing - host_free - handovers) : kLongIdle;
     if (costs.measured) {
       if (const auto ms = costs.measured(s, idle)) work = *ms;
     }

@@ -77,10 +77,10 @@ struct PartitionOptions {
 };
 
 /// A segment's time as measured before, if it was. `host_idle_ms`: for a host segment, how long the
-/// host's kernels were idle before it in the batch (split_latency_ms), infinite where no host
-/// segment ran before it; a host segment's time depends on it (kShortIdleMs).
+/// host's kernels were idle before it in the batch (split_latency_ms); a host segment's time
+/// depends on it (kShortIdleMs).
 using MeasuredSegmentFn = std::function<std::optional<double>(const Segment& segment, double host_idle_ms)>;
-/// An idle time past any that matters: before a batch's first host segment.
+/// An idle time past any that matters (an accelerator's segment; a timing with no idle given).
 inline constexpr double kLongIdle = std::numeric_limits<double>::infinity();
 
 /// What a cut costs beyond its placed nodes (split_latency_ms).
@@ -205,9 +205,9 @@ struct Partition {
 /// (makespan()) keeps values on the device between nodes there; this is the figure a cut is
 /// measured against.
 /// Per host segment, `host_idle` gets how long the host's kernels were idle before it: the time
-/// from the end of the host segment before it in the batch to its start, less the hand-overs
-/// between (the split runner's own work on the host, which keeps the cores awake); kLongIdle for
-/// the first host segment and for the accelerators' segments.
+/// from the end of the host segment before it in the batch (the batch's start for the first: its
+/// inputs were made on the host just before) to its start, less the hand-overs between; kLongIdle
+/// for the accelerators' segments.
 double split_latency_ms(const ModelAnalysis& analysis, const PlacementProblem& problem, const std::vector<Segment>& segments,
                         const SplitCosts& costs = {}, std::vector<double>* compute = nullptr,
                         std::vector<double>* transfer_in = nullptr, std::vector<double>* host_idle = nullptr);

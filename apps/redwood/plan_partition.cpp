@@ -24,6 +24,15 @@ std::string percent_off(double predicted, double measured) {
   return measured > 0 ? fmt::format("{:+.0f} %", 100.0 * (predicted - measured) / measured) : "-";
 }
 
+// A host segment's other timing alone (unscaled), beside the one that stands for it: after a long
+// idle where the woken one does, else with its threads woken.
+std::string other_host_timing(const runtime::Partition& p, const runtime::Segment& s, bool woken) {
+  const auto& times = woken ? p.host_times : p.host_woken_times;
+  const auto it = times.find(p.cut_key(s));
+  if (it == times.end()) return "";
+  return fmt::format("; {} {:.3f} ms", woken ? "after a long idle" : "with its threads woken", it->second);
+}
+
 runtime::PartitionOptions options_from(const PartitionArgs& args, const runtime::CostHistory* history) {
   runtime::PartitionOptions o;
   o.devices = args.devices;
@@ -143,8 +152,9 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     const std::string source = t.measured_before ? "as measured before"
                                : !t.timed_alone                ? ""
                                : s.device != 0                 ? fmt::format("timed alone on {}", p.devices[static_cast<std::size_t>(s.device)])
-                               : fmt::format("timed alone on the host{}{}", t.host_woken ? ", threads just woken" : "",
-                                             p.host_timing_scale == 1.0 ? "" : fmt::format(", x{:.2f}", p.host_timing_scale));
+                               : fmt::format("timed alone on the host{}{}{}", t.host_woken ? ", threads just woken" : "",
+                                             p.host_timing_scale == 1.0 ? "" : fmt::format(", x{:.2f}", p.host_timing_scale),
+                                             other_host_timing(p, s, t.host_woken));
     fmt::print("       predicted {:.3f} ms{}{}", t.predicted_ms,
                source.empty() ? "" : fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms),
                t.transfer_in_predicted_ms > 0 ? fmt::format(" + {:.3f} ms to bring its inputs", t.transfer_in_predicted_ms) : "");

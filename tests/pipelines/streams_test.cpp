@@ -63,13 +63,19 @@ RW_REGISTER_SOURCE("test_slow_start", SlowStartSource);
 
 TEST(PipelineStreams, PacedClockStartsOnceTheSourcesArePrepared) {
   // Were the 300 ms start inside the run, the first frame would reach the end 300 ms after it
-  // was due, and later ones catch up at 20 fps; prepared before the clock, none is late.
-  Pipeline p(testing::pipeline_text("version: 1\nsources:\n  - {name: slow, type: test_slow_start, frames: 4}\n"),
+  // was due, and later ones catch up at 20 fps; prepared before the clock, none is late. A queue
+  // that holds every frame, and a bound below the start but far above a frame's own time, so
+  // that a test run beside others on two busy cores neither drops a frame nor counts a stall.
+  Pipeline p(testing::pipeline_text("version: 1\nservice: {queue: 8}\n"
+                                    "sources:\n  - {name: slow, type: test_slow_start, frames: 4}\n"),
              PipelineOptions{.realtime = true});
   const auto stats = p.run();
-  ASSERT_EQ(stats.streams.at(0).delivered, 4);
-  EXPECT_EQ(stats.streams.at(0).dropped, 0);
-  EXPECT_LT(stats.streams.at(0).latency.percentile(100), 150.0) << "a frame was late by the source's start";
+  const auto& s = stats.streams.at(0);
+  const std::string seen = "delivered " + std::to_string(s.delivered) + ", dropped " + std::to_string(s.dropped) +
+                           ", latest " + std::to_string(s.latency.percentile(100)) + " ms";
+  ASSERT_EQ(s.delivered, 4) << seen;
+  EXPECT_EQ(s.dropped, 0) << seen;
+  EXPECT_LT(s.latency.percentile(100), 250.0) << "a frame was late by the source's start: " << seen;
 }
 
 TEST(PipelineStreams, CopiesOfEverySourceRunUnderNumberedNames) {

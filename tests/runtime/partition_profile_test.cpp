@@ -274,10 +274,14 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_FALSE(p.single_device());
   const std::size_t k = host_segment(p);
-  const auto timed = p.host_times.find(p.cut_key(p.segments[k]));
-  ASSERT_NE(timed, p.host_times.end());
+  // Timed after a long idle and with its threads woken; it follows a short accelerator segment,
+  // so the woken timing stands for it.
+  ASSERT_NE(p.host_times.find(p.cut_key(p.segments[k])), p.host_times.end());
+  const auto timed = p.host_woken_times.find(p.cut_key(p.segments[k]));
+  ASSERT_NE(timed, p.host_woken_times.end());
   EXPECT_GT(timed->second, 0.0);
   const std::vector<SegmentTimes> t = predict_segments(p);
+  EXPECT_LT(t[k].host_idle_ms, kShortIdleMs);
   for (std::size_t j = 0; j < t.size(); ++j) {
     EXPECT_TRUE(t[j].timed_alone) << "segment " << j;  // the accelerator's too (on its device)
     EXPECT_FALSE(t[j].measured_before) << "segment " << j;
@@ -577,8 +581,8 @@ TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanK
 }
 
 TEST(PartitionProfile, AHostSegmentsIdleIsTheTimeSinceTheHostSegmentBeforeItLessTheHandOvers) {
-  // The fixture's three segments run host, accelerator, host: the second host segment waits for
-  // the accelerator's segment and the crossings on either side of it; the first waits for none.
+  // Run host, accelerator, host, the fixture's three segments: the second host segment waits for
+  // the accelerator's segment and the crossings on either side of it; the first for nothing.
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, options());
   ASSERT_EQ(p.segments.size(), 3u);
   std::vector<Segment> cut = p.segments;
@@ -596,7 +600,7 @@ TEST(PartitionProfile, AHostSegmentsIdleIsTheTimeSinceTheHostSegmentBeforeItLess
   std::vector<double> compute, crossing, idle;
   split_latency_ms(p.analysis, p.open, cut, costs, &compute, &crossing, &idle);
   ASSERT_EQ(idle.size(), 3u);
-  EXPECT_EQ(idle[0], kLongIdle);
+  EXPECT_EQ(idle[0], 0.0);        // the batch's inputs were made on the host just before it
   EXPECT_EQ(idle[1], kLongIdle);  // an accelerator's segment
   ASSERT_GT(crossing[1], 0.0);
   EXPECT_NEAR(idle[2], crossing[1] + 0.1 + crossing[2], 1e-9);
@@ -622,9 +626,16 @@ TEST(PartitionProfile, AHostSegmentAfterAShortIdleIsPredictedFromItsTimingWithIt
   EXPECT_DOUBLE_EQ(q.timed_segment_ms(s).value_or(0), 1.0);  // no idle given: a long one
   EXPECT_EQ(q.host_timing(s, 0.0), std::optional(std::pair{1.0, true}));
   EXPECT_EQ(q.host_timing(s, kLongIdle), std::optional(std::pair{2.0, false}));
-  // Here the host segment is its batch's first: no host segment ran before it.
-  const std::vector<SegmentTimes> t = predict_segments(q);
-  EXPECT_EQ(t[k].host_idle_ms, kLongIdle);
+  // Here the host segment follows a short accelerator segment.
+  std::vector<SegmentTimes> t = predict_segments(q);
+  EXPECT_LT(t[k].host_idle_ms, kShortIdleMs);
+  EXPECT_TRUE(t[k].host_woken);
+  EXPECT_DOUBLE_EQ(t[k].host_timed_ms, 1.0);
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 0.5);
+  // Behind a long one, the timing after a long idle stands for it.
+  q.device_times[q.cut_key(q.segments[k - 1])] = 10 * kShortIdleMs;
+  t = predict_segments(q);
+  EXPECT_GE(t[k].host_idle_ms, kShortIdleMs);
   EXPECT_FALSE(t[k].host_woken);
   EXPECT_DOUBLE_EQ(t[k].host_timed_ms, 2.0);
   EXPECT_DOUBLE_EQ(t[k].predicted_ms, 1.0);
@@ -639,7 +650,8 @@ TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAnd
   ASSERT_FALSE(p.single_device());
   EXPECT_EQ(p.host_timing_scale, 1.0);  // nothing learned yet
   const std::size_t k = host_segment(p);
-  const double timed = p.host_times.at(p.cut_key(p.segments[k]));
+  const double timed = predict_segments(p)[k].host_timed_ms;  // the timing that stands for it
+  EXPECT_DOUBLE_EQ(timed, p.host_woken_times.at(p.cut_key(p.segments[k])));
 
   // A split run records the host segment's measured time over its timing alone.
   CostHistory history;
@@ -660,7 +672,7 @@ TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAnd
   EXPECT_DOUBLE_EQ(*next.timed_segment_ms(next.segments[k]), 0.5 * raw);
   const std::vector<SegmentTimes> predicted = predict_segments(next);
   EXPECT_TRUE(predicted[k].timed_alone);
-  EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, 0.5 * raw);
+  EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, 0.5 * next.host_woken_times.at(next.cut_key(next.segments[k])));
   SplitCosts costs = next.split_costs();
   costs.measured = [&](const Segment& s, double idle) { return next.timed_segment_ms(s, idle); };
   EXPECT_DOUBLE_EQ(next.run_latency_ms(next.placement.device), split_latency_ms(next.analysis, next.open, next.segments, costs));
