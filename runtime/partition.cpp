@@ -106,7 +106,7 @@ double split_latency_ms(const ModelAnalysis& a, const PlacementProblem& p, const
   // When the host's last work ended: at first the batch's start, its inputs made on the host just
   // before (a pipeline's preprocessing, the batch before's outputs).
   double host_free = 0;
-  double handovers = 0;          // hand-overs since then
+  double handovers = 0;  // hand-overs since then
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const Segment& s = segments[k];
     double ready = 0, crossing = 0, work = 0;
