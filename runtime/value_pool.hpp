@@ -48,11 +48,14 @@ class ValuePool : public std::enable_shared_from_this<ValuePool> {
         p = it->second;
         free_.erase(it);
         ++counts_.reused;
-      } else {
-        ++counts_.fresh;
       }
     }
-    if (p == nullptr) p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
+    if (p == nullptr) {
+      // Counted once it is made: an allocation that throws takes nothing from upstream.
+      p = upstream_ != nullptr ? upstream_->allocate(block, kAlignment) : ::operator new(block, std::align_val_t{kAlignment});
+      std::lock_guard lock(mutex_);
+      ++counts_.fresh;
+    }
     return Tensor::adopt(p, bytes, Device::kCpu, dtype, shape, [pool = shared_from_this(), block](void* data) {
       std::lock_guard lock(pool->mutex_);
       pool->free_.emplace(block, data);
