@@ -96,26 +96,27 @@ std::size_t record_node_times(const Partition& p, CostHistory& history, int runs
 }
 
 std::vector<SegmentTimes> predict_segments(const Partition& p) {
-  std::vector<double> compute, transfer_in, idle;
-  split_latency_ms(p.analysis, p.open, p.segments, p.split_costs(), &compute, &transfer_in);
-  // Each host segment's idle before it, with the segments' times as predicted.
-  SplitCosts costs = p.split_costs();
-  costs.measured = [&p](const Segment& s, double idle_ms) -> std::optional<double> {
-    if (const auto before = p.measured_segment_ms(s)) return before;
-    return p.timed_segment_ms(s, idle_ms);
-  };
-  split_latency_ms(p.analysis, p.open, p.segments, costs, nullptr, nullptr, &idle);
   std::vector<SegmentTimes> out(p.segments.size());
+  std::vector<double> from_nodes, transfer_in, predicted;
+  split_latency_ms(p.analysis, p.open, p.segments, p.split_costs(), &from_nodes, &transfer_in);
+  // Again as the run's latency is predicted: each segment at its time measured before, else as
+  // timed alone while planning, a host segment's after the idle it meets in the batch.
+  SplitCosts costs = p.split_costs();
+  costs.measured = [&](const Segment& s, double idle_ms) -> std::optional<double> {
+    SegmentTimes& t = out[static_cast<std::size_t>(&s - p.segments.data())];  // s is one of p.segments
+    if (s.device == 0) t.host_idle_ms = idle_ms;
+    if (const auto host = p.host_timing(s, idle_ms)) std::tie(t.host_timed_ms, t.host_woken) = *host;
+    const auto before = p.measured_segment_ms(s);
+    const auto timed = before ? std::nullopt : p.timed_segment_ms(s, idle_ms);
+    t.measured_before = before.has_value();
+    t.timed_alone = timed.has_value();
+    return before ? before : timed;
+  };
+  split_latency_ms(p.analysis, p.open, p.segments, costs, &predicted);
   for (std::size_t k = 0; k < out.size(); ++k) {
-    const auto before = p.measured_segment_ms(p.segments[k]);
-    const auto timed = before ? std::nullopt : p.timed_segment_ms(p.segments[k], idle[k]);
-    out[k].from_nodes_ms = compute[k];
-    out[k].measured_before = before.has_value();
-    out[k].timed_alone = timed.has_value();
-    out[k].predicted_ms = before ? *before : timed.value_or(compute[k]);
+    out[k].from_nodes_ms = from_nodes[k];
+    out[k].predicted_ms = predicted[k];
     out[k].transfer_in_predicted_ms = transfer_in[k];
-    out[k].host_idle_ms = idle[k];
-    if (const auto host = p.host_timing(p.segments[k], idle[k])) std::tie(out[k].host_timed_ms, out[k].host_woken) = *host;
   }
   return out;
 }

@@ -2,13 +2,13 @@
 // request it fits, a batch of fewer rows takes a fuller batch's block, and a block more than twice
 // a request stays free for the requests it fits; what its upstream refuses is not counted.
 
+#include "memory/host_resource.hpp"
 #include "runtime/value_pool.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <memory>
-#include <new>
 
 namespace redwood::runtime {
 namespace {
@@ -75,28 +75,8 @@ TEST(ValuePool, TheSmallestBlockThatFitsIsTaken) {
   EXPECT_EQ(pool->counts().reused, 2u);
 }
 
-// An upstream with room for `room` bytes in all, then none (OutOfMemory, as a pool at its limit).
-class LimitedResource final : public memory::MemoryResource {
- public:
-  explicit LimitedResource(std::size_t room) : MemoryResource("test limited"), room_(room) {}
-  std::string_view kind() const override { return "test resource"; }
-
- private:
-  void* do_allocate(std::size_t bytes, std::size_t alignment, memory::Stream) override {
-    if (bytes > room_) throw memory::OutOfMemory("test limited: no room for " + memory::format_bytes(bytes));
-    room_ -= bytes;
-    return ::operator new(bytes, std::align_val_t{alignment});
-  }
-  void do_deallocate(void* p, std::size_t bytes, std::size_t alignment, memory::Stream) override {
-    room_ += bytes;
-    ::operator delete(p, std::align_val_t{alignment});
-  }
-  memory::PoolStats do_stats() const override { return {}; }
-  std::size_t room_;
-};
-
 TEST(ValuePool, ABlockItsUpstreamRefusesIsNotCounted) {
-  LimitedResource upstream(8 * 1000 * sizeof(float));
+  memory::HostResource upstream("test limited", 8 * 1000 * sizeof(float));  // room for one 8-row block
   auto pool = std::make_shared<ValuePool>(&upstream);
   Tensor eight = rows_of(*pool, 8);
   EXPECT_THROW(rows_of(*pool, 1), memory::OutOfMemory);
