@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace redwood::runtime {
 
@@ -95,12 +96,43 @@ std::vector<RowsCurve> segment_curves(const Partition& part, const CostHistory* 
   return with_measured_rows(part, std::move(out), history);
 }
 
+namespace {
+
+// `ratios` (rows, measured / predicted), ascending and not empty, at `rows`: between two, along the
+// line through them; beyond the ends, the end's.
+double ratio_at(const std::vector<std::pair<double, double>>& ratios, double rows) {
+  if (rows <= ratios.front().first) return ratios.front().second;
+  if (rows >= ratios.back().first) return ratios.back().second;
+  const auto hi = std::lower_bound(ratios.begin(), ratios.end(), rows, [](const auto& p, double r) { return p.first < r; });
+  const auto lo = std::prev(hi);
+  return lo->second + (hi->second - lo->second) * (rows - lo->first) / (hi->first - lo->first);
+}
+
+}  // namespace
+
 std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<RowsCurve> curves, const CostHistory* history) {
   if (history == nullptr || part.profiles.empty() || part.segments.size() < 2) return curves;
+  const std::int64_t from = analysed_rows(part);
   for (std::size_t k = 0; k < curves.size() && k < part.segments.size(); ++k) {
-    for (const auto& [rows, ms] : history->segment_rows_times(part.cut_key(part.segments[k]))) {
-      curves[k].add(static_cast<double>(rows), ms);
+    const std::map<std::int64_t, double> measured = history->segment_rows_times(part.cut_key(part.segments[k]));
+    if (measured.empty() || curves[k].empty()) continue;
+    // Each measured time over the curve's prediction there: how far the prediction missed at those
+    // rows. The analysed rows' point stays: it is what the placement was chosen on, timed while
+    // planning or measured before.
+    std::vector<std::pair<double, double>> ratios;
+    for (const auto& [rows, ms] : measured) {
+      const double predicted = curves[k].at(static_cast<double>(rows));
+      if (predicted > 0) ratios.emplace_back(static_cast<double>(rows), ms / predicted);
     }
+    if (from > 0 && measured.count(from) == 0) {
+      ratios.emplace_back(static_cast<double>(from), 1.0);
+      std::sort(ratios.begin(), ratios.end());
+    }
+    if (ratios.empty()) continue;
+    RowsCurve anchored;
+    for (const auto& [rows, ms] : curves[k].points) anchored.add(rows, ms * ratio_at(ratios, rows));
+    for (const auto& [rows, ms] : measured) anchored.add(static_cast<double>(rows), ms);
+    curves[k] = std::move(anchored);
   }
   return curves;
 }

@@ -135,8 +135,9 @@ TEST(PartitionRows, ASplitsBatchAtOtherRowsIsItsSegmentsAtThoseRowsWithTheirCros
 }
 
 // A split segment's time at a row count that a pipeline's runs measured comes first there, in
-// the curve the run's summary and the pipeline's split option read; elsewhere the prediction.
-TEST(PartitionRows, ASegmentsTimeMeasuredAtARowCountComesFirstInItsCurve) {
+// the curve the run's summary and the pipeline's split option read; elsewhere the prediction,
+// scaled by how far it missed the nearest measured times.
+TEST(PartitionRows, ASegmentsTimeMeasuredAtARowCountComesFirstInItsCurveAndScalesItsPredictionsElsewhere) {
   const Partition p = split_at_8(0.01);
   ASSERT_EQ(p.segments.size(), 3u);
   const std::vector<RowsCurve> predicted = segment_curves(p, nullptr);
@@ -149,13 +150,38 @@ TEST(PartitionRows, ASegmentsTimeMeasuredAtARowCountComesFirstInItsCurve) {
   EXPECT_EQ(curves[2].points, predicted[2].points);
   EXPECT_DOUBLE_EQ(curves[1].at(4), 7.5);
   EXPECT_DOUBLE_EQ(curves[1].at(3), 6.0);
-  EXPECT_DOUBLE_EQ(curves[1].at(8), predicted[1].at(8));
-  EXPECT_DOUBLE_EQ(curves[1].at(1), predicted[1].at(1));
   EXPECT_EQ(curves[1].points.size(), predicted[1].points.size() + 1);
-  // The same onto curves kept from before (a placement read back), and nothing without a history.
+  // Below the measured rows, the prediction by the nearest one's miss (3 rows'); at the analysed
+  // 8 rows, the prediction the placement was chosen on.
+  const double at_3 = 6.0 / predicted[1].at(3);
+  ASSERT_GT(std::abs(at_3 - 1), 0.01) << "the test's measured times must miss the prediction";
+  EXPECT_DOUBLE_EQ(curves[1].at(2), predicted[1].at(2) * at_3);
+  EXPECT_DOUBLE_EQ(curves[1].at(1), predicted[1].at(1) * at_3);
+  EXPECT_DOUBLE_EQ(curves[1].at(8), predicted[1].at(8));
+  // The same onto curves kept from before (a placement read back); once more changes nothing (the
+  // curve holds the measured times); and nothing without a history.
   const std::vector<RowsCurve> kept = with_measured_rows(p, predicted, &history);
   for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(kept[k].points, curves[k].points) << "segment " << k;
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_EQ(with_measured_rows(p, curves, &history)[k].points, curves[k].points);
   EXPECT_EQ(with_measured_rows(p, predicted, nullptr)[1].points, predicted[1].points);
+}
+
+// Between a time measured at few rows and the analysed rows, the prediction is scaled along the
+// line from that time's miss to none: a GPU segment's floor of launches shows at few rows, and
+// the placement's own prediction stands at its rows.
+TEST(PartitionRows, BetweenATimeMeasuredAtFewRowsAndTheAnalysedRowsAPredictionIsScaledAlongALine) {
+  const Partition p = split_at_8(0.01);
+  ASSERT_EQ(p.segments.size(), 3u);
+  const std::vector<RowsCurve> predicted = segment_curves(p, nullptr);
+  ASSERT_EQ(predicted[1].points.size(), 4u);  // 1, 2, 4 and 8 rows
+  CostHistory history;
+  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 2), 0.5 * predicted[1].at(2));
+  const std::vector<RowsCurve> curves = segment_curves(p, &history);
+  EXPECT_DOUBLE_EQ(curves[1].at(2), 0.5 * predicted[1].at(2));
+  EXPECT_DOUBLE_EQ(curves[1].at(1), 0.5 * predicted[1].at(1));
+  // 4 rows: a third of the way from 2 to 8, so a third of the miss is taken back.
+  EXPECT_DOUBLE_EQ(curves[1].at(4), (0.5 + 0.5 / 3) * predicted[1].at(4));
+  EXPECT_DOUBLE_EQ(curves[1].at(8), predicted[1].at(8));
 }
 
 }  // namespace
