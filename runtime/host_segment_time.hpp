@@ -40,8 +40,9 @@ inline constexpr double kShortIdleMs = 2.0;
 /// runs it) on zeros of its inputs' shapes, its kernels on `threads` host threads (HostThreads; 0:
 /// the process's count), its outputs in recycled memory (as the split runner's pool gives them):
 /// one warm-up run, then `runs` timed, each after the last-level cache was evicted (which leaves
-/// its threads idle for a long while), then `runs` more with its threads woken just before each
-/// (wake_threads: what a segment meets after a short idle, kShortIdleMs). The medians in
+/// its threads idle for a long while), then `2 * runs + 1` more with its threads woken just before
+/// each (wake_threads: what a segment meets after a short idle, kShortIdleMs; the timing that
+/// stands for most segments of a split, so it takes more runs). The medians in
 /// milliseconds (`ms` and `woken_ms`); std::nullopt (logged) when the segment fails to run, which
 /// its runner will then report.
 std::optional<HostThreadsChoice> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs = 5,
