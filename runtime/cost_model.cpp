@@ -107,10 +107,6 @@ std::string CostHistory::pipeline_handover_key(const DeviceProfile& host) {
   return fmt::format("ran {} {}|handover in a pipeline", host.device, host.name);
 }
 
-std::string CostHistory::host_timing_key(const DeviceProfile& host) {
-  return fmt::format("{} {}|timed alone", host.device, host.name);
-}
-
 std::string CostHistory::cut_key(const DeviceProfile& device, const std::string& precision,
                                  const std::vector<std::string>& node_keys) {
   std::string text;

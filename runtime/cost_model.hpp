@@ -66,10 +66,6 @@ class CostHistory {
   /// other stages' threads and on the models sharing the GPU as a batch profiled alone does not:
   /// "ran <host device> <name>|handover in a pipeline" (a run's sample: outside node_entries_hash).
   static std::string pipeline_handover_key(const DeviceProfile& host);
-  /// The key of how a host segment's time in a split run compares with its time timed alone while
-  /// planning (time_host_segment), as a ratio, learned from segments that were both:
-  /// "<host device> <name>|timed alone".
-  static std::string host_timing_key(const DeviceProfile& host);
   /// What the key of the threads chosen for a host segment starts with, before its cut_key: the
   /// count it was measured at (Segment::threads), kept so that the next plan runs it there.
   static constexpr const char* host_threads_prefix = "threads ";

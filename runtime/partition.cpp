@@ -171,12 +171,11 @@ const std::map<std::string, double>& timed_times(const Partition& p, const Segme
   return s.device == 0 ? p.host_times : p.device_times;
 }
 
-// Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`: a
-// host segment's scaled to what it takes in a split run.
+// Segment `s`'s time as timed alone while planning (Partition::timed_segment_ms) under `key`.
 std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::string& key, double idle_ms) {
   if (s.device != 0) return find_ms(p.device_times, key);
   const auto timed = host_timing_at(p, key, idle_ms);
-  return timed ? std::optional<double>(timed->first * p.host_timing_scale) : std::nullopt;
+  return timed ? std::optional<double>(timed->first) : std::nullopt;
 }
 
 // Segment `s`'s time as measured before, else as timed while planning: its cut key made once for
@@ -460,7 +459,6 @@ void keep_what_is_known(Partition& part, const PartitionOptions& options) {
   part.handover_ms = learned.value_or(roundtrip);
   part.handover_learned = learned.has_value();
   if (options.history) {
-    part.host_timing_scale = options.history->find(CostHistory::host_timing_key(part.profiles[0])).value_or(1.0);
     for (const auto& [key, threads] : options.history->entries(CostHistory::host_threads_prefix)) {
       part.host_threads[key.substr(std::strlen(CostHistory::host_threads_prefix))] = static_cast<int>(std::lround(threads));
     }

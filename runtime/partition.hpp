@@ -123,7 +123,6 @@ struct Partition {
   int device_index = 0;                           // the accelerator's GPU (PartitionOptions)
   std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
-                                                  // as timed (host_timing_scale applies when used),
                                                   // after a long idle
   std::map<std::string, double> host_woken_times; // the same with their threads woken just before: what
                                                   // a segment meets after a short idle (kShortIdleMs)
@@ -132,11 +131,6 @@ struct Partition {
   std::map<std::string, int> host_threads;        // host segments' threads: cut_key -> count, chosen
                                                   // while planning (choose_host_threads) or before
                                                   // (CostHistory::host_threads_key)
-  /// A host segment's time in a split run over its time timed alone while planning (learned; 1
-  /// until a split run has measured a segment that was timed): timing alone cannot give a segment
-  /// the cache and threads it finds between the accelerator's segments, and misses by a steady
-  /// factor on a given host.
-  double host_timing_scale = 1;
   /// What timing segments alone cost this plan (wall time, failed attempts included) and how many
   /// it timed; a segment kept from PartitionOptions::timed_before is not timed again.
   struct TimingSpent {
@@ -171,14 +165,13 @@ struct Partition {
   std::string cut_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
-  /// Segment `s`'s time as timed alone while planning, if it was: a host segment's scaled by
-  /// host_timing_scale, what it predicts the segment takes in a split run, from host_woken_times
-  /// where its kernels were idle before it for less than kShortIdleMs (`host_idle_ms`, as
-  /// split_latency_ms gives it), else from host_times; an accelerator segment's (device_times) as
-  /// timed.
+  /// Segment `s`'s time as timed alone while planning, if it was: a host segment's from
+  /// host_woken_times where its kernels were idle before it for less than kShortIdleMs
+  /// (`host_idle_ms`, as split_latency_ms gives it), else from host_times; an accelerator
+  /// segment's from device_times.
   std::optional<double> timed_segment_ms(const Segment& s, double host_idle_ms = kLongIdle) const;
-  /// The timing alone (unscaled) that timed_segment_ms scales for host segment `s` after
-  /// `host_idle_ms`, and whether it is the woken one.
+  /// The timing alone that timed_segment_ms gives host segment `s` after `host_idle_ms`, and
+  /// whether it is the woken one.
   std::optional<std::pair<double, bool>> host_timing(const Segment& s, double host_idle_ms) const;
   /// Whether every placeable node is on one device (then no split is needed).
   bool single_device() const;

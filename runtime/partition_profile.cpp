@@ -105,7 +105,7 @@ std::vector<SegmentTimes> predict_segments(const Partition& p) {
   costs.measured = [&](const Segment& s, double idle_ms) -> std::optional<double> {
     SegmentTimes& t = out[static_cast<std::size_t>(&s - p.segments.data())];  // s is one of p.segments
     if (s.device == 0) t.host_idle_ms = idle_ms;
-    if (const auto host = p.host_timing(s, idle_ms)) std::tie(t.host_timed_ms, t.host_woken) = *host;
+    if (const auto host = p.host_timing(s, idle_ms)) t.host_woken = host->second;
     const auto before = p.measured_segment_ms(s);
     const auto timed = before ? std::nullopt : p.timed_segment_ms(s, idle_ms);
     t.measured_before = before.has_value();
@@ -191,12 +191,6 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       const std::string cut = p.cut_key(p.segments[k]);
       history->record(cut, times.segments[k].measured_ms);
       if (d == 0 && p.segments[k].threads > 0) history->record(CostHistory::host_threads_key(cut), p.segments[k].threads);
-      // A host segment timed alone while planning: how its run compares with the timing that
-      // stands for it (after the idle it meets in the batch).
-      const SegmentTimes& t = times.segments[k];
-      if (d == 0 && t.host_timed_ms > 0 && t.measured_ms > 0) {
-        history->record(CostHistory::host_timing_key(p.profiles[0]), t.measured_ms / t.host_timed_ms);
-      }
     }
     if (!p.segments.empty() && times.segments.size() == p.segments.size()) {
       // The batch beyond its segments' compute as measured and their inputs' crossings, shared

@@ -32,9 +32,9 @@ struct SegmentTimes {
   double transfer_in_predicted_ms = 0;  // its inputs' crossings, through the host
   double copy_ms = 0;       // its runner's copy time, the median batch's (0 on the CPU)
   double host_idle_ms = kLongIdle;  // a host segment's: its kernels' idle before it (split_latency_ms)
-  double host_timed_ms = 0; // a host segment timed alone while planning: that timing (unscaled) after
-                            // such an idle (Partition::host_timing), whether or not it predicts
-  bool host_woken = false;  // whether that timing is the one with its threads woken just before
+  bool host_woken = false;  // a host segment timed alone while planning: whether its timing after such
+                            // an idle (Partition::host_timing) is the one with its threads woken just
+                            // before, whether or not that timing predicts it
 };
 
 struct PartitionTimes {
@@ -51,8 +51,7 @@ struct PartitionTimes {
 /// its time beyond its nodes' predicted times as its device's segment cost
 /// (CostHistory::segment_key), and the median batch's time beyond its segments' measured compute
 /// and their inputs' predicted crossings, per segment, as the host's hand-over
-/// (CostHistory::handover_key); and each host segment timed alone while planning, its measured time
-/// over that timing (CostHistory::host_timing_key: Partition::host_timing_scale).
+/// (CostHistory::handover_key).
 PartitionTimes measure_partition(const Partition& partition, const RunnerConfig& config, int runs = 20, int warmup = 3,
                                  CostHistory* history = nullptr);
 

@@ -152,8 +152,7 @@ void print_segments(const runtime::Partition& p, const std::vector<runtime::Segm
     const std::string source = t.measured_before ? "as measured before"
                                : !t.timed_alone                ? ""
                                : s.device != 0                 ? fmt::format("timed alone on {}", p.devices[static_cast<std::size_t>(s.device)])
-                               : fmt::format("timed alone on the host{}{}{}", t.host_woken ? ", threads just woken" : "",
-                                             p.host_timing_scale == 1.0 ? "" : fmt::format(", x{:.2f}", p.host_timing_scale),
+                               : fmt::format("timed alone on the host{}{}", t.host_woken ? ", threads just woken" : "",
                                              other_host_timing(p, s, t.host_woken));
     fmt::print("       predicted {:.3f} ms{}{}", t.predicted_ms,
                source.empty() ? "" : fmt::format(" ({}; from its nodes {:.3f} ms)", source, t.from_nodes_ms),
@@ -265,9 +264,6 @@ int run_partition_plan(std::shared_ptr<const Graph> graph, const PartitionArgs& 
              p.handover_ms,
              p.handover_learned ? "learned from batches measured before"
                                 : "as the devices' runner round trips measured in their profiles: no batch measured yet");
-  fmt::print("host timing: a host segment of a split takes {:.2f}x its time timed alone while planning ({})\n",
-             p.host_timing_scale,
-             p.host_timing_scale == 1.0 ? "nothing learned yet" : "learned from host segments timed, then measured");
   // What timing segments alone took of it; a placement made again (--profile) keeps the first's.
   const runtime::Partition::TimingSpent& spent = p.timing_spent;
   const std::size_t kept = p.host_times.size() + p.device_times.size() -

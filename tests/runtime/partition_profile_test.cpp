@@ -619,66 +619,26 @@ TEST(PartitionProfile, AHostSegmentAfterAShortIdleIsPredictedFromItsTimingWithIt
   Partition q = p;
   q.host_times[key] = 2.0;
   q.host_woken_times[key] = 1.0;
-  q.host_timing_scale = 0.5;
-  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 0.5);
-  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.9 * kShortIdleMs).value_or(0), 0.5);
-  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, kShortIdleMs).value_or(0), 1.0);
-  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s).value_or(0), 1.0);  // no idle given: a long one
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 1.0);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.9 * kShortIdleMs).value_or(0), 1.0);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, kShortIdleMs).value_or(0), 2.0);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s).value_or(0), 2.0);  // no idle given: a long one
   EXPECT_EQ(q.host_timing(s, 0.0), std::optional(std::pair{1.0, true}));
   EXPECT_EQ(q.host_timing(s, kLongIdle), std::optional(std::pair{2.0, false}));
   // Here the host segment follows a short accelerator segment.
   std::vector<SegmentTimes> t = predict_segments(q);
   EXPECT_LT(t[k].host_idle_ms, kShortIdleMs);
   EXPECT_TRUE(t[k].host_woken);
-  EXPECT_DOUBLE_EQ(t[k].host_timed_ms, 1.0);
-  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 0.5);
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 1.0);
   // Behind a long one, the timing after a long idle stands for it.
   q.device_times[q.cut_key(q.segments[k - 1])] = 10 * kShortIdleMs;
   t = predict_segments(q);
   EXPECT_GE(t[k].host_idle_ms, kShortIdleMs);
   EXPECT_FALSE(t[k].host_woken);
-  EXPECT_DOUBLE_EQ(t[k].host_timed_ms, 2.0);
-  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 1.0);
+  EXPECT_DOUBLE_EQ(t[k].predicted_ms, 2.0);
   // Without a woken timing (a timing kept from before), the other stands for any idle.
   q.host_woken_times.clear();
-  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 1.0);
-}
-
-TEST(PartitionProfile, HowAHostSegmentsRunComparesWithItsTimingAloneIsLearnedAndScalesTheNextTiming) {
-  PartitionOptions o = timed_split_options();
-  const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
-  ASSERT_FALSE(p.single_device());
-  EXPECT_EQ(p.host_timing_scale, 1.0);  // nothing learned yet
-  const std::size_t k = host_segment(p);
-  const double timed = predict_segments(p)[k].host_timed_ms;  // the timing that stands for it
-  EXPECT_DOUBLE_EQ(timed, p.host_woken_times.at(p.cut_key(p.segments[k])));
-
-  // A split run records the host segment's measured time over its timing alone.
-  CostHistory history;
-  const PartitionTimes t = measure_partition(p, RunnerConfig{}, 3, 1, &history);
-  const auto learned = history.find(CostHistory::host_timing_key(p.profiles[0]));
-  ASSERT_TRUE(learned.has_value());
-  EXPECT_DOUBLE_EQ(*learned, t.segments[k].measured_ms / timed);
-  EXPECT_EQ(history.find(CostHistory::host_timing_key(p.profiles[1])), std::nullopt);  // the host's only
-
-  // The next partition scales each host segment it times alone by what was learned; one measured
-  // before keeps its own time.
-  CostHistory known;
-  known.record(CostHistory::host_timing_key(p.profiles[0]), 0.5);
-  o.history = &known;
-  const Partition next = partition_model(model(), {{2, 4, 8, 8}}, o);
-  EXPECT_DOUBLE_EQ(next.host_timing_scale, 0.5);
-  const double raw = next.host_times.at(next.cut_key(next.segments[k]));
-  EXPECT_DOUBLE_EQ(*next.timed_segment_ms(next.segments[k]), 0.5 * raw);
-  const std::vector<SegmentTimes> predicted = predict_segments(next);
-  EXPECT_TRUE(predicted[k].timed_alone);
-  EXPECT_DOUBLE_EQ(predicted[k].predicted_ms, 0.5 * next.host_woken_times.at(next.cut_key(next.segments[k])));
-  SplitCosts costs = next.split_costs();
-  costs.measured = [&](const Segment& s, double idle) { return next.timed_segment_ms(s, idle); };
-  EXPECT_DOUBLE_EQ(next.run_latency_ms(next.placement.device), split_latency_ms(next.analysis, next.open, next.segments, costs));
-  known.record(next.cut_key(next.segments[k]), 7.0);
-  const Partition measured = partition_model(model(), {{2, 4, 8, 8}}, o);
-  EXPECT_DOUBLE_EQ(predict_segments(measured)[k].predicted_ms, 7.0);
+  EXPECT_DOUBLE_EQ(q.timed_segment_ms(s, 0.0).value_or(0), 2.0);
 }
 
 TEST(PartitionProfile, AHostSegmentThatCannotRunIsNotTimed) {
