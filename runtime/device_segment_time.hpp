@@ -9,7 +9,10 @@
 #include "core/model_runner.hpp"
 #include "runtime/cut_model.hpp"
 
+#include <cstdint>
+#include <map>
 #include <optional>
+#include <vector>
 #include <string>
 
 namespace redwood::runtime {
@@ -26,5 +29,14 @@ bool can_time_on(const std::string& device);
 /// be made or fails, which the split's runner will then report.
 std::optional<double> time_device_segment(const ModelAnalysis& analysis, const Segment& segment, const std::string& device,
                                           const RunnerConfig& config, int runs = 10, int warmup = 2);
+
+/// The same at each of `rows` (batches whose inputs have that many rows where the analysis's have
+/// its first input's rows), by one runner prepared at each in turn: what a pipeline's batches,
+/// formed by timing, meet below the rows it was analysed at. Rows the runner fails at are left
+/// out (logged); none at all where it cannot be made.
+std::map<std::int64_t, double> time_device_segment_at_rows(const ModelAnalysis& analysis, const Segment& segment,
+                                                            const std::string& device, const RunnerConfig& config,
+                                                            const std::vector<std::int64_t>& rows, int runs = 10,
+                                                            int warmup = 2);
 
 }  // namespace redwood::runtime

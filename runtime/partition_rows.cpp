@@ -1,9 +1,11 @@
 #include "runtime/partition_rows.hpp"
 
 #include "core/error.hpp"
+#include "runtime/device_segment_time.hpp"
 #include "runtime/partition_profile.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -110,11 +112,42 @@ double ratio_at(const std::vector<std::pair<double, double>>& ratios, double row
 
 }  // namespace
 
+void time_segments_at_rows(Partition& part, const std::vector<std::int64_t>& rows) {
+  const std::int64_t from = analysed_rows(part);
+  std::vector<std::int64_t> below;
+  for (const std::int64_t r : rows) {
+    if (r > 0 && r < from && std::find(below.begin(), below.end(), r) == below.end()) below.push_back(r);
+  }
+  if (below.empty() || part.segments.size() < 2) return;
+  for (const Segment& s : part.segments) {
+    if (s.device == 0) continue;
+    std::string key = part.cut_key(s);
+    // Not timed while planning: nor here; the same work in another segment: timed once.
+    if (part.device_times.count(key) == 0 || part.device_row_times.count(key) != 0) continue;
+    RunnerConfig config;
+    config.slots = 1;  // one batch at a time
+    config.precision = part.precision;
+    config.device_options = part.device_options;
+    config.device = part.device_index;
+    const auto start = std::chrono::steady_clock::now();
+    auto times = time_device_segment_at_rows(part.analysis, s, part.devices[static_cast<std::size_t>(s.device)], config, below);
+    part.timing_spent.device_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!times.empty()) part.device_row_times[std::move(key)] = std::move(times);
+  }
+}
+
 std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<RowsCurve> curves, const CostHistory* history) {
-  if (history == nullptr || part.profiles.empty() || part.segments.size() < 2) return curves;
+  if ((history == nullptr && part.device_row_times.empty()) || part.profiles.empty() || part.segments.size() < 2) {
+    return curves;
+  }
   const std::int64_t from = analysed_rows(part);
   for (std::size_t k = 0; k < curves.size() && k < part.segments.size(); ++k) {
-    const std::map<std::int64_t, double> measured = history->segment_rows_times(part.cut_key(part.segments[k]));
+    const std::string key = part.cut_key(part.segments[k]);
+    std::map<std::int64_t, double> measured;  // timed while planning, then measured in runs over those
+    if (const auto it = part.device_row_times.find(key); it != part.device_row_times.end()) measured = it->second;
+    if (history != nullptr) {
+      for (const auto& [rows, ms] : history->segment_rows_times(key)) measured[rows] = ms;
+    }
     if (measured.empty() || curves[k].empty()) continue;
     // Each measured time over the curve's prediction there: how far the prediction missed at those
     // rows. The analysed rows' point stays: it is what the placement was chosen on, timed while

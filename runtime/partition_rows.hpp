@@ -37,16 +37,27 @@ PlacementProblem problem_at_rows(const Partition& partition, double rows, const 
 /// dimension.
 std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHistory* history);
 
+/// Times each accelerator segment of `partition`'s split on its device at each of `rows` below
+/// the analysed rows (time_device_segment_at_rows; kept in Partition::device_row_times), where
+/// its segments were timed while planning (PartitionOptions::use_analysis_times, a device this
+/// process can run). A pipeline's batches form by timing, mostly far below the rows it was placed
+/// at, and a GPU segment's time there is a floor of under-filled kernels the node costs' scaling
+/// misses: on an H100 host rec's first segment took 0.98 ms at 7.9 rows, predicted 1.42 from its
+/// nodes. Host segments are left to their nodes: each of their timings costs evictions of the
+/// whole cache.
+void time_segments_at_rows(Partition& partition, const std::vector<std::int64_t>& rows);
+
 /// `curves` (one per segment of `partition`) with each segment's time at the row counts a
-/// pipeline's runs measured it (CostHistory::segment_rows_times of its cut key) in place of the
-/// prediction there, and its predictions elsewhere scaled by how far they missed those times: by
+/// pipeline's runs measured it (CostHistory::segment_rows_times of its cut key), else was timed
+/// at while planning (Partition::device_row_times), in place of the prediction there, and its
+/// predictions elsewhere scaled by how far they missed those times: by
 /// the measured time over the prediction at the nearest measured rows, along a line between two,
 /// and to 1 at the analysed rows (the prediction the placement was chosen on). Scaled node by node
 /// from the analysed rows, a GPU segment's prediction at a few rows misses by more than its
 /// launches: on an H100 host rec's fifth segment came out at 0.58 ms at 7.9 rows against 0.31
 /// measured, and a curve that took the measured 0.31 at 7 rows and the prediction at 8 read 0.58
-/// between. Unchanged without a history or for a partition without profiles; a curve that holds
-/// the measured times already is left as it is.
+/// between. Unchanged without those times or for a partition without profiles; a curve that holds
+/// them already is left as it is.
 std::vector<RowsCurve> with_measured_rows(const Partition& partition, std::vector<RowsCurve> curves,
                                           const CostHistory* history);
 

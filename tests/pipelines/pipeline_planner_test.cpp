@@ -609,6 +609,19 @@ TEST(PipelinePlanner, ASplitsRunsKeepItsHostSegmentsThreadsForTheNextPlacement) 
     EXPECT_FALSE(history.find(runtime::CostHistory::host_threads_key(host_cuts.back())).has_value());
   }
   ASSERT_EQ(host_cuts.size(), 1u);
+  // Its accelerator segments timed at the rows of the batch sizes tried below the analysed rows
+  // (the curves the split's options are costed on); the host's left to its nodes.
+  ASSERT_GT(runtime::analysed_rows(part), 1);
+  for (const runtime::Segment& s : part.segments) {
+    const auto it = part.device_row_times.find(part.cut_key(s));
+    if (s.device == 0) {
+      EXPECT_EQ(it, part.device_row_times.end());
+      continue;
+    }
+    ASSERT_NE(it, part.device_row_times.end());
+    EXPECT_EQ(it->second.begin()->first, 1);
+    EXPECT_LT(it->second.rbegin()->first, runtime::analysed_rows(part));
+  }
   for (int i = 0; i < 3; ++i) testing::run_one(*first.runner, testing::random_tensor(DType::kF32, {2, 16, 32, 32}, -1, 1, 50 + i));
   EXPECT_EQ(record_batch_times({{"s", first.entry}}, history), part.segments.size() + 1) << "batch times alone are counted";
   const std::vector<int> threads = part.host_segment_threads();
