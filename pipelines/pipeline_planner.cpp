@@ -488,18 +488,18 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
     std::shared_ptr<const runtime::Partition> part;
     try {
       runtime::Partition made = runtime::partition_model(entry.graph, c.shapes, model_options(entry, base));
-      // A split's segments timed at the rows of the batches it may run: the curves its options
-      // are costed on (runtime/partition_rows.hpp).
+      // A split's accelerator segments timed at the rows of the batches it may run: the curves
+      // its options are costed on (runtime/partition_rows.hpp).
       if (!made.single_device() && !c.fixed_one) {
         std::vector<std::int64_t> rows;
         for (int f : batch_candidates(c.feed.max_batch)) rows.push_back(static_cast<std::int64_t>(std::ceil(f * c.rows_per_frame)));
-        const double before = made.timing_spent.device_s + made.timing_spent.host_s;
+        const double before = made.timing_spent.device_s;
         runtime::time_segments_at_rows(made, rows);
-        if (!made.row_times.empty()) {
-          log().info("model '{}': its split's segments timed at {} rows, below the {} it was placed at, in {:.2f} s",
+        if (!made.device_row_times.empty()) {
+          log().info("model '{}': its split's accelerator segments timed at {} rows, below the {} it was placed at, in {:.2f} s",
                      c.name,
-                     fmt::join(made.row_times.begin()->second | std::views::keys, ", "),
-                     runtime::analysed_rows(made), made.timing_spent.device_s + made.timing_spent.host_s - before);
+                     fmt::join(made.device_row_times.begin()->second | std::views::keys, ", "),
+                     runtime::analysed_rows(made), made.timing_spent.device_s - before);
         }
       }
       part = std::make_shared<const runtime::Partition>(std::move(made));

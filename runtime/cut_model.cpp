@@ -27,13 +27,6 @@ Shape boxed_shape(const Shape& shape) {
   return boxed;
 }
 
-Shape shape_at_rows(const ModelAnalysis& analysis, Shape shape, std::int64_t rows) {
-  const std::vector<Shape>& inputs = analysis.input_shapes;
-  const std::int64_t analysed = inputs.empty() || inputs[0].empty() ? 0 : inputs[0][0];
-  if (rows > 0 && analysed > 0 && !shape.empty() && shape[0] == analysed) shape[0] = rows;
-  return shape;
-}
-
 std::vector<Segment> cut_model(const ModelAnalysis& a, const std::vector<int>& device) {
   const Graph& g = *a.graph;
   RW_EXPECTS(device.size() == a.placeable.size(), InvalidArgument, "cut_model: {} devices for {} placed nodes",

@@ -34,9 +34,6 @@ struct Segment {
 std::string boxed_name(const std::string& value);
 /// [1, ...shape]: a value's shape in its box.
 Shape boxed_shape(const Shape& shape);
-/// `shape` with `rows` rows where its first dimension is the rows `analysis` was made at (its
-/// first input's); as it is where `rows` is 0 or the analysis has no rows.
-Shape shape_at_rows(const ModelAnalysis& analysis, Shape shape, std::int64_t rows);
 
 /// Cuts the analysis graph by `device` (per placeable node, in analysis.placeable's order).
 std::vector<Segment> cut_model(const ModelAnalysis& analysis, const std::vector<int>& device);

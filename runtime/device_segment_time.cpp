@@ -30,6 +30,7 @@ namespace {
 // page-locked memory from `pool`.
 double timed_batches(ModelRunner& runner, ValuePool& pool, const ModelAnalysis& analysis, const Segment& segment,
                      std::int64_t rows, int runs, int warmup) {
+  const std::int64_t analysed = analysis.input_shapes.empty() || analysis.input_shapes[0].empty() ? 0 : analysis.input_shapes[0][0];
   std::map<std::string, const TensorDesc*> by_box;
   for (const auto& in : segment.inputs) by_box[boxed_name(in)] = &analysis.values.at(in);
   std::vector<Tensor> inputs;
@@ -38,7 +39,9 @@ double timed_batches(ModelRunner& runner, ValuePool& pool, const ModelAnalysis& 
     const auto it = by_box.find(gi.name);
     RW_EXPECTS(it != by_box.end(), InvalidArgument, "{}: input '{}' is none of the segment's", segment.graph->name, gi.name);
     const TensorDesc& d = *it->second;
-    inputs.push_back(pool.make(d.dtype, boxed_shape(shape_at_rows(analysis, d.shape, rows))));
+    Shape shape = d.shape;
+    if (rows > 0 && !shape.empty() && shape[0] == analysed) shape[0] = rows;
+    inputs.push_back(pool.make(d.dtype, boxed_shape(shape)));
     if (inputs.back().nbytes() > 0) fill_sample_values(inputs.back().raw_data(), d.dtype, inputs.back().nbytes());
     shapes.push_back(inputs.back().shape());
   }

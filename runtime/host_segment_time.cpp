@@ -53,14 +53,13 @@ void wake_threads(int threads) {
 }
 
 // The spread of the segment's runs at `threads`, as time_host_segment describes them: each after
-// a long idle, or (`woken`) with its threads woken just before; its inputs with `rows` rows where
-// they had the analysis's (0: as analysed).
+// a long idle, or (`woken`) with its threads woken just before.
 Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int runs, int threads, CacheEvictor& cache,
-                  bool woken = false, std::int64_t rows = 0) {
+                  bool woken = false) {
   std::map<std::string, Tensor> feeds;
   for (const auto& in : segment.inputs) {
     const TensorDesc& d = analysis.values.at(in);
-    feeds[boxed_name(in)] = Tensor::zeros(d.dtype, boxed_shape(shape_at_rows(analysis, d.shape, rows)));
+    feeds[boxed_name(in)] = Tensor::zeros(d.dtype, boxed_shape(d.shape));
   }
   // The outputs come from recycled memory, as the split runner's pool gives them: taken from the
   // heap each run, they would be page-faulted in each time (an 8.5 MB output: 2,000 faults).
@@ -87,8 +86,7 @@ Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int run
 // a run as slow as the best count's slow runs, which leaves the other cores to the rest of the
 // pipeline and wakes fewer threads; then at the chosen count with its threads woken before each
 // run, 2 * runs + 1 runs: that timing stands for most segments of a split, and on the GPU hosts a
-// median of five moved by up to 30 % from one timing to the next. std::nullopt (logged) when the
-// segment fails to run, which its runner will then report.
+// median of five moved by up to 30 % from one timing to the next. std::nullopt (logged) when the segment fails to run, which its runner will then report.
 std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, const Segment& segment, int runs,
                                                 const std::vector<int>& counts) {
   RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
@@ -135,30 +133,6 @@ HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::func
 std::optional<HostThreadsChoice> time_host_segment(const ModelAnalysis& analysis, const Segment& segment, int runs,
                                                    int threads) {
   return time_at_counts(analysis, segment, runs, {threads});
-}
-
-std::map<std::int64_t, double> time_host_segment_at_rows(const ModelAnalysis& analysis, const Segment& segment,
-                                                          int threads, const std::vector<std::int64_t>& rows, int runs) {
-  RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
-  std::map<std::int64_t, double> out;
-  std::optional<CacheEvictor> cache;
-  try {
-    cache.emplace();
-  } catch (const std::exception& e) {  // memory for the eviction buffer
-    log().warn("{}: not timed on the host at other rows ({}); its nodes' times stand for it there", segment.graph->name,
-               e.what());
-    return out;
-  }
-  for (const std::int64_t r : rows) {
-    RW_EXPECTS(r > 0, InvalidArgument, "timing a host segment at {} rows", r);
-    try {
-      out[r] = timed_runs(analysis, segment, runs, threads, *cache, true, r).median;
-    } catch (const std::exception& e) {
-      log().warn("{}: not timed on the host at {} rows ({}); its nodes' times stand for it there", segment.graph->name, r,
-                 e.what());
-    }
-  }
-  return out;
 }
 
 std::vector<int> host_thread_counts(int most) {

@@ -9,9 +9,7 @@
 #include "runtime/median_time.hpp"
 #include "runtime/cut_model.hpp"
 
-#include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <vector>
 
@@ -60,14 +58,6 @@ std::optional<HostThreadsChoice> time_host_segment(const ModelAnalysis& analysis
 /// is at most 1 ms: a 0.4 MB Softmax (rec's attention) runs in a median 0.09 ms on one thread of
 /// a 2-core VM and 0.15 ms on two.
 HostThreadsChoice choose_threads(const std::vector<int>& counts, const std::function<Spread(int threads)>& time_at);
-
-/// Host segment `segment` timed as time_host_segment times it with its threads woken (`runs` runs,
-/// each after the cache was evicted), on `threads` host threads, at each of `rows` (its inputs
-/// with that many rows where the analysis's had its first input's rows): what a pipeline's
-/// batches, formed by timing, meet below the rows it was analysed at. Rows it fails at are left
-/// out (logged).
-std::map<std::int64_t, double> time_host_segment_at_rows(const ModelAnalysis& analysis, const Segment& segment,
-                                                          int threads, const std::vector<std::int64_t>& rows, int runs = 5);
 
 /// Times host segment `segment` as time_host_segment does (`runs` runs) at the thread counts of
 /// host_thread_counts(process_host_threads()) that choose_threads asks for, and returns its

@@ -128,9 +128,9 @@ struct Partition {
                                                   // a segment meets after a short idle (kShortIdleMs)
   std::map<std::string, double> device_times;     // accelerator segments timed on their device while
                                                   // planning: cut_key -> ms (time_device_segment)
-  std::map<std::string, std::map<std::int64_t, double>> row_times;  // segments timed at other rows
-                                                  // while planning, for a pipeline's batches:
-                                                  // cut_key -> rows -> ms (time_segments_at_rows)
+  std::map<std::string, std::map<std::int64_t, double>> device_row_times;  // the same at other rows, for a
+                                                  // pipeline's batches: cut_key -> rows -> ms
+                                                  // (time_segments_at_rows)
   std::map<std::string, int> host_threads;        // host segments' threads: cut_key -> count, chosen
                                                   // while planning (choose_host_threads) or before
                                                   // (CostHistory::host_threads_key)

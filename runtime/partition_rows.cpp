@@ -2,7 +2,6 @@
 
 #include "core/error.hpp"
 #include "runtime/device_segment_time.hpp"
-#include "runtime/host_segment_time.hpp"
 #include "runtime/partition_profile.hpp"
 
 #include <algorithm>
@@ -121,37 +120,31 @@ void time_segments_at_rows(Partition& part, const std::vector<std::int64_t>& row
   }
   if (below.empty() || part.segments.size() < 2) return;
   for (const Segment& s : part.segments) {
+    if (s.device == 0) continue;
     std::string key = part.cut_key(s);
     // Not timed while planning: nor here; the same work in another segment: timed once.
-    const bool host = s.device == 0;
-    if ((host ? part.host_times : part.device_times).count(key) == 0 || part.row_times.count(key) != 0) continue;
+    if (part.device_times.count(key) == 0 || part.device_row_times.count(key) != 0) continue;
+    RunnerConfig config;
+    config.slots = 1;  // one batch at a time
+    config.precision = part.precision;
+    config.device_options = part.device_options;
+    config.device = part.device_index;
     const auto start = std::chrono::steady_clock::now();
-    std::map<std::int64_t, double> times;
-    if (host) {
-      times = time_host_segment_at_rows(part.analysis, s, s.threads, below);
-    } else {
-      RunnerConfig config;
-      config.slots = 1;  // one batch at a time
-      config.precision = part.precision;
-      config.device_options = part.device_options;
-      config.device = part.device_index;
-      times = time_device_segment_at_rows(part.analysis, s, part.devices[static_cast<std::size_t>(s.device)], config, below);
-    }
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    (host ? part.timing_spent.host_s : part.timing_spent.device_s) += seconds;
-    if (!times.empty()) part.row_times[std::move(key)] = std::move(times);
+    auto times = time_device_segment_at_rows(part.analysis, s, part.devices[static_cast<std::size_t>(s.device)], config, below);
+    part.timing_spent.device_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (!times.empty()) part.device_row_times[std::move(key)] = std::move(times);
   }
 }
 
 std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<RowsCurve> curves, const CostHistory* history) {
-  if ((history == nullptr && part.row_times.empty()) || part.profiles.empty() || part.segments.size() < 2) {
+  if ((history == nullptr && part.device_row_times.empty()) || part.profiles.empty() || part.segments.size() < 2) {
     return curves;
   }
   const std::int64_t from = analysed_rows(part);
   for (std::size_t k = 0; k < curves.size() && k < part.segments.size(); ++k) {
     const std::string key = part.cut_key(part.segments[k]);
     std::map<std::int64_t, double> measured;  // timed while planning, then measured in runs over those
-    if (const auto it = part.row_times.find(key); it != part.row_times.end()) measured = it->second;
+    if (const auto it = part.device_row_times.find(key); it != part.device_row_times.end()) measured = it->second;
     if (history != nullptr) {
       for (const auto& [rows, ms] : history->segment_rows_times(key)) measured[rows] = ms;
     }

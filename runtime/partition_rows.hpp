@@ -37,20 +37,20 @@ PlacementProblem problem_at_rows(const Partition& partition, double rows, const 
 /// dimension.
 std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHistory* history);
 
-/// Times each segment of `partition`'s split that was timed while planning
-/// (PartitionOptions::use_analysis_times; an accelerator's on a device this process can run) at
-/// each of `rows` below the analysed rows, kept in Partition::row_times: an accelerator's on its
-/// device (time_device_segment_at_rows), a host segment's on its threads, woken before each run
-/// (time_host_segment_at_rows). A pipeline's batches form by timing, mostly far below the rows it
-/// was placed at, and there a segment's time is a floor the node costs' scaling misses: under-filled
-/// kernels on a GPU (on an H100 host rec's first segment took 0.98 ms at 7.9 rows, predicted 1.42
-/// from its nodes), a team of threads to wake on the host (its attention Softmax on 16 threads
-/// 0.22-0.29 ms, predicted 0.09-0.11).
+/// Times each accelerator segment of `partition`'s split on its device at each of `rows` below
+/// the analysed rows (time_device_segment_at_rows; kept in Partition::device_row_times), where
+/// its segments were timed while planning (PartitionOptions::use_analysis_times, a device this
+/// process can run). A pipeline's batches form by timing, mostly far below the rows it was placed
+/// at, and a GPU segment's time there is a floor of under-filled kernels the node costs' scaling
+/// misses: on an H100 host rec's first segment took 0.98 ms at 7.9 rows, predicted 1.42 from its
+/// nodes. Host segments are left to their nodes: timed alone at those rows, they miss a pipeline's
+/// batches by about as much as the scaling does (the other stages' threads share the cores there),
+/// and each of their timings costs evictions of the whole cache.
 void time_segments_at_rows(Partition& partition, const std::vector<std::int64_t>& rows);
 
 /// `curves` (one per segment of `partition`) with each segment's time at the row counts a
 /// pipeline's runs measured it (CostHistory::segment_rows_times of its cut key), else was timed
-/// at while planning (Partition::row_times), in place of the prediction there, and its
+/// at while planning (Partition::device_row_times), in place of the prediction there, and its
 /// predictions elsewhere scaled by how far they missed those times: by
 /// the measured time over the prediction at the nearest measured rows, along a line between two,
 /// and to 1 at the analysed rows (the prediction the placement was chosen on). Scaled node by node

@@ -609,12 +609,16 @@ TEST(PipelinePlanner, ASplitsRunsKeepItsHostSegmentsThreadsForTheNextPlacement) 
     EXPECT_FALSE(history.find(runtime::CostHistory::host_threads_key(host_cuts.back())).has_value());
   }
   ASSERT_EQ(host_cuts.size(), 1u);
-  // Its segments timed at the rows of the batch sizes tried below the analysed rows (the curves
-  // the split's options are costed on).
+  // Its accelerator segments timed at the rows of the batch sizes tried below the analysed rows
+  // (the curves the split's options are costed on); the host's left to its nodes.
   ASSERT_GT(runtime::analysed_rows(part), 1);
   for (const runtime::Segment& s : part.segments) {
-    const auto it = part.row_times.find(part.cut_key(s));
-    ASSERT_NE(it, part.row_times.end());
+    const auto it = part.device_row_times.find(part.cut_key(s));
+    if (s.device == 0) {
+      EXPECT_EQ(it, part.device_row_times.end());
+      continue;
+    }
+    ASSERT_NE(it, part.device_row_times.end());
     EXPECT_EQ(it->second.begin()->first, 1);
     EXPECT_LT(it->second.rbegin()->first, runtime::analysed_rows(part));
   }

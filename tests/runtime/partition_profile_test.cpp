@@ -363,59 +363,52 @@ TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanni
   EXPECT_DOUBLE_EQ(predict_segments(again)[a].predicted_ms, 4321.0);
 }
 
-// A pipeline's batches form below the rows its split was placed at: the split's segments are
-// timed there too, on their devices and threads, and their curves against rows hold those times.
-TEST(PartitionProfile, ASplitsSegmentsAreTimedAtTheRowsAPipelinesBatchesMayHave) {
+// A pipeline's batches form below the rows its split was placed at: the split's accelerator
+// segments are timed there too, and their curves against rows hold those times.
+TEST(PartitionProfile, AnAcceleratorSegmentIsTimedAtTheRowsAPipelinesBatchesMayHave) {
   Partition p = partition_model(model(), {{4, 4, 8, 8}}, timed_split_options());
   ASSERT_FALSE(p.single_device());
   ASSERT_EQ(analysed_rows(p), 4);
   time_segments_at_rows(p, {1, 2, 4, 8, 2});  // 4 rows are the analysed ones, 8 beyond them
-  std::set<std::string> keys;
+  std::size_t accelerator_segments = 0;
   for (const Segment& s : p.segments) {
-    const auto it = p.row_times.find(p.cut_key(s));
-    keys.insert(p.cut_key(s));
-    ASSERT_NE(it, p.row_times.end()) << (s.device == 0 ? "the host's segment" : "an accelerator's");
+    const auto it = p.device_row_times.find(p.cut_key(s));
+    if (s.device == 0) {
+      EXPECT_EQ(it, p.device_row_times.end()) << "a host segment is left to its nodes";
+      continue;
+    }
+    ++accelerator_segments;
+    ASSERT_NE(it, p.device_row_times.end());
     ASSERT_EQ(it->second.size(), 2u);
     EXPECT_GT(it->second.at(1), 0.0);
     EXPECT_GT(it->second.at(2), 0.0);
   }
-  EXPECT_EQ(p.row_times.size(), keys.size());  // the same work in two segments: timed once
+  EXPECT_EQ(p.device_row_times.size(), accelerator_segments);
 
   // The curves hold the timed points; a time a pipeline's runs measured comes first.
   const std::size_t a = p.segments[0].device != 0 ? 0 : p.segments.size() - 1;
   const std::string key = p.cut_key(p.segments[a]);
   const std::vector<double> at_analysed = predicted_segment_ms(p);
   std::vector<RowsCurve> curves = segment_curves(p, nullptr);
-  EXPECT_DOUBLE_EQ(curves[a].at(1), p.row_times.at(key).at(1));
-  EXPECT_DOUBLE_EQ(curves[a].at(2), p.row_times.at(key).at(2));
+  EXPECT_DOUBLE_EQ(curves[a].at(1), p.device_row_times.at(key).at(1));
+  EXPECT_DOUBLE_EQ(curves[a].at(2), p.device_row_times.at(key).at(2));
   EXPECT_DOUBLE_EQ(curves[a].at(4), at_analysed[a]);
   CostHistory history;
   history.record(CostHistory::segment_rows_key(key, 2), 9.0);
   curves = segment_curves(p, &history);
   EXPECT_DOUBLE_EQ(curves[a].at(2), 9.0);
-  EXPECT_DOUBLE_EQ(curves[a].at(1), p.row_times.at(key).at(1));
+  EXPECT_DOUBLE_EQ(curves[a].at(1), p.device_row_times.at(key).at(1));
 
   // Directly: by one runner at each count; none where the device plans nothing; rows must be some.
   const auto direct = time_device_segment_at_rows(p.analysis, p.segments[a], kAccel, RunnerConfig{}, {3, 1}, 2, 1);
   EXPECT_EQ(direct.size(), 2u);
   EXPECT_TRUE(time_device_segment_at_rows(p.analysis, p.segments[a], failing_accelerator(), RunnerConfig{}, {1}).empty());
   EXPECT_THROW(time_device_segment_at_rows(p.analysis, p.segments[a], kAccel, RunnerConfig{}, {0}), InvalidArgument);
-  // The host's the same way; a segment that cannot run is left out at every count.
-  const Segment& host = p.segments[host_segment(p)];
-  EXPECT_EQ(time_host_segment_at_rows(p.analysis, host, 1, {3, 1}, 2).size(), 2u);
-  Segment broken = host;
-  auto graph = std::make_shared<Graph>(*host.graph);
-  for (Node& n : graph->nodes) {
-    if (n.op_type == "Softmax") n.op_type = "NoSuchOp";
-  }
-  broken.graph = graph;
-  EXPECT_TRUE(time_host_segment_at_rows(p.analysis, broken, 1, {1, 2}).empty());
-  EXPECT_THROW(time_host_segment_at_rows(p.analysis, host, 1, {0}), InvalidArgument);
 
   // A roofline plan times nothing, at any rows.
   Partition roofline = partition_model(model(), {{4, 4, 8, 8}}, options());
   time_segments_at_rows(roofline, {1, 2});
-  EXPECT_TRUE(roofline.row_times.empty());
+  EXPECT_TRUE(roofline.device_row_times.empty());
 }
 
 // A device runner that records the configs its runners are made with; the CPU runner runs them.
