@@ -492,7 +492,9 @@ std::optional<PipelinePlan> place_auto_models(const ModelTable& models, double f
       // its options are costed on (runtime/partition_rows.hpp).
       if (!made.single_device() && !c.fixed_one) {
         std::vector<std::int64_t> rows;
-        for (int f : batch_candidates(c.feed.max_batch)) rows.push_back(static_cast<std::int64_t>(std::ceil(f * c.rows_per_frame)));
+        for (int f : batch_candidates(c.feed.max_batch)) {
+          rows.push_back(static_cast<std::int64_t>(std::ceil(f * c.rows_per_frame)));
+        }
         const double before = made.timing_spent.device_s;
         runtime::time_segments_at_rows(made, rows);
         if (!made.device_row_times.empty()) {

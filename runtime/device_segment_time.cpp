@@ -30,7 +30,8 @@ namespace {
 // page-locked memory from `pool`.
 double timed_batches(ModelRunner& runner, ValuePool& pool, const ModelAnalysis& analysis, const Segment& segment,
                      std::int64_t rows, int runs, int warmup) {
-  const std::int64_t analysed = analysis.input_shapes.empty() || analysis.input_shapes[0].empty() ? 0 : analysis.input_shapes[0][0];
+  const std::vector<Shape>& analysed_shapes = analysis.input_shapes;
+  const std::int64_t analysed = analysed_shapes.empty() || analysed_shapes[0].empty() ? 0 : analysed_shapes[0][0];
   std::map<std::string, const TensorDesc*> by_box;
   for (const auto& in : segment.inputs) by_box[boxed_name(in)] = &analysis.values.at(in);
   std::vector<Tensor> inputs;

@@ -86,7 +86,8 @@ Spread timed_runs(const ModelAnalysis& analysis, const Segment& segment, int run
 // a run as slow as the best count's slow runs, which leaves the other cores to the rest of the
 // pipeline and wakes fewer threads; then at the chosen count with its threads woken before each
 // run, 2 * runs + 1 runs: that timing stands for most segments of a split, and on the GPU hosts a
-// median of five moved by up to 30 % from one timing to the next. std::nullopt (logged) when the segment fails to run, which its runner will then report.
+// median of five moved by up to 30 % from one timing to the next. std::nullopt (logged) when the
+// segment fails to run, which its runner will then report.
 std::optional<HostThreadsChoice> time_at_counts(const ModelAnalysis& analysis, const Segment& segment, int runs,
                                                 const std::vector<int>& counts) {
   RW_EXPECTS(runs > 0, InvalidArgument, "timing a host segment: {} runs", runs);
