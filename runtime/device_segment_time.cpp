@@ -4,6 +4,7 @@
 #include "core/log.hpp"
 #include "runtime/cpu_runner.hpp"
 #include "runtime/median_time.hpp"
+#include "runtime/partition_rows.hpp"
 #include "runtime/run_batch.hpp"
 #include "runtime/sample_values.hpp"
 #include "runtime/value_pool.hpp"
@@ -30,8 +31,7 @@ namespace {
 // page-locked memory from `pool`.
 double timed_batches(ModelRunner& runner, ValuePool& pool, const ModelAnalysis& analysis, const Segment& segment,
                      std::int64_t rows, int runs, int warmup) {
-  const std::vector<Shape>& analysed_shapes = analysis.input_shapes;
-  const std::int64_t analysed = analysed_shapes.empty() || analysed_shapes[0].empty() ? 0 : analysed_shapes[0][0];
+  const std::int64_t analysed = analysed_rows(analysis);
   std::map<std::string, const TensorDesc*> by_box;
   for (const auto& in : segment.inputs) by_box[boxed_name(in)] = &analysis.values.at(in);
   std::vector<Tensor> inputs;
@@ -40,8 +40,7 @@ double timed_batches(ModelRunner& runner, ValuePool& pool, const ModelAnalysis& 
     const auto it = by_box.find(gi.name);
     RW_EXPECTS(it != by_box.end(), InvalidArgument, "{}: input '{}' is none of the segment's", segment.graph->name, gi.name);
     const TensorDesc& d = *it->second;
-    Shape shape = d.shape;
-    if (rows > 0 && !shape.empty() && shape[0] == analysed) shape[0] = rows;
+    const Shape shape = rows > 0 ? at_batch({d}, analysed, rows)[0].shape : d.shape;
     inputs.push_back(pool.make(d.dtype, boxed_shape(shape)));
     if (inputs.back().nbytes() > 0) fill_sample_values(inputs.back().raw_data(), d.dtype, inputs.back().nbytes());
     shapes.push_back(inputs.back().shape());

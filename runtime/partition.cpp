@@ -156,7 +156,7 @@ std::optional<double> find_ms(const std::map<std::string, double>& times, const 
   return it != times.end() ? std::optional<double>(it->second) : std::nullopt;
 }
 
-// A host segment's timing alone under `key` (unscaled) for a segment whose kernels were idle for
+// A host segment's timing alone under `key` for a segment whose kernels were idle for
 // `idle_ms` before it, and whether it is the one with its threads woken.
 std::optional<std::pair<double, bool>> host_timing_at(const Partition& p, const std::string& key, double idle_ms) {
   if (idle_ms < kShortIdleMs) {
@@ -211,12 +211,7 @@ void time_segments(Partition& part, const std::vector<Segment>& segments, std::s
     const auto start = std::chrono::steady_clock::now();
     bool timed = false;
     if (s.device != 0) {
-      RunnerConfig config;
-      config.slots = 1;  // one batch at a time
-      config.precision = part.precision;
-      config.device_options = part.device_options;
-      config.device = part.device_index;
-      const auto ms = time_device_segment(part.analysis, s, device, config);
+      const auto ms = time_device_segment(part.analysis, s, device, part.segment_timing_config());
       if ((timed = ms.has_value())) part.device_times[std::move(key)] = *ms;
     } else {
       const auto chosen = part.host_threads.find(key);
@@ -296,6 +291,15 @@ std::optional<double> Partition::timed_segment_ms(const Segment& s, double host_
 std::optional<std::pair<double, bool>> Partition::host_timing(const Segment& s, double host_idle_ms) const {
   if (s.device != 0 || host_times.empty()) return std::nullopt;
   return host_timing_at(*this, cut_key(s), host_idle_ms);
+}
+
+RunnerConfig Partition::segment_timing_config() const {
+  RunnerConfig config;
+  config.slots = 1;
+  config.precision = precision;
+  config.device_options = device_options;
+  config.device = device_index;
+  return config;
 }
 
 std::vector<int> Partition::host_segment_threads() const {

@@ -13,6 +13,7 @@
 
 #include "core/graph/graph.hpp"
 #include "core/kernel_info.hpp"
+#include "core/model_runner.hpp"
 #include "core/passes/pass_manager.hpp"
 #include "runtime/cost_model.hpp"
 #include "runtime/cut_model.hpp"
@@ -184,6 +185,9 @@ struct Partition {
   /// The threads of each host segment of a split (Segment::threads), in segment order: what a
   /// placement cache keeps beside node_devices().
   std::vector<int> host_segment_threads() const;
+  /// The runner config an accelerator segment is timed with while planning: one batch at a time,
+  /// the plan's precision, the model's device options and GPU, as the split's runner runs it.
+  RunnerConfig segment_timing_config() const;
   /// Whether it carries costs to predict from (partition_as_placed's cut carries none).
   bool has_costs() const { return !problem.nodes.empty(); }
   /// With single_device(): that device's name ("cpu" for a model with no node to place).

@@ -21,10 +21,12 @@ std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t fro
   return descs;
 }
 
-std::int64_t analysed_rows(const Partition& partition) {
-  const std::vector<Shape>& shapes = partition.analysis.input_shapes;
+std::int64_t analysed_rows(const ModelAnalysis& analysis) {
+  const std::vector<Shape>& shapes = analysis.input_shapes;
   return shapes.empty() || shapes[0].empty() ? 0 : std::max<std::int64_t>(0, shapes[0][0]);
 }
+
+std::int64_t analysed_rows(const Partition& partition) { return analysed_rows(partition.analysis); }
 
 PlacementProblem problem_at_rows(const Partition& part, double rows, const CostHistory* history) {
   PlacementProblem p = part.problem;
@@ -124,13 +126,9 @@ void time_segments_at_rows(Partition& part, const std::vector<std::int64_t>& row
     std::string key = part.cut_key(s);
     // Not timed while planning: nor here; the same work in another segment: timed once.
     if (part.device_times.count(key) == 0 || part.device_row_times.count(key) != 0) continue;
-    RunnerConfig config;
-    config.slots = 1;  // one batch at a time
-    config.precision = part.precision;
-    config.device_options = part.device_options;
-    config.device = part.device_index;
     const auto start = std::chrono::steady_clock::now();
-    auto times = time_device_segment_at_rows(part.analysis, s, part.devices[static_cast<std::size_t>(s.device)], config, below);
+    auto times = time_device_segment_at_rows(part.analysis, s, part.devices[static_cast<std::size_t>(s.device)],
+                                             part.segment_timing_config(), below);
     part.timing_spent.device_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!times.empty()) part.device_row_times[std::move(key)] = std::move(times);
   }

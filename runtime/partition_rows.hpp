@@ -23,8 +23,10 @@ namespace redwood::runtime {
 /// `descs` with dim 0 changed from `from` rows to `to` where it was `from` (their host values dropped).
 std::vector<TensorDesc> at_batch(std::vector<TensorDesc> descs, std::int64_t from, std::int64_t to);
 
-/// The rows `partition` was analysed at: dim 0 of its first input, 0 when it has none.
+/// The rows `partition` (or `analysis`) was analysed at: dim 0 of its first input, 0 when it has
+/// none.
 std::int64_t analysed_rows(const Partition& partition);
+std::int64_t analysed_rows(const ModelAnalysis& analysis);
 
 /// `partition`'s problem at `rows` rows (see above); `history` may be null. Its nodes' times are
 /// looked up in the history only at whole rows other than the analysed ones.

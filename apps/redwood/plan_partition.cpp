@@ -24,7 +24,7 @@ std::string percent_off(double predicted, double measured) {
   return measured > 0 ? fmt::format("{:+.0f} %", 100.0 * (predicted - measured) / measured) : "-";
 }
 
-// A host segment's other timing alone (unscaled), beside the one that stands for it: after a long
+// A host segment's other timing alone, beside the one that stands for it: after a long
 // idle where the woken one does, else with its threads woken.
 std::string other_host_timing(const runtime::Partition& p, const runtime::Segment& s, bool woken) {
   const auto& times = woken ? p.host_times : p.host_woken_times;

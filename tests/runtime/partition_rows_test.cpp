@@ -179,7 +179,7 @@ TEST(PartitionRows, BetweenATimeMeasuredAtFewRowsAndTheAnalysedRowsAPredictionIs
   const std::vector<RowsCurve> curves = segment_curves(p, &history);
   EXPECT_DOUBLE_EQ(curves[1].at(2), 0.5 * predicted[1].at(2));
   EXPECT_DOUBLE_EQ(curves[1].at(1), 0.5 * predicted[1].at(1));
-  // 4 rows: a third of the way from 2 to 8, so a third of the miss is taken back.
+  // 4 rows are a third of the way from 2 to 8: the ratio there a third of the way from 0.5 to 1.
   EXPECT_DOUBLE_EQ(curves[1].at(4), (0.5 + 0.5 / 3) * predicted[1].at(4));
   EXPECT_DOUBLE_EQ(curves[1].at(8), predicted[1].at(8));
 }
