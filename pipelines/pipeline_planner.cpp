@@ -662,7 +662,7 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
       recorded += record_means(ran, d->history_key, history);
     }
     // A split's segments: each one's compute by the rows of the batches it ran, the same way,
-    // under its cut key at those rows (runtime/partition_rows.hpp reads them back).
+    // under its key (Partition::ran_key) at those rows (runtime/partition_rows.hpp reads them back).
     const runtime::Partition* part = d->device.empty() ? d->partition.get() : nullptr;
     if (part == nullptr || part->profiles.empty() || part->segments.size() < 2) continue;
     // The runners that ran its segments: their split batches whole, and each segment's.
@@ -675,16 +675,16 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     }
     for (std::size_t k = 0; k < part->segments.size(); ++k) {
       const runtime::Segment& s = part->segments[k];
-      const std::string cut = part->cut_key(s);
+      const std::string ran = part->ran_key(s);
       const std::size_t times = record_means(
-          segment_batches[k], [&cut](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(cut, rows); }, history);
+          segment_batches[k], [&ran](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(ran, rows); }, history);
       recorded += times;
       // And a host segment's threads, as `redwood plan --profile` keeps them: the next placement
       // runs the segment there (partition_model takes them from the history) instead of timing
       // its thread counts anew, so that the times just recorded stand for the threads it runs on.
       // Only where the history holds another count: its node entries key the pipeline's kept
       // placement, which a sample added every run would never let stand.
-      const std::string threads_key = runtime::CostHistory::host_threads_key(cut);
+      const std::string threads_key = runtime::CostHistory::host_threads_key(part->cut_key(s));
       if (times > 0 && s.device == 0 && s.threads > 0 && history.find(threads_key) != static_cast<double>(s.threads)) {
         history.record(threads_key, s.threads);
       }

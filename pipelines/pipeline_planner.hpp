@@ -124,12 +124,12 @@ inline constexpr std::int64_t kMinBatchesRecorded = 3;
 /// batch ran (dim 0, padding included), one sample, the mean of those batches' copy in + compute +
 /// copy out, under CostHistory::model_key (the model's graph_hash, the device and its profile's
 /// key, or for a split its cut and devices, precision, the inputs at those rows); for a split,
-/// also each segment's compute at each row count, under CostHistory::segment_rows_key, a host
-/// segment's threads, under CostHistory::host_threads_key where the history holds another count,
-/// and at each row count its batches beyond their segments' compute and crossings, per segment,
-/// under CostHistory::pipeline_handover_key, where the split was placed at this start (a split
-/// read back from the placement cache has no crossings costed); a split not measured yet is
-/// predicted with it.
+/// also each segment's compute at each row count, under CostHistory::segment_rows_key (of its
+/// Partition::ran_key), a host segment's threads, under CostHistory::host_threads_key where the
+/// history holds another count, and at each row count its batches beyond their segments' compute
+/// and crossings, per segment, under CostHistory::pipeline_handover_key, where the split was placed
+/// at this start (a split read back from the placement cache has no crossings costed); a split not
+/// measured yet is predicted with it.
 /// Row counts with fewer than kMinBatchesRecorded batches are left out. Returns the batch-time
 /// samples recorded (whole batches and segments).
 std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& history);

@@ -71,10 +71,11 @@ class CostHistory {
   static constexpr const char* host_threads_prefix = "threads ";
   static std::string host_threads_key(const std::string& cut_key) { return host_threads_prefix + cut_key; }
   /// The key of one segment's whole time on a device (its compute as its runner measured it in a
-  /// split run), by the keys of the nodes it runs: "cut <device>|<precision>|<XXH64 of the node
-  /// keys>|<count> nodes". A segment's nodes cost other than the same nodes inside the whole model
-  /// (layouts converted at its edges, fusions it cuts), so a segment measured before is predicted
-  /// from its own time.
+  /// split run), by the keys of the nodes it runs and of its edges: "cut <device>|<precision>|<XXH64
+  /// of the keys>|<count> nodes" (Partition::cut_key for its work, Partition::ran_key for that
+  /// segment, its nodes named). A segment's nodes cost other than the same nodes inside the whole
+  /// model (layouts converted at its edges, fusions it cuts), so a segment measured before is
+  /// predicted from its own time.
   static std::string cut_key(const DeviceProfile& device, const std::string& precision,
                              const std::vector<std::string>& node_keys);
   /// The key of a whole model's batch time on a device, as a run measured it (copy in, compute,
@@ -84,7 +85,7 @@ class CostHistory {
                                const std::vector<TensorDesc>& inputs);
   /// The key of a split segment's compute a batch at one row count as a pipeline's run measured
   /// it (its runner's batches that ran those rows, padding included): "ran <cut_key>|<rows> rows",
-  /// with the cut key of the segment at the rows its partition was analysed at. A run at small
+  /// with the key of the segment at the rows its partition was analysed at (Partition::ran_key). A run at small
   /// batches costs other than the analysed rows scaled (a kernel's launch, the CPU's threads
   /// waking), so a segment measured at those rows is predicted from its own time there.
   static std::string segment_rows_key(const std::string& cut_key, std::int64_t rows);

@@ -73,7 +73,7 @@ struct PartitionOptions {
   /// A partition made before in this process (may be null): the segments it timed alone and the
   /// thread counts it chose are kept, not timed again (`redwood plan --profile` places twice,
   /// before and after measuring its node times). A segment's timing does not depend on the node
-  /// costs, and its cut key names its nodes, shapes, edges, device and precision.
+  /// costs, and its cut key names its nodes' work, shapes, edges, device and precision.
   const Partition* timed_before = nullptr;
 };
 
@@ -122,7 +122,7 @@ struct Partition {
   std::string precision = "fp32";                 // what the accelerators compute in (the CPU: fp32)
   std::map<std::string, std::string> device_options;  // the accelerators' runners' (PartitionOptions)
   int device_index = 0;                           // the accelerator's GPU (PartitionOptions)
-  std::map<std::string, double> cut_times;        // segments measured before: CostHistory::cut_key -> ms
+  std::map<std::string, double> cut_times;        // segments measured before: ran_key -> ms
   std::map<std::string, double> host_times;       // host segments timed while planning: cut_key -> ms,
                                                   // after a long idle
   std::map<std::string, double> host_woken_times; // the same with their threads woken just before: what
@@ -165,8 +165,15 @@ struct Partition {
   /// planning, where one was: what a split runner of that placement runs, as run_latency_ms
   /// predicts it (a baseline measured against the placement runs so).
   std::vector<Segment> cut(const std::vector<int>& device) const;
-  /// The key segment `s` of this partition's analysis is kept under in the cost history.
+  /// The key of segment `s`'s work: its nodes' ops, dtypes and shapes and the values crossing its
+  /// edges. Segments of the same work share it, as they share its timings alone (host_times,
+  /// device_times, ...) and its thread count: timed alone, the same work takes the same time.
   std::string cut_key(const Segment& s) const;
+  /// The key segment `s`'s measured times are kept under in the cost history (cut_times, the
+  /// times by rows a pipeline's runs record): its cut_key's work and which nodes they are (their
+  /// names). Two segments of the same work at different places in a split run at different
+  /// speeds (what runs before each, how long the host's threads slept), so each keeps its own.
+  std::string ran_key(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
   /// Segment `s`'s time as timed alone while planning, if it was: a host segment's from

@@ -47,7 +47,8 @@ struct PartitionTimes {
 /// values (runtime/sample_values.hpp), in an accelerator's pinned memory where there is one, the
 /// outputs into a recycled pool over it (runtime/value_pool.hpp), as a pipeline's frames are:
 /// `warmup` batches, then `runs` timed ones, one at a time.
-/// With `history`, each segment's measured time is recorded under its cut key (Partition::cut_key),
+/// With `history`, each segment's measured time is recorded under its key (Partition::ran_key),
+/// a host segment's thread count under its work's (CostHistory::host_threads_key of its cut_key),
 /// its time beyond its nodes' predicted times as its device's segment cost
 /// (CostHistory::segment_key), and the median batch's time beyond its segments' measured compute
 /// and their inputs' predicted crossings, per segment, as the host's hand-over

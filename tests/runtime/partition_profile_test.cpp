@@ -240,7 +240,7 @@ TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
 
   CostHistory history;
   const double measured = from_nodes[k].from_nodes_ms / 4;
-  history.record(first.cut_key(first.segments[k]), measured);
+  history.record(first.ran_key(first.segments[k]), measured);
   PartitionOptions o = options();
   o.history = &history;
   const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
@@ -258,6 +258,48 @@ TEST(PartitionProfile, ASegmentMeasuredBeforeIsPredictedFromItsOwnTime) {
   EXPECT_NE(other_batch.cut_key(other_batch.segments[host_segment(other_batch)]), first.cut_key(first.segments[k]));
   EXPECT_FALSE(predict_segments(other_batch)[host_segment(other_batch)].measured_before);
   EXPECT_NE(first.cut_key(first.segments[k]), first.cut_key(first.segments[k == 0 ? 1 : 0]));
+}
+
+// Two segments of the same work (the two convolutions around the Softmax: the same op at the
+// same shapes, the same values crossing) share a cut key, and with it their timing alone; each
+// keeps its measured times under its own key, since the same work runs at other speeds at other
+// places in a split (rec's first two attention Softmax segments in the OCR pipeline, 12 starts on
+// two H100 leases: the one after the long GPU segment 0.22-0.39 ms, the other 0.16-0.26).
+TEST(PartitionProfile, TwoSegmentsOfTheSameWorkShareTheirTimingAloneButNotTheirMeasuredTimes) {
+  const Partition p = partition_model(testing::softmax_between_convs_model(), {{2, 16, 32, 32}}, options());
+  ASSERT_EQ(p.segments.size(), 3u);
+  const Segment& first = p.segments[0];
+  const Segment& last = p.segments[2];
+  ASSERT_NE(first.device, 0);
+  ASSERT_EQ(last.device, first.device);
+  EXPECT_EQ(p.cut_key(first), p.cut_key(last));
+  EXPECT_NE(p.ran_key(first), p.ran_key(last));
+  EXPECT_NE(p.ran_key(first), p.cut_key(first));
+  EXPECT_EQ(p.ran_key(first).rfind("cut ", 0), 0u) << "a segment's measured time is a cut entry of the history";
+
+  // A time measured for the first predicts the first only.
+  CostHistory history;
+  const std::vector<SegmentTimes> from_nodes = predict_segments(p);
+  ASSERT_DOUBLE_EQ(from_nodes[0].predicted_ms, from_nodes[2].predicted_ms);
+  const double measured = 3 * from_nodes[0].predicted_ms + 1;
+  history.record(p.ran_key(first), measured);
+  PartitionOptions o = options();
+  o.history = &history;
+  const Partition again = partition_model(testing::softmax_between_convs_model(), {{2, 16, 32, 32}}, o);
+  ASSERT_EQ(again.placement.device, p.placement.device);
+  const std::vector<SegmentTimes> t = predict_segments(again);
+  EXPECT_TRUE(t[0].measured_before);
+  EXPECT_DOUBLE_EQ(t[0].predicted_ms, measured);
+  EXPECT_FALSE(t[2].measured_before);
+  EXPECT_DOUBLE_EQ(t[2].predicted_ms, from_nodes[2].predicted_ms);
+
+  // measure_partition keeps each one's time under its own key.
+  CostHistory ran;
+  const PartitionTimes times = measure_partition(p, RunnerConfig{}, 2, 1, &ran);
+  ASSERT_EQ(times.segments.size(), 3u);
+  EXPECT_EQ(ran.find(p.ran_key(first)), times.segments[0].measured_ms);
+  EXPECT_EQ(ran.find(p.ran_key(last)), times.segments[2].measured_ms);
+  EXPECT_FALSE(ran.find(p.cut_key(first)).has_value());
 }
 
 // This machine's real times, the Softmax on the host and every other node on the accelerator:
@@ -297,7 +339,7 @@ TEST(PartitionProfile, AHostSegmentOfASplitIsTimedOnTheHostWhilePlanning) {
 
   // A segment measured before keeps its measured time and is not timed again.
   CostHistory history;
-  history.record(p.cut_key(p.segments[k]), 1234.5);
+  history.record(p.ran_key(p.segments[k]), 1234.5);
   o.history = &history;
   const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_EQ(again.segments.size(), p.segments.size());
@@ -356,7 +398,7 @@ TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanni
 
   // A segment measured before keeps its measured time and is not timed again.
   CostHistory history;
-  history.record(p.cut_key(p.segments[a]), 4321.0);
+  history.record(p.ran_key(p.segments[a]), 4321.0);
   o.history = &history;
   const Partition again = partition_model(model(), {{2, 4, 8, 8}}, o);
   EXPECT_EQ(again.device_times.count(again.cut_key(again.segments[a])), 0u);
@@ -394,7 +436,7 @@ TEST(PartitionProfile, AnAcceleratorSegmentIsTimedAtTheRowsAPipelinesBatchesMayH
   EXPECT_DOUBLE_EQ(curves[a].at(2), p.device_row_times.at(key).at(2));
   EXPECT_DOUBLE_EQ(curves[a].at(4), at_analysed[a]);
   CostHistory history;
-  history.record(CostHistory::segment_rows_key(key, 2), 9.0);
+  history.record(CostHistory::segment_rows_key(p.ran_key(p.segments[a]), 2), 9.0);
   curves = segment_curves(p, &history);
   EXPECT_DOUBLE_EQ(curves[a].at(2), 9.0);
   EXPECT_DOUBLE_EQ(curves[a].at(1), p.device_row_times.at(key).at(1));
@@ -602,7 +644,7 @@ TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanK
   CostHistory history;
   measure_partition(p, RunnerConfig{}, 2, 1, &history);
   EXPECT_EQ(history.find(CostHistory::host_threads_key(key)), std::optional<double>(threads));
-  EXPECT_TRUE(history.find(key).has_value());
+  EXPECT_TRUE(history.find(p.ran_key(p.segments[k])).has_value());
 
   // The next plan runs the segment on the count kept (3 here: one it would not have tried on
   // every machine), timing it there only.
@@ -615,7 +657,7 @@ TEST(PartitionProfile, AHostSegmentRunsOnTheThreadsChosenByTimingAndTheNextPlanK
   EXPECT_EQ(next.host_times.count(key), 1u);
   // A segment measured before any count was kept ran on the process's count: it stays there.
   CostHistory measured;
-  measured.record(key, 5.0);
+  measured.record(p.ran_key(p.segments[k]), 5.0);
   o.history = &measured;
   const Partition before = partition_model(model(), {{2, 4, 8, 8}}, o);
   EXPECT_EQ(before.segments[k].threads, 0);
@@ -741,7 +783,7 @@ TEST(PartitionProfile, MeasuringASplitKeepsEachSegmentsTime) {
   const PartitionTimes t = measure_partition(p, RunnerConfig{}, 2, 1, &history);
   ASSERT_EQ(t.segments.size(), p.segments.size());
   for (std::size_t k = 0; k < p.segments.size(); ++k) {
-    const auto kept = history.find(p.cut_key(p.segments[k]));
+    const auto kept = history.find(p.ran_key(p.segments[k]));
     ASSERT_TRUE(kept.has_value()) << "segment " << k;
     EXPECT_DOUBLE_EQ(*kept, t.segments[k].measured_ms);
   }
@@ -804,7 +846,7 @@ TEST(PartitionProfile, ASegmentsMeasuredTimeIsItsMedianBatchsNotTheMean) {
     // A mean of the 5 batches would hold a fifth of the hiccup; the median holds none of it.
     EXPECT_GE(s.measured_p90_ms, kHiccupMs) << "segment " << k << ": the held-up batch is the slowest";
     EXPECT_LT(s.measured_ms, kHiccupMs / runs) << "segment " << k;
-    const auto kept = history.find(p.cut_key(p.segments[k]));
+    const auto kept = history.find(p.ran_key(p.segments[k]));
     ASSERT_TRUE(kept.has_value());
     EXPECT_DOUBLE_EQ(*kept, s.measured_ms);
   }

@@ -142,8 +142,8 @@ TEST(PartitionRows, ASegmentsTimeMeasuredAtARowCountComesFirstInItsCurveAndScale
   ASSERT_EQ(p.segments.size(), 3u);
   const std::vector<RowsCurve> predicted = segment_curves(p, nullptr);
   CostHistory history;
-  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 4), 7.5);
-  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 3), 6.0);  // between the curve's points
+  history.record(CostHistory::segment_rows_key(p.ran_key(p.segments[1]), 4), 7.5);
+  history.record(CostHistory::segment_rows_key(p.ran_key(p.segments[1]), 3), 6.0);  // between the curve's points
   const std::vector<RowsCurve> curves = segment_curves(p, &history);
   ASSERT_EQ(curves.size(), 3u);
   EXPECT_EQ(curves[0].points, predicted[0].points);
@@ -175,7 +175,7 @@ TEST(PartitionRows, BetweenATimeMeasuredAtFewRowsAndTheAnalysedRowsAPredictionIs
   const std::vector<RowsCurve> predicted = segment_curves(p, nullptr);
   ASSERT_EQ(predicted[1].points.size(), 4u);  // 1, 2, 4 and 8 rows
   CostHistory history;
-  history.record(CostHistory::segment_rows_key(p.cut_key(p.segments[1]), 2), 0.5 * predicted[1].at(2));
+  history.record(CostHistory::segment_rows_key(p.ran_key(p.segments[1]), 2), 0.5 * predicted[1].at(2));
   const std::vector<RowsCurve> curves = segment_curves(p, &history);
   EXPECT_DOUBLE_EQ(curves[1].at(2), 0.5 * predicted[1].at(2));
   EXPECT_DOUBLE_EQ(curves[1].at(1), 0.5 * predicted[1].at(1));
