@@ -273,6 +273,12 @@ struct RunnerConfig {
   /// The device backend's own switches by name, e.g. "wgmma" -> "off" (CUDA:
   /// backends/cuda/cuda_options.hpp); the backend checks them (DeviceRunnerFactory::check_options).
   std::map<std::string, std::string> device_options;
+  /// Whether its batches count in its GPU's busy time, the union of every runner's compute there
+  /// (RunnerStats::device_compute_busy_ms and device_compute_sum_ms, which a pipeline's summary
+  /// and its cost history read). Off for a runner whose work is not a run's: the planner's, timing
+  /// a split's segments while a pipeline is built (Partition::segment_timing_config), which would
+  /// otherwise count as the pipeline's GPU work. Its own stats count its batches all the same.
+  bool device_clock = true;
 };
 
 /// Concatenates parts on dim 0 into `out`'s first rows (contiguous, same dtype and trailing

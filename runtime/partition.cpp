@@ -311,6 +311,7 @@ RunnerConfig Partition::segment_timing_config() const {
   config.precision = precision;
   config.device_options = device_options;
   config.device = device_index;
+  config.device_clock = false;  // the planner's work, not a run's
   return config;
 }
 

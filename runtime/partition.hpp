@@ -193,7 +193,8 @@ struct Partition {
   /// placement cache keeps beside node_devices().
   std::vector<int> host_segment_threads() const;
   /// The runner config an accelerator segment is timed with while planning: one batch at a time,
-  /// the plan's precision, the model's device options and GPU, as the split's runner runs it.
+  /// the plan's precision, the model's device options and GPU, as the split's runner runs it, off
+  /// the GPU's busy time (RunnerConfig::device_clock).
   RunnerConfig segment_timing_config() const;
   /// Whether it carries costs to predict from (partition_as_placed's cut carries none).
   bool has_costs() const { return !problem.nodes.empty(); }

@@ -26,6 +26,7 @@ double measure_runner_roundtrip(const std::string& kind, int index, int batches)
   RunnerConfig config;
   config.slots = 2;  // a batch's submit never waits for the one before to free its slot
   config.device = index;
+  config.device_clock = false;  // a profile's measurement, not a run's work
   auto runner = make_runner(kind, tanh_chain(1), config);  // one Tanh: every device has it
   // The input and outputs in the pool a split keeps its values in (page-locked where the device
   // has such memory), as a segment's are.

@@ -182,6 +182,7 @@ class CudaModelRunner final : public ModelRunner {
                                  config.slots, options_note(runner_.options().cuda))),
         recorder_(description_, config.slots, config.device, config.slots > 1),
         clock_(device_clock(config.device)),
+        on_clock_(config.device_clock),
         in_order_(static_cast<std::size_t>(config.slots)) {
     for (int i = 0; i < ring_.slots(); ++i) slots_.push_back(std::make_unique<Slot>(runner_.options().max_plans));
     // A model whose input shapes are all fixed is planned now, on every slot, so that an op
@@ -542,7 +543,7 @@ class CudaModelRunner final : public ModelRunner {
         t.compute_start = slot.compute_start.elapsed_ms_since(clock_.epoch);
         t.compute_end = slot.compute_end.elapsed_ms_since(clock_.epoch);
         t.copy_out_end = slot.copy_out_end.elapsed_ms_since(clock_.epoch);
-        if (slot.batch.counted) {
+        if (slot.batch.counted && on_clock_) {
           std::lock_guard lock(clock_.mutex);
           clock_.compute.add(t.compute_start, t.compute_end);
           clock_.compute_sum_ms += t.compute_end - t.compute_start;
@@ -576,6 +577,7 @@ class CudaModelRunner final : public ModelRunner {
   RunnerStatsRecorder recorder_;
   std::vector<std::unique_ptr<Slot>> slots_;  // after runner_: their plans go first
   DeviceClock& clock_;
+  bool on_clock_;  // RunnerConfig::device_clock
   std::mutex plan_mutex_;
   std::mutex mutex_;  // guards in_order_ and stopping_
   std::condition_variable completion_cv_;

@@ -372,6 +372,9 @@ TEST(PartitionProfile, AnAcceleratorSegmentOfASplitIsTimedOnItsDeviceWhilePlanni
   PartitionOptions o = timed_split_options();
   const Partition p = partition_model(model(), {{2, 4, 8, 8}}, o);
   ASSERT_FALSE(p.single_device());
+  // Its runners' batches are the planner's, not a run's: off the GPU's busy time.
+  EXPECT_FALSE(p.segment_timing_config().device_clock);
+  EXPECT_EQ(p.segment_timing_config().slots, 1);
   const std::vector<SegmentTimes> t = predict_segments(p);
   std::size_t accelerator_segments = 0;
   for (std::size_t j = 0; j < p.segments.size(); ++j) {

@@ -102,6 +102,30 @@ TEST(CudaModelRunner, RunsTheDetectorLikeTheCpuRunner) {
   EXPECT_THROW(device_runner_registry().at("cuda").make(graph, bad), InvalidArgument);
 }
 
+// A runner off the GPU's clock (RunnerConfig::device_clock: the planner's segment timing while a
+// pipeline is built) counts its batches in its own stats, not in the GPU's busy time that every
+// runner on the GPU reports: that is the pipeline's work alone.
+TEST(CudaModelRunner, ARunnerOffTheDevicesClockLeavesItsBusyTimeToTheOthers) {
+  RW_SKIP_WITHOUT_GPU();
+  const auto graph = small_conv_model();
+  auto on = cuda_runner(graph, "fp32", 1);
+  RunnerConfig config;
+  config.slots = 1;
+  config.device_clock = false;
+  auto off = device_runner_registry().at("cuda").make(graph, config);
+  const Tensor x = redwood::testing::random_tensor(DType::kF32, {2, 4, 16, 16}, -1, 1, 4);
+  on->run({{"x", x}});
+  const double before = on->stats().device_compute_busy_ms;
+  ASSERT_GT(before, 0.0);
+  for (int i = 0; i < 5; ++i) off->run({{"x", x}});
+  EXPECT_EQ(off->stats().batches, 5);
+  EXPECT_GT(off->stats().compute_ms, 0.0);
+  EXPECT_DOUBLE_EQ(on->stats().device_compute_busy_ms, before);
+  EXPECT_DOUBLE_EQ(off->stats().device_compute_busy_ms, before);
+  on->run({{"x", x}});
+  EXPECT_GT(on->stats().device_compute_busy_ms, before);
+}
+
 // Parts of a batch go to their rows and come back split the same way, whether they sit in pinned
 // memory (copied straight) or pageable memory (through the slot's staging), and padding rows
 // change nothing.
