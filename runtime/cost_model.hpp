@@ -85,9 +85,10 @@ class CostHistory {
                                const std::vector<TensorDesc>& inputs);
   /// The key of a split segment's compute a batch at one row count as a pipeline's run measured
   /// it (its runner's batches that ran those rows, padding included): "ran <cut_key>|<rows> rows",
-  /// with the key of the segment at the rows its partition was analysed at (Partition::ran_key). A run at small
-  /// batches costs other than the analysed rows scaled (a kernel's launch, the CPU's threads
-  /// waking), so a segment measured at those rows is predicted from its own time there.
+  /// with the key of the segment at the rows its partition was analysed at (Partition::ran_key).
+  /// A run at small batches costs other than the analysed rows scaled (a kernel's launch, the
+  /// CPU's threads waking), so a segment measured at those rows is predicted from its own time
+  /// there.
   static std::string segment_rows_key(const std::string& cut_key, std::int64_t rows);
   /// The medians held under segment_rows_key(cut_key, rows), by rows.
   std::map<std::int64_t, double> segment_rows_times(const std::string& cut_key) const;

@@ -51,10 +51,10 @@ std::vector<RowsCurve> segment_curves(const Partition& partition, const CostHist
 void time_segments_at_rows(Partition& partition, const std::vector<std::int64_t>& rows);
 
 /// `curves` (one per segment of `partition`) with each segment's time at the row counts a
-/// pipeline's runs measured it (CostHistory::segment_rows_times of its Partition::ran_key), else was timed
-/// at while planning (Partition::device_row_times), in place of the prediction there, and its
-/// predictions elsewhere scaled by how far they missed those times: by
-/// the measured time over the prediction at the nearest measured rows, along a line between two,
+/// pipeline's runs measured it (CostHistory::segment_rows_times of its Partition::ran_key), else
+/// was timed at while planning (Partition::device_row_times), in place of the prediction there,
+/// and its predictions elsewhere scaled by how far they missed those times: by the measured time
+/// over the prediction at the nearest measured rows, along a line between two,
 /// and to 1 at the analysed rows (the prediction the placement was chosen on). Scaled node by node
 /// from the analysed rows, a GPU segment's prediction at a few rows misses by more than its
 /// launches: on an H100 host rec's fifth segment came out at 0.58 ms at 7.9 rows against 0.31
