@@ -675,16 +675,17 @@ std::size_t record_batch_times(const ModelTable& models, runtime::CostHistory& h
     }
     for (std::size_t k = 0; k < part->segments.size(); ++k) {
       const runtime::Segment& s = part->segments[k];
-      const std::string ran = part->ran_key(s);
+      const runtime::Partition::SegmentKeys keys = part->segment_keys(s);
       const std::size_t times = record_means(
-          segment_batches[k], [&ran](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(ran, rows); }, history);
+          segment_batches[k], [&keys](std::int64_t rows) { return runtime::CostHistory::segment_rows_key(keys.ran, rows); },
+          history);
       recorded += times;
       // And a host segment's threads, as `redwood plan --profile` keeps them: the next placement
       // runs the segment there (partition_model takes them from the history) instead of timing
       // its thread counts anew, so that the times just recorded stand for the threads it runs on.
       // Only where the history holds another count: its node entries key the pipeline's kept
       // placement, which a sample added every run would never let stand.
-      const std::string threads_key = runtime::CostHistory::host_threads_key(part->cut_key(s));
+      const std::string threads_key = runtime::CostHistory::host_threads_key(keys.cut);
       if (times > 0 && s.device == 0 && s.threads > 0 && history.find(threads_key) != static_cast<double>(s.threads)) {
         history.record(threads_key, s.threads);
       }

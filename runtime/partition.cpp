@@ -178,14 +178,13 @@ std::optional<double> timed_ms(const Partition& p, const Segment& s, const std::
   return timed ? std::optional<double>(timed->first) : std::nullopt;
 }
 
-// Segment `s`'s time as measured before, else as timed while planning (neither key made when
-// nothing is known).
+// Segment `s`'s time as measured before, else as timed while planning: its keys made once for
+// both (and not at all when nothing is known).
 std::optional<double> known_segment_ms(const Partition& p, const Segment& s, double idle_ms) {
-  if (!p.cut_times.empty()) {
-    if (const auto ms = find_ms(p.cut_times, p.ran_key(s))) return ms;
-  }
-  if (timed_times(p, s).empty()) return std::nullopt;
-  return timed_ms(p, s, p.cut_key(s), idle_ms);
+  if (p.cut_times.empty() && timed_times(p, s).empty()) return std::nullopt;
+  const Partition::SegmentKeys keys = p.segment_keys(s);
+  if (const auto ms = find_ms(p.cut_times, keys.ran)) return ms;
+  return timed_ms(p, s, keys.cut, idle_ms);
 }
 
 double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) {
@@ -202,9 +201,10 @@ double cut_latency_ms(const Partition& p, const std::vector<Segment>& segments) 
 void time_segments(Partition& part, const std::vector<Segment>& segments, std::set<std::string>& tried) {
   if (segments.size() < 2) return;
   for (const Segment& s : segments) {
-    std::string key = part.cut_key(s);
-    if ((!part.cut_times.empty() && part.cut_times.count(part.ran_key(s)) != 0) || part.host_times.count(key) != 0 ||
-        part.device_times.count(key) != 0 || !tried.insert(key).second) {
+    Partition::SegmentKeys keys = part.segment_keys(s);
+    std::string& key = keys.cut;
+    if (part.cut_times.count(keys.ran) != 0 || part.host_times.count(key) != 0 || part.device_times.count(key) != 0 ||
+        !tried.insert(key).second) {
       continue;
     }
     const std::string& device = part.devices[static_cast<std::size_t>(s.device)];
@@ -261,35 +261,30 @@ std::vector<Segment> Partition::cut(const std::vector<int>& device) const {
   return segments;
 }
 
-namespace {
-
-// The cost-history key of segment `s`'s work (its nodes' keys and the values crossing its edges),
-// each node's key after its name where `named`: Partition::cut_key and ran_key.
-std::string segment_history_key(const Partition& p, const Segment& s, bool named) {
-  const Graph& g = *p.analysis.graph;
-  const DeviceProfile& profile = p.profiles.at(static_cast<std::size_t>(s.device));
-  const std::string device_precision = cost_precision(s.device, p.precision, p.device_options);
-  std::vector<std::string> keys;
+Partition::SegmentKeys Partition::segment_keys(const Segment& s) const {
+  const Graph& g = *analysis.graph;
+  const DeviceProfile& profile = profiles.at(static_cast<std::size_t>(s.device));
+  const std::string device_precision = cost_precision(s.device, precision, device_options);
+  std::vector<std::string> work, named;  // each node's key; the same after its name
   for (std::size_t n : s.nodes) {
-    if (p.analysis.host_node[n]) continue;
-    std::string key = CostHistory::key(profile, device_precision, g.nodes[n], p.analysis.input_descs(n), p.analysis.output_descs(n));
-    keys.push_back(named ? fmt::format("{} {}", g.nodes[n].name, key) : std::move(key));
+    if (analysis.host_node[n]) continue;
+    work.push_back(CostHistory::key(profile, device_precision, g.nodes[n], analysis.input_descs(n), analysis.output_descs(n)));
+    named.push_back(fmt::format("{} {}", g.nodes[n].name, work.back()));
   }
   // Which values cross its edges: the same nodes cut elsewhere convert other tensors.
   auto edge = [&](const char* what, const std::string& v) {
-    const TensorDesc& d = p.analysis.values.at(v);
+    const TensorDesc& d = analysis.values.at(v);
     return fmt::format("{} {}{}", what, dtype_name(d.dtype), shape_str(d.shape));
   };
-  for (const auto& v : s.inputs) keys.push_back(edge("in", v));
-  for (const auto& v : s.outputs) keys.push_back(edge("out", v));
-  return CostHistory::cut_key(profile, device_precision, keys);
+  for (const auto& v : s.inputs) work.push_back(edge("in", v));
+  for (const auto& v : s.outputs) work.push_back(edge("out", v));
+  named.insert(named.end(), work.begin() + static_cast<std::ptrdiff_t>(named.size()), work.end());  // the edges
+  return {CostHistory::cut_key(profile, device_precision, work), CostHistory::cut_key(profile, device_precision, named)};
 }
 
-}  // namespace
+std::string Partition::cut_key(const Segment& s) const { return segment_keys(s).cut; }
 
-std::string Partition::cut_key(const Segment& s) const { return segment_history_key(*this, s, false); }
-
-std::string Partition::ran_key(const Segment& s) const { return segment_history_key(*this, s, true); }
+std::string Partition::ran_key(const Segment& s) const { return segment_keys(s).ran; }
 
 std::optional<double> Partition::measured_segment_ms(const Segment& s) const {
   return cut_times.empty() ? std::nullopt : find_ms(cut_times, ran_key(s));

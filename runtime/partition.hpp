@@ -174,6 +174,12 @@ struct Partition {
   /// names). Two segments of the same work at different places in a split run at different
   /// speeds (what runs before each, how long the host's threads slept), so each keeps its own.
   std::string ran_key(const Segment& s) const;
+  /// Both keys of segment `s`, its nodes' keys made once for the two (where a caller needs both).
+  struct SegmentKeys {
+    std::string cut;  // cut_key
+    std::string ran;  // ran_key
+  };
+  SegmentKeys segment_keys(const Segment& s) const;
   /// Segment `s`'s time as measured before (cut_times), if it was.
   std::optional<double> measured_segment_ms(const Segment& s) const;
   /// Segment `s`'s time as timed alone while planning, if it was: a host segment's from

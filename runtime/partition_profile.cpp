@@ -188,10 +188,9 @@ PartitionTimes measure_partition(const Partition& p, const RunnerConfig& config,
       const double nodes = times.segments[k].from_nodes_ms - (d < p.segment_ms.size() ? p.segment_ms[d] : 0.0);
       history->record(CostHistory::segment_key(p.profiles[d]), std::max(0.0, times.segments[k].measured_ms - nodes));
       if (p.segments.empty()) continue;
-      history->record(p.ran_key(p.segments[k]), times.segments[k].measured_ms);
-      if (d == 0 && p.segments[k].threads > 0) {
-        history->record(CostHistory::host_threads_key(p.cut_key(p.segments[k])), p.segments[k].threads);
-      }
+      const Partition::SegmentKeys keys = p.segment_keys(p.segments[k]);
+      history->record(keys.ran, times.segments[k].measured_ms);
+      if (d == 0 && p.segments[k].threads > 0) history->record(CostHistory::host_threads_key(keys.cut), p.segments[k].threads);
     }
     if (!p.segments.empty() && times.segments.size() == p.segments.size()) {
       // The batch beyond its segments' compute as measured and their inputs' crossings, shared

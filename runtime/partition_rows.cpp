@@ -140,11 +140,11 @@ std::vector<RowsCurve> with_measured_rows(const Partition& part, std::vector<Row
   }
   const std::int64_t from = analysed_rows(part);
   for (std::size_t k = 0; k < curves.size() && k < part.segments.size(); ++k) {
-    const Segment& s = part.segments[k];
+    const Partition::SegmentKeys keys = part.segment_keys(part.segments[k]);
     std::map<std::int64_t, double> measured;  // timed while planning, then measured in runs over those
-    if (const auto it = part.device_row_times.find(part.cut_key(s)); it != part.device_row_times.end()) measured = it->second;
+    if (const auto it = part.device_row_times.find(keys.cut); it != part.device_row_times.end()) measured = it->second;
     if (history != nullptr) {
-      for (const auto& [rows, ms] : history->segment_rows_times(part.ran_key(s))) measured[rows] = ms;
+      for (const auto& [rows, ms] : history->segment_rows_times(keys.ran)) measured[rows] = ms;
     }
     if (measured.empty() || curves[k].empty()) continue;
     // Each measured time over the curve's prediction there: how far the prediction missed at those
